@@ -1,0 +1,355 @@
+//! Storage analysis: flags on single items, statistics per operation and size, and
+//! verdicts in words about cache, physics and what limits small files.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::stats::Stats;
+use crate::document::{Flag, Severity, Verdict, WorkloadRecord};
+use crate::report::units::{format_rate, format_size};
+use crate::workload::disk::ReadMode;
+use crate::workload::disk::item::{DiskItem, Op};
+
+/// A figure above the link limit by more than this factor is flagged: the margin
+/// absorbs timer and rounding error, never a cache.
+pub const LINK_MARGIN: f64 = 1.05;
+/// Items shorter than this are flagged `small`: scheduling noise is then a large share.
+pub const SMALL_SECONDS: f64 = 100e-6;
+/// A read with more than this fraction of the file resident is flagged `cached`.
+pub const CACHED_FRACTION: f64 = 0.5;
+/// An evicted file should have at most this fraction resident before its read.
+pub const EVICTED_FRACTION: f64 = 0.01;
+
+/// The item with its flags set from its figures and the link limit.
+pub fn flagged(mut item: DiskItem, limit_bytes_per_sec: Option<f64>) -> DiskItem {
+    item.flags.clear();
+    if limit_bytes_per_sec.is_some_and(|limit| item.bytes_per_sec > limit * LINK_MARGIN) {
+        item.flags.push(Flag::FasterThanLink);
+    }
+    if item.cached_fraction_before.is_some_and(|f| f > CACHED_FRACTION) {
+        item.flags.push(Flag::Cached);
+    }
+    if item.seconds < SMALL_SECONDS {
+        item.flags.push(Flag::Small);
+    }
+    item
+}
+
+/// Rate statistics of a group of items, with units in the names (SPEC.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RateSummary {
+    /// Median of the items' rates.
+    pub median_bytes_per_sec: f64,
+    /// Lowest item rate.
+    pub min_bytes_per_sec: f64,
+    /// Highest item rate.
+    pub max_bytes_per_sec: f64,
+    /// Mean of the item rates.
+    pub mean_bytes_per_sec: f64,
+    /// All bytes over all timed seconds.
+    pub aggregate_bytes_per_sec: f64,
+    /// Number of items.
+    pub n: usize,
+}
+
+impl RateSummary {
+    /// The summary of `items`; `None` when there are none.
+    pub fn of<'a>(items: impl IntoIterator<Item = &'a DiskItem>) -> Option<RateSummary> {
+        let items: Vec<&DiskItem> = items.into_iter().collect();
+        let rates: Vec<f64> = items.iter().map(|i| i.bytes_per_sec).collect();
+        let stats = Stats::of(&rates)?;
+        let bytes: u64 = items.iter().map(|i| i.bytes).sum();
+        let seconds: f64 = items.iter().map(|i| i.seconds).sum();
+        Some(RateSummary {
+            median_bytes_per_sec: stats.median,
+            min_bytes_per_sec: stats.min,
+            max_bytes_per_sec: stats.max,
+            mean_bytes_per_sec: stats.mean,
+            aggregate_bytes_per_sec: if seconds > 0.0 { bytes as f64 / seconds } else { 0.0 },
+            n: stats.n,
+        })
+    }
+}
+
+/// Statistics of one operation, mode and file size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SizeRow {
+    /// Write or read.
+    pub op: Op,
+    /// Sync mode or read mode.
+    pub mode: String,
+    /// File size.
+    pub size_bytes: u64,
+    /// Rates of the files of this size.
+    #[serde(flatten)]
+    pub rates: RateSummary,
+    /// Mean resident fraction before the reads; null for writes.
+    pub mean_cached_fraction_before: Option<f64>,
+    /// How many items carry each flag.
+    pub flag_counts: BTreeMap<Flag, usize>,
+}
+
+/// Items grouped by operation, mode and size, in that order.
+pub fn by_size(items: &[DiskItem]) -> Vec<SizeRow> {
+    let mut groups: BTreeMap<(Op, String, u64), Vec<&DiskItem>> = BTreeMap::new();
+    for item in items {
+        groups.entry((item.op, item.mode.clone(), item.size_bytes)).or_default().push(item);
+    }
+    groups
+        .into_iter()
+        .filter_map(|((op, mode, size_bytes), group)| {
+            let fractions: Vec<f64> = group.iter().filter_map(|i| i.cached_fraction_before).collect();
+            let mut flag_counts = BTreeMap::new();
+            for flag in group.iter().flat_map(|i| &i.flags) {
+                *flag_counts.entry(*flag).or_insert(0) += 1;
+            }
+            Some(SizeRow {
+                op,
+                mode,
+                size_bytes,
+                rates: RateSummary::of(group.iter().copied())?,
+                mean_cached_fraction_before: Stats::of(&fractions).map(|s| s.mean),
+                flag_counts,
+            })
+        })
+        .collect()
+}
+
+/// SPEC.md's disk summary: `write`, `read` (the first read mode), `read_<mode>` for
+/// each mode, and `by_size`.
+pub fn summarize(items: &[DiskItem], read_modes: &[ReadMode]) -> Value {
+    let writes = RateSummary::of(items.iter().filter(|i| i.op == Op::Write));
+    let mut summary = json!({ "write": writes });
+    let reads_in = |mode: &str| RateSummary::of(items.iter().filter(|i| i.op == Op::Read && i.mode == mode));
+    if let Some(first) = read_modes.first() {
+        summary["read"] = json!(reads_in(first.as_str()));
+    }
+    for mode in read_modes {
+        summary[format!("read_{}", mode.as_str())] = json!(reads_in(mode.as_str()));
+    }
+    summary["by_size"] = json!(by_size(items));
+    summary
+}
+
+/// Verdicts about one disk workload.
+pub fn verdicts(workload: usize, record: &WorkloadRecord, items: &[DiskItem]) -> Vec<Verdict> {
+    let verdict = |code: &str, severity, message: String| Verdict {
+        code: code.to_string(),
+        severity,
+        message,
+        workload: Some(workload),
+    };
+    let target = &record.target;
+    let limit = record.context.get("max_bytes_per_sec").and_then(Value::as_f64);
+    let via = link_words(&record.context);
+    let mut out = Vec::new();
+
+    match limit {
+        Some(limit) => {
+            for ((op, mode), group) in groups(items) {
+                let fast = group.iter().filter(|i| i.flags.contains(&Flag::FasterThanLink)).count();
+                if fast > 0 {
+                    out.push(verdict(
+                        "faster_than_link",
+                        Severity::Warning,
+                        format!(
+                            "{fast} of {} {} ({mode}) on {target} ran faster than its link allows ({via}, at most {}): \
+                             they were served from a cache, not the device",
+                            group.len(),
+                            plural(op),
+                            format_rate(limit)
+                        ),
+                    ));
+                }
+            }
+        }
+        None => out.push(verdict(
+            "link_unknown",
+            Severity::Info,
+            format!("the link limit of {target} is unknown ({via}): no figure could be checked against physics"),
+        )),
+    }
+
+    for ((op, mode), group) in groups(items) {
+        if op != Op::Read || mode == ReadMode::Cached.as_str() {
+            continue;
+        }
+        let leaked: Vec<f64> = group
+            .iter()
+            .filter_map(|i| i.cached_fraction_before)
+            .filter(|&f| f > EVICTED_FRACTION)
+            .collect();
+        if let Some(worst) = leaked.iter().copied().reduce(f64::max) {
+            out.push(verdict(
+                "not_evicted",
+                Severity::Warning,
+                format!(
+                    "{} of {} {mode} reads on {target} found up to {:.0}% of the file in the page cache after eviction: \
+                     those figures include cache hits",
+                    leaked.len(),
+                    group.len(),
+                    worst * 100.0
+                ),
+            ));
+        }
+    }
+
+    if items.iter().any(|i| i.op == Op::Read && i.mode == ReadMode::Cached.as_str()) {
+        out.push(verdict(
+            "cached_reads",
+            Severity::Info,
+            "reads in mode cached come from the page cache: they show memory, not storage".into(),
+        ));
+    }
+    if items.iter().any(|i| i.op == Op::Write && i.mode == "none") {
+        out.push(verdict(
+            "unsynced_writes",
+            Severity::Info,
+            "writes with --sync none end when the data reaches the page cache: they show memory, not storage".into(),
+        ));
+    }
+
+    let headline_read = read_modes_first(record);
+    for (op, mode, cost) in [
+        (Op::Write, None, "creating and syncing each file"),
+        (Op::Read, headline_read.as_deref(), "opening and reaching each file"),
+    ] {
+        if let Some(message) = size_effect(items, op, mode, cost) {
+            out.push(verdict("small_files_slower", Severity::Info, message));
+        }
+    }
+    out
+}
+
+/// Items grouped by operation and mode.
+fn groups(items: &[DiskItem]) -> BTreeMap<(Op, String), Vec<&DiskItem>> {
+    let mut groups: BTreeMap<(Op, String), Vec<&DiskItem>> = BTreeMap::new();
+    for item in items {
+        groups.entry((item.op, item.mode.clone())).or_default().push(item);
+    }
+    groups
+}
+
+/// Says how much slower the smallest files are than the largest, when it is a lot.
+fn size_effect(items: &[DiskItem], op: Op, mode: Option<&str>, cost: &str) -> Option<String> {
+    let rows: Vec<SizeRow> = by_size(items)
+        .into_iter()
+        .filter(|r| r.op == op && mode.is_none_or(|m| r.mode == m))
+        .collect();
+    let (small, large) = (rows.first()?, rows.last()?);
+    if small.size_bytes == large.size_bytes || large.rates.median_bytes_per_sec <= 0.0 {
+        return None;
+    }
+    let ratio = small.rates.median_bytes_per_sec / large.rates.median_bytes_per_sec;
+    (ratio < 0.5).then(|| {
+        format!(
+            "{} of {} files ran at {:.0}% of the rate of {} files ({} against {}): {cost} limits small files, not the transfer",
+            plural(op),
+            format_size(small.size_bytes),
+            ratio * 100.0,
+            format_size(large.size_bytes),
+            format_rate(small.rates.median_bytes_per_sec),
+            format_rate(large.rates.median_bytes_per_sec)
+        )
+    })
+}
+
+fn plural(op: Op) -> &'static str {
+    match op {
+        Op::Write => "writes",
+        Op::Read => "reads",
+    }
+}
+
+/// The headline read mode of a stored workload.
+fn read_modes_first(record: &WorkloadRecord) -> Option<String> {
+    record
+        .params
+        .get("read_modes")
+        .and_then(|m| m.get(0))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+/// The link in words, from a disk workload's stored context.
+pub fn link_words(context: &Value) -> String {
+    if context.get("limit_source").and_then(Value::as_str) == Some("--link-rate") {
+        return "given with --link-rate".into();
+    }
+    let chain = &context["chain"];
+    if let Some(via) = chain.get("limit_via").and_then(Value::as_str) {
+        return via.to_string();
+    }
+    let steps: Vec<String> = chain
+        .get("steps")
+        .and_then(Value::as_array)
+        .map(|steps| {
+            steps
+                .iter()
+                .filter_map(|s| s.get("detail").and_then(Value::as_str).filter(|d| !d.is_empty()).map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    if steps.is_empty() { "no link found".into() } else { steps.join(", ") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(op: Op, mode: &str, size: u64, rate: f64, fraction: Option<f64>) -> DiskItem {
+        DiskItem {
+            op,
+            mode: mode.into(),
+            size_bytes: size,
+            bytes: size,
+            seconds: size as f64 / rate,
+            bytes_per_sec: rate,
+            cached_fraction_before: fraction,
+            flags: vec![],
+            direct: false,
+            pass: 1,
+            file: "f".into(),
+        }
+    }
+
+    #[test]
+    fn flags_follow_the_figures() {
+        let fast = flagged(item(Op::Read, "flushed", 1 << 30, 9e9, Some(0.9)), Some(6e8));
+        assert_eq!(fast.flags, vec![Flag::FasterThanLink, Flag::Cached]);
+        let honest = flagged(item(Op::Read, "direct", 1 << 30, 5.9e8, Some(0.0)), Some(6e8));
+        assert!(honest.flags.is_empty());
+        let tiny = flagged(item(Op::Write, "fsync", 4096, 1e9, None), None);
+        assert_eq!(tiny.flags, vec![Flag::Small]);
+    }
+
+    #[test]
+    fn summary_has_spec_fields() {
+        let items = vec![
+            item(Op::Write, "fsync", 1 << 20, 100e6, None),
+            item(Op::Write, "fsync", 1 << 20, 300e6, None),
+            item(Op::Write, "fsync", 1 << 20, 200e6, None),
+            item(Op::Read, "direct", 1 << 20, 400e6, Some(0.0)),
+        ];
+        let summary = summarize(&items, &[ReadMode::Direct]);
+        assert_eq!(summary["write"]["median_bytes_per_sec"], 200e6);
+        assert_eq!(summary["write"]["min_bytes_per_sec"], 100e6);
+        assert_eq!(summary["write"]["max_bytes_per_sec"], 300e6);
+        assert_eq!(summary["write"]["n"], 3);
+        assert_eq!(summary["read"]["n"], 1);
+        assert_eq!(summary["read_direct"]["n"], 1);
+    }
+
+    #[test]
+    fn small_files_verdict_names_the_sizes() {
+        let items = vec![
+            item(Op::Write, "fsync", 10 << 10, 2e6, None),
+            item(Op::Write, "fsync", 256 << 20, 400e6, None),
+        ];
+        let message = size_effect(&items, Op::Write, None, "creating and syncing each file").unwrap();
+        assert!(message.contains("10 KiB") && message.contains("256 MiB"), "{message}");
+        assert!(message.contains("at 0% of") || message.contains("at 1% of"), "{message}");
+    }
+}

@@ -1,0 +1,5 @@
+//! Pure functions over measured items: statistics, flags and verdicts. Nothing here
+//! does I/O, so every rule can be tested with made-up numbers.
+
+pub mod disk;
+pub mod stats;

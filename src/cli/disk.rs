@@ -1,0 +1,133 @@
+//! `ratelab disk TARGET...`: the storage series.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::MeasureArgs;
+use super::values::{SizeList, parse_rate, parse_size, parse_size_list};
+use crate::exit::{Exit, UsageError};
+use crate::workload::Workload;
+use crate::workload::disk::{DiskPlan, DiskWorkload, EngineKind, Phase, ReadMode, SyncMode, series};
+
+/// The series of SPEC.md, from 10 KiB to 2 GiB.
+pub const DEFAULT_SIZES: &str = "10K,100K,500K,1M,5M,10M,50M,100M,200M,400M,600M,800M,1G,2G";
+
+/// Options of `ratelab disk`.
+#[derive(Debug, Args)]
+#[command(after_long_help = "Each write is timed from its first write call to the return of its \
+sync; each read from its first read call to its last. Opening and closing files is outside the \
+timed span. Before every read ratelab measures how much of the file is in the page cache \
+(cachestat, or mincore on older kernels) and stores it with the item.\n\n\
+Read modes:\n  direct   O_DIRECT reads with aligned buffers: the device, never the cache\n  \
+flushed  the file is evicted from the page cache first, then read through it\n  \
+cached   the file is read through a warm page cache, to show what the cache does")]
+pub struct DiskArgs {
+    /// Folders to measure; ratelab writes only inside a work folder it creates there.
+    #[arg(required = true, value_name = "TARGET")]
+    pub targets: Vec<PathBuf>,
+    /// File sizes of the series, comma-separated (K M G = KiB MiB GiB; KB MB GB = 10^3...).
+    #[arg(long, value_name = "LIST", default_value = DEFAULT_SIZES, value_parser = parse_size_list, conflicts_with = "random")]
+    pub sizes: SizeList,
+    /// Draw N random sizes, uniform between --min and --max, instead of --sizes.
+    #[arg(long, value_name = "N")]
+    pub random: Option<usize>,
+    /// Smallest random size.
+    #[arg(long, value_name = "SIZE", default_value = "2M", value_parser = parse_size, requires = "random")]
+    pub min: u64,
+    /// Largest random size.
+    #[arg(long, value_name = "SIZE", default_value = "2G", value_parser = parse_size, requires = "random")]
+    pub max: u64,
+    /// Passes over the series, each in a new random order.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub repeat: u32,
+    /// Read modes, comma-separated; the first is the headline `read`.
+    #[arg(long = "read", value_name = "MODE", value_enum, value_delimiter = ',', default_value = "direct")]
+    pub read_modes: Vec<ReadMode>,
+    /// Sync after the last write of each file (part of the timed span).
+    #[arg(long, value_enum, default_value = "fsync")]
+    pub sync: SyncMode,
+    /// Write with O_DIRECT (tails that alignment does not cover go through the cache).
+    #[arg(long)]
+    pub direct: bool,
+    /// I/O engine: sync (pread/pwrite), uring (io_uring), null (no I/O: tests ratelab itself).
+    #[arg(long, value_enum, default_value = "sync")]
+    pub engine: EngineKind,
+    /// Bytes per I/O call.
+    #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = parse_size)]
+    pub block_size: u64,
+    /// Requests in flight with --engine uring.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub queue_depth: u32,
+    /// Which phases run: write, read (files kept by an earlier --keep run), or both.
+    #[arg(long, value_enum, default_value = "both")]
+    pub phase: Phase,
+    /// Keep the written files (for a later --phase read).
+    #[arg(long)]
+    pub keep: bool,
+    /// Seed of the random orders, sizes and data [default: random].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// The link's limit, when sysfs cannot tell it (such as 600MB/s or 10Gbit/s).
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    pub link_rate: Option<f64>,
+    #[command(flatten)]
+    pub output: MeasureArgs,
+}
+
+impl DiskArgs {
+    /// The validated plan for one target.
+    pub fn plan(&self, target: PathBuf, seed: u64) -> Result<DiskPlan, UsageError> {
+        let sizes_bytes = match self.random {
+            Some(0) => return Err(UsageError("--random must be at least 1".into())),
+            Some(count) if self.min > self.max => {
+                return Err(UsageError(format!(
+                    "--min {} is above --max {} for --random {count}",
+                    self.min, self.max
+                )));
+            }
+            Some(count) => series::random_sizes(count, self.min, self.max, seed),
+            None => self.sizes.0.clone(),
+        };
+        let plan = DiskPlan {
+            target,
+            sizes_bytes,
+            repeat: self.repeat,
+            read_modes: dedup(&self.read_modes),
+            sync: self.sync,
+            direct_writes: self.direct,
+            engine: self.engine,
+            block_size_bytes: usize::try_from(self.block_size)
+                .map_err(|_| UsageError(format!("--block-size {} is too large", self.block_size)))?,
+            queue_depth: self.queue_depth,
+            phase: self.phase,
+            keep: self.keep,
+            seed,
+            link_rate_bytes_per_sec: self.link_rate,
+        };
+        plan.validate().map_err(UsageError)?;
+        Ok(plan)
+    }
+}
+
+/// Read modes in the order given, each once.
+fn dedup(modes: &[ReadMode]) -> Vec<ReadMode> {
+    let mut out = Vec::new();
+    for mode in modes {
+        if !out.contains(mode) {
+            out.push(*mode);
+        }
+    }
+    out
+}
+
+/// Runs `ratelab disk`.
+pub fn run(args: DiskArgs) -> anyhow::Result<Exit> {
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let workloads = args
+        .targets
+        .iter()
+        .map(|target| Ok(Box::new(DiskWorkload::new(args.plan(target.clone(), seed)?)) as Box<dyn Workload>))
+        .collect::<Result<Vec<_>, UsageError>>()?;
+    super::measure("disk", &args.output, workloads)
+}

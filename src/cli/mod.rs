@@ -1,0 +1,119 @@
+//! The command line: one clap definition per flag, from which help, the man page and
+//! shell completions are generated. Each verb is one file that turns its flags into a
+//! validated plan and hands it to the library.
+
+pub mod disk;
+pub mod generate;
+pub mod info;
+pub mod profile;
+pub mod results;
+pub mod values;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::exit::Exit;
+use crate::report::{self, Format};
+use crate::run::{self, RunSpec};
+use crate::store::Store;
+use crate::workload::Workload;
+
+/// ratelab: which step limits the rate of the work you wait for, and by how much.
+#[derive(Debug, Parser)]
+#[command(name = "ratelab", version, about, max_term_width = 100)]
+#[command(long_about = "ratelab measures storage across a series of file sizes with honest, \
+uncached reads, checks every figure against the physical limit of its link, and keeps every \
+run in a results database so disks, settings and machines can be compared.")]
+pub struct Cli {
+    /// The verb.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The verbs of SPEC.md.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Storage series: write files of a series of sizes, then read them back uncached.
+    Disk(disk::DiskArgs),
+    /// The main job: a profile of this machine, stored, with verdicts.
+    Profile(profile::ProfileArgs),
+    /// The machine: CPU, memory, kernel, and each filesystem's chain down to its link.
+    Info(info::InfoArgs),
+    /// The results database: list, show and export stored runs.
+    Results(results::ResultsArgs),
+    /// Print a shell completion script.
+    Completions(generate::CompletionsArgs),
+    /// Print the man page (roff).
+    Man,
+}
+
+/// Options every measuring verb takes.
+#[derive(Debug, Clone, Args)]
+pub struct MeasureArgs {
+    /// Print the run as one JSON document on stdout, and nothing else there.
+    #[arg(long)]
+    pub json: bool,
+    /// Results database [default: $XDG_DATA_HOME/ratelab/results.db].
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// A label stored with the run, to find and compare it later.
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+    /// Do not store the run in the results database.
+    #[arg(long)]
+    pub no_store: bool,
+    /// No progress display on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+impl MeasureArgs {
+    /// Opens the results database unless --no-store.
+    fn store(&self) -> anyhow::Result<Option<Store>> {
+        if self.no_store {
+            return Ok(None);
+        }
+        let path = self.db.clone().unwrap_or_else(Store::default_path);
+        Ok(Some(Store::open(&path)?))
+    }
+}
+
+/// Runs a parsed command line.
+pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
+    match cli.command {
+        Command::Disk(args) => disk::run(args),
+        Command::Profile(args) => profile::run(args),
+        Command::Info(args) => info::run(args),
+        Command::Results(args) => results::run(args),
+        Command::Completions(args) => generate::completions(args),
+        Command::Man => generate::man(),
+    }
+}
+
+/// Runs workloads as one stored run, prints the report and says how to exit.
+fn measure(verb: &str, output: &MeasureArgs, workloads: Vec<Box<dyn Workload>>) -> anyhow::Result<Exit> {
+    let spec = RunSpec {
+        verb: verb.to_string(),
+        label: output.label.clone(),
+        store: output.store()?,
+        show_progress: !output.quiet,
+    };
+    let doc = run::execute(spec, workloads)?;
+    let format = if output.json { Format::Json } else { Format::Table };
+    report::emit(&report::render(&doc, format)?, None)?;
+    Ok(if doc.has_error_verdict() {
+        Exit::CheckFailed
+    } else {
+        Exit::Success
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn clap_definition_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,50 @@
+//! `ratelab profile`: the main job. For now a storage series in the current folder;
+//! network, CPU and tasks join it as their kinds arrive.
+
+use clap::Args;
+
+use super::MeasureArgs;
+use super::disk::DEFAULT_SIZES;
+use super::values::parse_size_list;
+use crate::exit::{Exit, UsageError};
+use crate::workload::disk::{DiskPlan, DiskWorkload, EngineKind, Phase, ReadMode, SyncMode};
+
+/// The quick profile's storage series: up to 256 MiB, three passes.
+const QUICK_SIZES: &str = "10K,100K,1M,10M,64M,256M";
+const QUICK_PASSES: u32 = 3;
+
+/// Options of `ratelab profile`.
+#[derive(Debug, Args)]
+pub struct ProfileArgs {
+    /// A short profile (about a minute): files up to 256 MiB.
+    #[arg(long)]
+    pub quick: bool,
+    #[command(flatten)]
+    pub output: MeasureArgs,
+}
+
+/// Runs `ratelab profile`.
+pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
+    let (sizes, repeat) = if args.quick {
+        (QUICK_SIZES, QUICK_PASSES)
+    } else {
+        (DEFAULT_SIZES, 1)
+    };
+    let plan = DiskPlan {
+        target: std::env::current_dir().map_err(|e| UsageError(format!("cannot read the current folder: {e}")))?,
+        sizes_bytes: parse_size_list(sizes).expect("built-in sizes parse").0,
+        repeat,
+        read_modes: vec![ReadMode::Direct],
+        sync: SyncMode::Fsync,
+        direct_writes: false,
+        engine: EngineKind::Sync,
+        block_size_bytes: 1 << 20,
+        queue_depth: 1,
+        phase: Phase::Both,
+        keep: false,
+        seed: rand::random(),
+        link_rate_bytes_per_sec: None,
+    };
+    plan.validate().map_err(UsageError)?;
+    super::measure("profile", &args.output, vec![Box::new(DiskWorkload::new(plan))])
+}

@@ -1,0 +1,120 @@
+//! Parsers for flag values: sizes, lists of sizes and rates, with messages that quote
+//! the bad text and say what would be accepted.
+
+/// What a size suffix may be, for error messages.
+const SIZE_SUFFIXES: &str = "use K, M, G, T or KiB, MiB, GiB, TiB for powers of 1024, KB, MB, GB, TB for powers of 1000";
+
+/// Parses a size: `4096`, `10K` / `10KiB` (10 × 1024), `10KB` (10 × 1000), `1.5G`.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let trimmed = text.trim();
+    let split = trimmed
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(trimmed.len());
+    let (number, suffix) = trimmed.split_at(split);
+    if number.is_empty() {
+        return Err(format!("invalid size \"{text}\": it must start with a number"));
+    }
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("invalid size \"{text}\": \"{number}\" is not a number"))?;
+    let multiplier: f64 = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kib" => 1024.0,
+        "m" | "mib" => 1024f64.powi(2),
+        "g" | "gib" => 1024f64.powi(3),
+        "t" | "tib" => 1024f64.powi(4),
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        "tb" => 1e12,
+        _ => return Err(format!("invalid size \"{text}\": unknown suffix {} ({SIZE_SUFFIXES})", suffix.trim())),
+    };
+    let bytes = value * multiplier;
+    if bytes.fract() != 0.0 {
+        return Err(format!("invalid size \"{text}\": not a whole number of bytes"));
+    }
+    if bytes > u64::MAX as f64 / 2.0 {
+        return Err(format!("invalid size \"{text}\": too large"));
+    }
+    Ok(bytes as u64)
+}
+
+/// A list of sizes given as one flag value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SizeList(pub Vec<u64>);
+
+/// Parses a comma-separated list of sizes: `10K,1M,1G`.
+pub fn parse_size_list(text: &str) -> Result<SizeList, String> {
+    if text.trim().is_empty() {
+        return Err("the list is empty: give sizes such as 10K,1M,1G".into());
+    }
+    text.split(',').map(parse_size).collect::<Result<_, _>>().map(SizeList)
+}
+
+/// Parses a data rate in bytes or bits per second: `600MB/s`, `550M`, `10Gbit/s`.
+pub fn parse_rate(text: &str) -> Result<f64, String> {
+    let body = text.trim().trim_end_matches("/s").trim_end_matches("ps");
+    let bits = body.to_ascii_lowercase().ends_with("bit");
+    let bytes = if bits {
+        let number = &body[..body.len() - 3];
+        parse_size(&format!("{number}B")).map(|b| b as f64 / 8.0)
+    } else {
+        parse_size(body).map(|b| b as f64)
+    }
+    .map_err(|e| format!("invalid rate \"{text}\" (such as 600MB/s or 10Gbit/s): {e}"))?;
+    if bytes <= 0.0 {
+        return Err(format!("invalid rate \"{text}\": it must be above zero"));
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("10K"), Ok(10240));
+        assert_eq!(parse_size("10KiB"), Ok(10240));
+        assert_eq!(parse_size("10KB"), Ok(10000));
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
+        assert_eq!(parse_size("1.5M"), Ok(1_572_864));
+        assert_eq!(parse_size("5MB"), Ok(5_000_000));
+        assert_eq!(parse_size("3m"), Ok(3 << 20));
+    }
+
+    #[test]
+    fn bad_sizes_quote_the_text() {
+        let err = parse_size("10Q").unwrap_err();
+        assert!(err.contains("\"10Q\"") && err.contains("unknown suffix Q"), "{err}");
+        assert!(parse_size("K").unwrap_err().contains("must start with a number"));
+        assert!(parse_size("1.2.3K").is_err());
+        assert!(parse_size("0.3").unwrap_err().contains("whole number"));
+        let err = parse_size_list("10K,10Q").unwrap_err();
+        assert!(err.contains("\"10Q\""), "{err}");
+    }
+
+    #[test]
+    fn rates() {
+        assert_eq!(parse_rate("600MB/s"), Ok(600e6));
+        assert_eq!(parse_rate("10Gbit/s"), Ok(1.25e9));
+        assert_eq!(parse_rate("200M"), Ok(209_715_200.0));
+        assert!(parse_rate("fast").unwrap_err().contains("\"fast\""));
+    }
+
+    proptest! {
+        #[test]
+        fn whole_units_round_trip(n in 0u64..100_000, unit in 0usize..4) {
+            let (suffix, multiplier) = [("K", 1u64 << 10), ("M", 1 << 20), ("KB", 1000), ("MB", 1_000_000)][unit];
+            prop_assert_eq!(parse_size(&format!("{n}{suffix}")), Ok(n * multiplier));
+        }
+
+        #[test]
+        fn never_panics(text in "\\PC{0,12}") {
+            let _ = parse_size(&text);
+            let _ = parse_rate(&text);
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! ratelab: a performance lab that answers which step limits the rate of the work
+//! you wait for. The binary is a thin shell over [`run`].
+
+pub mod analysis;
+pub mod cli;
+pub mod document;
+pub mod exit;
+pub mod platform;
+pub mod report;
+pub mod run;
+pub mod store;
+pub mod workload;
+
+pub use exit::Exit;
+
+/// Runs one parsed command line and says how the process should exit.
+pub fn run(cli: cli::Cli) -> anyhow::Result<Exit> {
+    cli::dispatch(cli)
+}

@@ -1,0 +1,16 @@
+//! The ratelab binary: parse the command line, run the library, map errors to exit codes.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = ratelab::cli::Cli::parse();
+    match ratelab::run(cli) {
+        Ok(code) => code.into(),
+        Err(err) => {
+            eprintln!("ratelab: {err:#}");
+            ratelab::exit::code_for(&err).into()
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! Linux probes of the machine and of storage paths: what a run was measured on,
+//! and the physical limit of each target's link. Linux specifics stay in here.
+
+pub mod block;
+pub mod limits;
+pub mod machine;
+
+mod devices;
+mod links;
+mod mounts;
+
+#[cfg(test)]
+mod chain_tests;
+
+use std::path::{Path, PathBuf};
+
+pub use block::{ChainStep, StepKind, StorageChain, probe_mounts, probe_path};
+pub use machine::{Machine, probe_machine};
+
+/// Errors from probing the platform.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A path could not be inspected.
+    #[error("cannot inspect {path}: {source}")]
+    Inspect {
+        /// The path that could not be inspected.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// No mounted filesystem holds a path.
+    #[error("cannot find the mount holding {path} in {mountinfo}")]
+    NoMount {
+        /// The path probed, canonicalized.
+        path: PathBuf,
+        /// The mount table that was searched.
+        mountinfo: PathBuf,
+    },
+}
+
+/// Where the kernel's interfaces live: `/` on a real system, a fake tree in tests.
+#[derive(Debug, Clone)]
+pub(crate) struct Roots {
+    root: PathBuf,
+}
+
+impl Roots {
+    /// The running system's `/sys`, `/proc` and `/etc`.
+    pub(crate) fn system() -> Self {
+        Self::at(Path::new("/"))
+    }
+
+    /// A tree whose `sys/`, `proc/` and `etc/` stand in for the system's.
+    pub(crate) fn at(root: &Path) -> Self {
+        Self {
+            root: root.to_path_buf(),
+        }
+    }
+
+    /// A path under sysfs (`sys("block")` is `/sys/block`).
+    pub(crate) fn sys(&self, relative: &str) -> PathBuf {
+        self.root.join("sys").join(relative)
+    }
+
+    /// A path under procfs.
+    pub(crate) fn proc(&self, relative: &str) -> PathBuf {
+        self.root.join("proc").join(relative)
+    }
+
+    /// Any other system file, relative to the root (`file("etc/os-release")`).
+    pub(crate) fn file(&self, relative: &str) -> PathBuf {
+        self.root.join(relative)
+    }
+}
+
+/// Reads a one-value sysfs or procfs file, trimmed; `None` when absent or empty.
+pub(crate) fn read_attr(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let value = text.trim();
+    (!value.is_empty()).then(|| value.to_string())
+}

@@ -1,0 +1,61 @@
+//! Reports: views of a stored run. Each format turns a [`RunDocument`] into bytes;
+//! [`emit`] alone decides whether they go to a file or to stdout.
+
+pub mod csv;
+pub mod json;
+pub mod terminal;
+pub mod units;
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::document::RunDocument;
+
+/// A table a kind contributes to text reports: plain strings, already scaled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    /// What the table shows.
+    pub title: String,
+    /// Column names, with units (`median MB/s`).
+    pub header: Vec<String>,
+    /// Rows of cells.
+    pub rows: Vec<Vec<String>>,
+    /// Indexes of columns holding numbers, aligned right.
+    pub numeric: Vec<usize>,
+}
+
+/// Formats a run can be exported in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Tables and verdicts for people.
+    Table,
+    /// SPEC.md's JSON document.
+    Json,
+    /// One row per item.
+    Csv,
+}
+
+/// Renders a run in `format`.
+pub fn render(doc: &RunDocument, format: Format) -> anyhow::Result<Vec<u8>> {
+    Ok(match format {
+        Format::Table => terminal::render(doc).into_bytes(),
+        Format::Json => json::render(doc),
+        Format::Csv => csv::render(std::slice::from_ref(doc))?,
+    })
+}
+
+/// Writes report bytes to `out`, or to stdout when `out` is `None`.
+pub fn emit(bytes: &[u8], out: Option<&Path>) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    match out {
+        Some(path) => std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display())),
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+                // A closed pipe (`| head`) is the reader's choice, not an error.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                other => other.context("cannot write to stdout"),
+            }
+        }
+    }
+}

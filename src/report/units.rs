@@ -1,0 +1,86 @@
+//! Scaling for display: stored figures are bytes and seconds; people read decimal
+//! MB/s and GB/s (as fio and the field do) and binary file sizes (as they typed them).
+
+/// A rate in words: `412 MB/s`, `2.30 GB/s`, `850 kB/s`.
+pub fn format_rate(bytes_per_sec: f64) -> String {
+    let (value, unit) = decimal(bytes_per_sec);
+    format!("{} {unit}B/s", three_digits(value))
+}
+
+/// A rate as a bare number of decimal MB/s for table cells: `412.3`.
+pub fn mb_per_sec(bytes_per_sec: f64) -> String {
+    format!("{:.1}", bytes_per_sec / 1e6)
+}
+
+/// A byte count in decimal units: `2.15 GB`.
+pub fn format_bytes(bytes: u64) -> String {
+    let (value, unit) = decimal(bytes as f64);
+    format!("{} {unit}B", three_digits(value))
+}
+
+/// A file size as people type it: `10 KiB`, `256 MiB`, `1.18 GiB`, `999 B`.
+pub fn format_size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut unit = 0;
+    let mut value = bytes as f64;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if value.fract() == 0.0 {
+        format!("{value:.0} {}", UNITS[unit])
+    } else {
+        format!("{value:.2} {}", UNITS[unit])
+    }
+}
+
+/// A duration in seconds for people: `850 µs`, `12.3 ms`, `4.20 s`.
+pub fn format_seconds(seconds: f64) -> String {
+    if seconds < 1e-3 {
+        format!("{:.0} µs", seconds * 1e6)
+    } else if seconds < 1.0 {
+        format!("{} ms", three_digits(seconds * 1e3))
+    } else {
+        format!("{} s", three_digits(seconds))
+    }
+}
+
+fn decimal(value: f64) -> (f64, &'static str) {
+    const UNITS: [&str; 5] = ["", "k", "M", "G", "T"];
+    let mut unit = 0;
+    let mut value = value;
+    while value >= 1000.0 && unit < UNITS.len() - 1 {
+        value /= 1000.0;
+        unit += 1;
+    }
+    (value, UNITS[unit])
+}
+
+/// Three significant digits, as fio and iperf3 print.
+fn three_digits(value: f64) -> String {
+    if value >= 100.0 {
+        format!("{value:.0}")
+    } else if value >= 10.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_and_sizes() {
+        assert_eq!(format_rate(412.3e6), "412 MB/s");
+        assert_eq!(format_rate(2.3e9), "2.30 GB/s");
+        assert_eq!(format_bytes(2_150_000_000), "2.15 GB");
+        assert_eq!(format_size(10 << 10), "10 KiB");
+        assert_eq!(format_size(256 << 20), "256 MiB");
+        assert_eq!(format_size(999), "999 B");
+        assert_eq!(format_size(1_234_567), "1.18 MiB");
+        assert_eq!(mb_per_sec(209_715_200.0), "209.7");
+        assert_eq!(format_seconds(0.00085), "850 µs");
+    }
+}

@@ -1,0 +1,40 @@
+//! The progress bar on stderr: hidden when stderr is not a terminal or with --quiet.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::report::units::format_bytes;
+
+/// A progress display for one run.
+pub struct ProgressDisplay {
+    bar: ProgressBar,
+}
+
+impl ProgressDisplay {
+    /// A bar for `total_bytes`, drawn only when `visible` and stderr is a terminal.
+    pub fn new(total_bytes: u64, visible: bool) -> ProgressDisplay {
+        let target = if visible {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        };
+        let bar = ProgressBar::with_draw_target(Some(total_bytes), target);
+        bar.set_style(
+            ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {percent:>3}% {msg}")
+                .expect("a valid progress template")
+                .progress_chars("=> "),
+        );
+        ProgressDisplay { bar }
+    }
+
+    /// Shows `bytes` done and what is running now.
+    pub fn update(&self, bytes: u64, status: &str) {
+        self.bar.set_position(bytes);
+        self.bar
+            .set_message(format!("{status} · {} moved", format_bytes(bytes)));
+    }
+
+    /// Removes the bar before results are printed.
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}

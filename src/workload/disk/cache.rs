@@ -1,0 +1,156 @@
+//! The page cache state of a file: how much of it is resident (the proof stored with
+//! every read), and how to evict or warm it before a read.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+
+use crate::workload::Error;
+
+/// cachestat(2), Linux 6.5+; the same number on every architecture.
+const SYS_CACHESTAT: libc::c_long = 451;
+
+#[repr(C)]
+struct CachestatRange {
+    off: u64,
+    len: u64,
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct Cachestat {
+    nr_cache: u64,
+    nr_dirty: u64,
+    nr_writeback: u64,
+    nr_evicted: u64,
+    nr_recently_evicted: u64,
+}
+
+/// Which kernel interface measured residency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResidencySource {
+    /// cachestat(2).
+    Cachestat,
+    /// mmap and mincore(2), for kernels before 6.5.
+    Mincore,
+}
+
+/// The fraction of the file's pages in the page cache, 0.0 to 1.0.
+pub fn resident_fraction(file: &File, path: &Path, size: u64) -> Result<(f64, ResidencySource), Error> {
+    if size == 0 {
+        return Ok((0.0, ResidencySource::Cachestat));
+    }
+    let page = rustix::param::page_size() as u64;
+    let pages = size.div_ceil(page);
+    let resident = match cachestat_pages(file) {
+        Some(cached) => (cached, ResidencySource::Cachestat),
+        None => (mincore_pages(file, path, size)?, ResidencySource::Mincore),
+    };
+    Ok(((resident.0 as f64 / pages as f64).min(1.0), resident.1))
+}
+
+/// Resident pages by cachestat(2); `None` where the kernel lacks it.
+fn cachestat_pages(file: &File) -> Option<u64> {
+    let range = CachestatRange { off: 0, len: 0 };
+    let mut stat = Cachestat::default();
+    // SAFETY: both pointers are to live, correctly laid out structs.
+    let rc = unsafe {
+        libc::syscall(
+            SYS_CACHESTAT,
+            file.as_raw_fd(),
+            &range as *const CachestatRange,
+            &mut stat as *mut Cachestat,
+            0u32,
+        )
+    };
+    (rc == 0).then_some(stat.nr_cache)
+}
+
+/// Resident pages by mapping the file and asking mincore(2).
+fn mincore_pages(file: &File, path: &Path, size: u64) -> Result<u64, Error> {
+    let page = rustix::param::page_size();
+    let len = size as usize;
+    // SAFETY: a fresh shared read-only mapping of a file we hold open; never dereferenced.
+    let addr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if addr == libc::MAP_FAILED {
+        return Err(Error::io("map", path, std::io::Error::last_os_error()));
+    }
+    let mut vec = vec![0u8; len.div_ceil(page)];
+    // SAFETY: addr..addr+len is the mapping made above; vec has one byte per page.
+    let rc = unsafe { libc::mincore(addr, len, vec.as_mut_ptr()) };
+    let err = std::io::Error::last_os_error();
+    // SAFETY: unmapping exactly the mapping made above.
+    unsafe { libc::munmap(addr, len) };
+    if rc != 0 {
+        return Err(Error::io("measure the page cache of", path, err));
+    }
+    Ok(vec.iter().filter(|&&b| b & 1 == 1).count() as u64)
+}
+
+/// Evicts the file from the page cache: write back dirty pages, drop them with
+/// posix_fadvise(DONTNEED), and, as root, drop clean caches if pages remain.
+pub fn evict(file: &File, path: &Path, size: u64) -> Result<(), Error> {
+    rustix::fs::fdatasync(file).map_err(|e| Error::io("sync", path, e))?;
+    rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed)
+        .map_err(|e| Error::io("evict from the page cache", path, e))?;
+    let (fraction, _) = resident_fraction(file, path, size)?;
+    if fraction > 0.0 && rustix::process::geteuid().is_root() {
+        // Pages still mapped or pinned elsewhere; drop_caches(1) frees clean page cache.
+        let _ = std::fs::write("/proc/sys/vm/drop_caches", "1");
+    }
+    Ok(())
+}
+
+/// Reads the file through the page cache without timing, so it is resident.
+pub fn warm(file: &File, path: &Path, size: u64) -> Result<(), Error> {
+    let mut buf = vec![0u8; 1 << 20];
+    let mut offset = 0u64;
+    while offset < size {
+        let want = (size - offset).min(buf.len() as u64) as usize;
+        match rustix::io::pread(file, &mut buf[..want], offset) {
+            Ok(0) => break,
+            Ok(n) => offset += n as u64,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(Error::io("read", path, e)),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn written_file_is_resident_and_evicted_one_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let mut file = File::create(&path).unwrap();
+        file.write_all(&vec![7u8; 1 << 20]).unwrap();
+        let file = File::open(&path).unwrap();
+        warm(&file, &path, 1 << 20).unwrap();
+        let (warm_fraction, _) = resident_fraction(&file, &path, 1 << 20).unwrap();
+        assert!(warm_fraction > 0.99, "resident {warm_fraction}");
+        evict(&file, &path, 1 << 20).unwrap();
+        let (cold, _) = resident_fraction(&file, &path, 1 << 20).unwrap();
+        // tmpfs cannot evict: its pages are the file.
+        if !is_tmpfs(dir.path()) {
+            assert!(cold < 0.01, "resident {cold}");
+        }
+        assert_eq!(mincore_pages(&file, &path, 1 << 20).unwrap() as f64 / 256.0, cold);
+    }
+
+    fn is_tmpfs(path: &Path) -> bool {
+        rustix::fs::statfs(path).is_ok_and(|s| s.f_type == libc::TMPFS_MAGIC)
+    }
+}

@@ -1,0 +1,187 @@
+//! The engine interface: one timed write or read of a whole file. An engine is one
+//! file in this folder and one line in [`make`]; the series code never changes.
+
+use std::fs::File;
+use std::path::Path;
+use std::time::Duration;
+
+use super::data::DataStream;
+use super::plan::{DIRECT_ALIGN, DiskPlan, EngineKind, SyncMode};
+use crate::run::Cancel;
+use crate::workload::{Error, Progress};
+
+/// One file to write, opened by the caller; the engine times writes and sync.
+pub struct WriteJob<'a> {
+    /// The file, opened for writing (with O_DIRECT when `direct`).
+    pub file: &'a File,
+    /// Whether `file` was opened with O_DIRECT.
+    pub direct: bool,
+    /// A second, buffered handle for the tail that O_DIRECT alignment does not cover.
+    pub tail_file: Option<&'a File>,
+    /// Its path, for error messages.
+    pub path: &'a Path,
+    /// Bytes to write.
+    pub size: u64,
+    /// How to sync after the last write.
+    pub sync: SyncMode,
+    /// Where fresh data comes from.
+    pub data: &'a DataStream,
+    /// Byte counters.
+    pub progress: &'a Progress,
+    /// Stop flag, checked between calls.
+    pub cancel: &'a Cancel,
+}
+
+/// One file to read, opened by the caller; the engine times the reads.
+pub struct ReadJob<'a> {
+    /// The file, opened for reading (with O_DIRECT when `direct`).
+    pub file: &'a File,
+    /// Its path, for error messages.
+    pub path: &'a Path,
+    /// Bytes expected.
+    pub size: u64,
+    /// Whether `file` was opened with O_DIRECT.
+    pub direct: bool,
+    /// Byte counters.
+    pub progress: &'a Progress,
+    /// Stop flag, checked between calls.
+    pub cancel: &'a Cancel,
+}
+
+/// Moves a file's bytes and says how long it took.
+pub trait Engine: Send {
+    /// Writes the whole file and syncs it; returns the time from the first write call
+    /// to the return of the sync.
+    fn write(&mut self, job: &WriteJob) -> Result<Duration, Error>;
+
+    /// Reads the whole file; returns the time from the first read call to the last return.
+    fn read(&mut self, job: &ReadJob) -> Result<Duration, Error>;
+}
+
+/// The engine a plan asks for.
+pub fn make(plan: &DiskPlan) -> Result<Box<dyn Engine>, Error> {
+    Ok(match plan.engine {
+        EngineKind::Sync => Box::new(super::sync::SyncEngine::new(plan.block_size_bytes)),
+        EngineKind::Uring => Box::new(super::uring::UringEngine::new(
+            plan.block_size_bytes,
+            plan.queue_depth,
+        )?),
+        EngineKind::Null => Box::new(super::null::NullEngine),
+    })
+}
+
+/// Buffers the data stream needs for an engine with `queue_depth` writes in flight.
+pub fn data_buffers(plan: &DiskPlan) -> usize {
+    match plan.engine {
+        EngineKind::Uring => plan.queue_depth as usize + 2,
+        EngineKind::Sync | EngineKind::Null => 2,
+    }
+}
+
+/// One I/O call of a file: `len` bytes at `offset`, on the tail handle or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Chunk {
+    /// Byte offset in the file.
+    pub offset: u64,
+    /// Bytes to ask for (a read's request may reach past the end of the file).
+    pub len: usize,
+    /// Bytes this call must move.
+    pub expect: usize,
+    /// Whether it goes through the buffered tail handle.
+    pub tail: bool,
+}
+
+/// The write calls for a file: blocks of `block` bytes; with O_DIRECT the part past
+/// the last aligned boundary goes through the buffered handle, so sizes stay exact.
+pub fn write_chunks(size: u64, block: usize, direct: bool) -> Vec<Chunk> {
+    let aligned_end = if direct {
+        size - size % DIRECT_ALIGN as u64
+    } else {
+        size
+    };
+    let mut chunks = blocks(0, aligned_end, block, false);
+    if aligned_end < size {
+        chunks.extend(blocks(aligned_end, size, block, true));
+    }
+    chunks
+}
+
+/// The read calls for a file. With O_DIRECT the last request is rounded up to the
+/// alignment and returns short at the end of the file, which reads the tail exactly.
+pub fn read_chunks(size: u64, block: usize, direct: bool) -> Vec<Chunk> {
+    let mut chunks = blocks(0, size, block, false);
+    if direct && let Some(last) = chunks.last_mut() {
+        last.len = last.len.next_multiple_of(DIRECT_ALIGN);
+    }
+    chunks
+}
+
+fn blocks(start: u64, end: u64, block: usize, tail: bool) -> Vec<Chunk> {
+    let mut chunks = Vec::with_capacity(((end - start) / block as u64 + 1) as usize);
+    let mut offset = start;
+    while offset < end {
+        let len = (end - offset).min(block as u64) as usize;
+        chunks.push(Chunk {
+            offset,
+            len,
+            expect: len,
+            tail,
+        });
+        offset += len as u64;
+    }
+    chunks
+}
+
+/// Syncs a written file as the job asks; part of the timed span.
+pub fn sync_file(job: &WriteJob) -> Result<(), Error> {
+    let result = match job.sync {
+        SyncMode::Fsync => rustix::fs::fsync(job.file),
+        SyncMode::Fdatasync => rustix::fs::fdatasync(job.file),
+        SyncMode::None => Ok(()),
+    };
+    result.map_err(|e| Error::io("sync", job.path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn direct_write_tail_goes_buffered() {
+        let chunks = write_chunks(10 * 1024, 8192, true);
+        assert_eq!(
+            chunks,
+            vec![
+                Chunk { offset: 0, len: 8192, expect: 8192, tail: false },
+                Chunk { offset: 8192, len: 2048, expect: 2048, tail: true },
+            ]
+        );
+    }
+
+    #[test]
+    fn direct_read_rounds_the_last_request_up() {
+        let chunks = read_chunks(10 * 1024, 8192, true);
+        assert_eq!(chunks[1], Chunk { offset: 8192, len: 4096, expect: 2048, tail: false });
+    }
+
+    proptest! {
+        #[test]
+        fn chunks_cover_the_file_exactly(size in 1u64..50_000_000, block_pages in 1usize..512, direct: bool) {
+            let block = block_pages * DIRECT_ALIGN;
+            for chunks in [write_chunks(size, block, direct), read_chunks(size, block, direct)] {
+                let mut next = 0;
+                for chunk in &chunks {
+                    prop_assert_eq!(chunk.offset, next);
+                    prop_assert!(chunk.expect <= chunk.len && chunk.len <= block);
+                    if direct && !chunk.tail {
+                        prop_assert_eq!(chunk.offset % DIRECT_ALIGN as u64, 0);
+                        prop_assert_eq!(chunk.len % DIRECT_ALIGN, 0);
+                    }
+                    next += chunk.expect as u64;
+                }
+                prop_assert_eq!(next, size);
+            }
+        }
+    }
+}

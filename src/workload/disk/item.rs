@@ -1,0 +1,52 @@
+//! One measured file: the item a storage series stores for every write and read.
+
+use serde::{Deserialize, Serialize};
+
+use crate::document::Flag;
+
+/// What an item did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    /// A file written and synced.
+    Write,
+    /// A file read back.
+    Read,
+}
+
+impl Op {
+    /// The name stored and printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Write => "write",
+            Op::Read => "read",
+        }
+    }
+}
+
+/// One file written or read, with its timing and the cache state before it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiskItem {
+    /// Write or read.
+    pub op: Op,
+    /// For writes the sync mode (`fsync`, `fdatasync`, `none`); for reads the read mode.
+    pub mode: String,
+    /// The file's size.
+    pub size_bytes: u64,
+    /// Bytes moved (equal to the size for a whole file).
+    pub bytes: u64,
+    /// Timed span: first call to the return of the sync (writes) or last read.
+    pub seconds: f64,
+    /// `bytes / seconds`.
+    pub bytes_per_sec: f64,
+    /// Fraction of the file in the page cache just before a read; null for writes.
+    pub cached_fraction_before: Option<f64>,
+    /// Marks on figures that are not plain measurements.
+    pub flags: Vec<Flag>,
+    /// Whether the I/O used O_DIRECT.
+    pub direct: bool,
+    /// Pass number, from 1.
+    pub pass: u32,
+    /// The file's name in the work folder.
+    pub file: String,
+}

@@ -1,0 +1,160 @@
+//! The validated options of a storage series, as the disk workload runs them and
+//! as they are stored with the run.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// How a file is read back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadMode {
+    /// O_DIRECT with aligned buffers: the device, never the page cache.
+    Direct,
+    /// Evicted from the page cache first, then read through it.
+    Flushed,
+    /// Read through a warm page cache, to show what the cache does.
+    Cached,
+}
+
+impl ReadMode {
+    /// The name stored and printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReadMode::Direct => "direct",
+            ReadMode::Flushed => "flushed",
+            ReadMode::Cached => "cached",
+        }
+    }
+}
+
+/// How a written file is made durable before its timing stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum SyncMode {
+    /// fsync(2): data and metadata.
+    Fsync,
+    /// fdatasync(2): data, and metadata only where needed to read it back.
+    Fdatasync,
+    /// No sync: the time ends when the last write returns.
+    None,
+}
+
+impl SyncMode {
+    /// The name stored and printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SyncMode::Fsync => "fsync",
+            SyncMode::Fdatasync => "fdatasync",
+            SyncMode::None => "none",
+        }
+    }
+}
+
+/// Which I/O engine moves the data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineKind {
+    /// pread/pwrite, one call at a time.
+    Sync,
+    /// io_uring with --queue-depth requests in flight.
+    Uring,
+    /// No I/O at all: tests ratelab itself, as fio's null engine does.
+    Null,
+}
+
+/// Which phases of the series run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Write the files only.
+    Write,
+    /// Read files kept by an earlier `--phase write --keep` run.
+    Read,
+    /// Write, then read back.
+    Both,
+}
+
+impl Phase {
+    /// Whether files are written.
+    pub fn writes(self) -> bool {
+        matches!(self, Phase::Write | Phase::Both)
+    }
+
+    /// Whether files are read.
+    pub fn reads(self) -> bool {
+        matches!(self, Phase::Read | Phase::Both)
+    }
+}
+
+/// Alignment of O_DIRECT offsets, lengths and buffers: the largest logical block
+/// size in common use, so one value serves every device.
+pub const DIRECT_ALIGN: usize = 4096;
+
+/// Everything a storage series needs, validated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiskPlan {
+    /// The folder under which the work folder is created.
+    pub target: PathBuf,
+    /// File sizes of one pass, in the order given.
+    pub sizes_bytes: Vec<u64>,
+    /// Passes; each writes and reads the series in a new random order.
+    pub repeat: u32,
+    /// Read modes, in the order they run; the first one is the headline `read`.
+    pub read_modes: Vec<ReadMode>,
+    /// Sync after the last write of each file.
+    pub sync: SyncMode,
+    /// Whether writes use O_DIRECT.
+    pub direct_writes: bool,
+    /// The I/O engine.
+    pub engine: EngineKind,
+    /// Bytes per I/O call.
+    pub block_size_bytes: usize,
+    /// Requests in flight (uring).
+    pub queue_depth: u32,
+    /// Which phases run.
+    pub phase: Phase,
+    /// Keep the files after the run.
+    pub keep: bool,
+    /// Seed of the random orders and of the data written.
+    pub seed: u64,
+    /// The link limit given with --link-rate, overriding what sysfs says.
+    pub link_rate_bytes_per_sec: Option<f64>,
+}
+
+impl DiskPlan {
+    /// Whether any I/O of the plan uses O_DIRECT, which needs aligned block sizes.
+    pub fn uses_direct(&self) -> bool {
+        (self.phase.writes() && self.direct_writes)
+            || (self.phase.reads() && self.read_modes.contains(&ReadMode::Direct))
+    }
+
+    /// Checks what clap cannot: values that only make sense together.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.sizes_bytes.is_empty() && self.phase.writes() {
+            return Err("the series has no sizes: give at least one with --sizes".into());
+        }
+        if let Some(zero) = self.sizes_bytes.iter().position(|&s| s == 0) {
+            return Err(format!("size number {} of --sizes is 0: files must have at least one byte", zero + 1));
+        }
+        if self.block_size_bytes == 0 {
+            return Err("--block-size must be at least 1 byte".into());
+        }
+        if self.uses_direct() && !self.block_size_bytes.is_multiple_of(DIRECT_ALIGN) {
+            return Err(format!(
+                "--block-size {} is not a multiple of {DIRECT_ALIGN}, which O_DIRECT needs (--direct or --read direct)",
+                self.block_size_bytes
+            ));
+        }
+        if self.repeat == 0 {
+            return Err("--repeat must be at least 1".into());
+        }
+        if self.queue_depth == 0 || self.queue_depth > 4096 {
+            return Err(format!("--queue-depth {} is out of range (1 to 4096)", self.queue_depth));
+        }
+        if self.phase.reads() && self.read_modes.is_empty() {
+            return Err("--read needs at least one mode (direct, flushed, cached)".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,63 @@
+//! The disk tables of text reports: one per operation and mode, a row per file size.
+
+use crate::analysis::disk::{by_size, link_words};
+use crate::document::{Flag, WorkloadRecord};
+use crate::report::Table;
+use crate::report::units::{format_rate, format_size, mb_per_sec};
+
+use super::item::{DiskItem, Op};
+
+/// The tables for one disk workload.
+pub fn tables(record: &WorkloadRecord, items: &[DiskItem]) -> Vec<Table> {
+    let direct_writes = record.params.get("direct_writes").and_then(|v| v.as_bool()) == Some(true);
+    let engine = record.params.get("engine").and_then(|v| v.as_str()).unwrap_or("?");
+    let block = record.params.get("block_size_bytes").and_then(|v| v.as_u64()).unwrap_or(0);
+    let limit = match record.context.get("max_bytes_per_sec").and_then(|v| v.as_f64()) {
+        Some(limit) => format!("link limit {} ({})", format_rate(limit), link_words(&record.context)),
+        None => format!("link limit unknown ({})", link_words(&record.context)),
+    };
+    let rows = by_size(items);
+    let mut tables: Vec<Table> = Vec::new();
+    for row in rows {
+        let title = match row.op {
+            Op::Write => format!(
+                "write, {}{} · engine {engine} · block {} · {limit}",
+                row.mode,
+                if direct_writes { ", O_DIRECT" } else { ", buffered" },
+                format_size(block)
+            ),
+            Op::Read => format!("read, {} · engine {engine} · block {}", row.mode, format_size(block)),
+        };
+        if tables.last().is_none_or(|t| t.title != title) {
+            tables.push(Table {
+                title,
+                header: ["size", "median MB/s", "min MB/s", "max MB/s", "n", "in cache before", "notes"]
+                    .map(String::from)
+                    .to_vec(),
+                rows: Vec::new(),
+                numeric: vec![1, 2, 3, 4, 5],
+            });
+        }
+        let notes: Vec<String> = row
+            .flag_counts
+            .iter()
+            .map(|(flag, count)| match flag {
+                Flag::FasterThanLink => format!("{count} faster than link (cache)"),
+                Flag::Cached => format!("{count} cached"),
+                Flag::Small => format!("{count} too short to time well"),
+            })
+            .collect();
+        let table = tables.last_mut().expect("a table was just pushed");
+        table.rows.push(vec![
+            format_size(row.size_bytes),
+            mb_per_sec(row.rates.median_bytes_per_sec),
+            mb_per_sec(row.rates.min_bytes_per_sec),
+            mb_per_sec(row.rates.max_bytes_per_sec),
+            row.rates.n.to_string(),
+            row.mean_cached_fraction_before
+                .map_or("-".to_string(), |f| format!("{:.0}%", f * 100.0)),
+            notes.join(", "),
+        ]);
+    }
+    tables
+}

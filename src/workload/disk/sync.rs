@@ -1,0 +1,96 @@
+//! The `sync` engine: one pwrite or pread call at a time, as fio's psync engine.
+
+use std::time::{Duration, Instant};
+
+use super::buffer::AlignedBuf;
+use super::engine::{Engine, ReadJob, WriteJob, read_chunks, sync_file, write_chunks};
+use crate::workload::Error;
+
+/// pread/pwrite in a loop, one block per call.
+pub struct SyncEngine {
+    block_size: usize,
+    read_buf: AlignedBuf,
+}
+
+impl SyncEngine {
+    /// An engine moving `block_size` bytes per call.
+    pub fn new(block_size: usize) -> SyncEngine {
+        SyncEngine {
+            block_size,
+            read_buf: AlignedBuf::new(block_size),
+        }
+    }
+}
+
+impl Engine for SyncEngine {
+    fn write(&mut self, job: &WriteJob) -> Result<Duration, Error> {
+        let chunks = write_chunks(job.size, self.block_size, job.direct);
+        let start = Instant::now();
+        for chunk in chunks {
+            if job.cancel.is_set() {
+                return Err(Error::Interrupted);
+            }
+            let fd = match (chunk.tail, job.tail_file) {
+                (true, Some(tail)) => tail,
+                _ => job.file,
+            };
+            let buf = job.data.next();
+            let mut done = 0;
+            while done < chunk.len {
+                let bytes = &buf.as_slice()[done..chunk.len];
+                match rustix::io::pwrite(fd, bytes, chunk.offset + done as u64) {
+                    Ok(0) => {
+                        return Err(Error::io("write", job.path, std::io::ErrorKind::WriteZero));
+                    }
+                    Ok(n) => done += n,
+                    Err(rustix::io::Errno::INTR) => {}
+                    Err(e) => return Err(Error::io("write", job.path, e)),
+                }
+            }
+            job.data.recycle(buf);
+            job.progress.add(chunk.len as u64);
+        }
+        sync_file(job)?;
+        Ok(start.elapsed())
+    }
+
+    fn read(&mut self, job: &ReadJob) -> Result<Duration, Error> {
+        let chunks = read_chunks(job.size, self.block_size, job.direct);
+        let buf = self.read_buf.as_mut_slice();
+        let start = Instant::now();
+        for chunk in chunks {
+            if job.cancel.is_set() {
+                return Err(Error::Interrupted);
+            }
+            let mut done = 0;
+            while done < chunk.expect {
+                // A direct read must keep its full aligned length; past the end of the
+                // file the kernel returns only what is there.
+                let want = if job.direct { chunk.len } else { chunk.expect - done };
+                match rustix::io::pread(job.file, &mut buf[done..done + want], chunk.offset + done as u64) {
+                    Ok(0) => return Err(short_file(job, chunk.offset + done as u64)),
+                    Ok(n) => done += n,
+                    Err(rustix::io::Errno::INTR) => {}
+                    Err(e) => return Err(Error::io("read", job.path, e)),
+                }
+                if job.direct && done < chunk.expect {
+                    return Err(short_file(job, chunk.offset + done as u64));
+                }
+            }
+            job.progress.add(chunk.expect as u64);
+        }
+        Ok(start.elapsed())
+    }
+}
+
+/// The error for a file that ends before its expected size.
+pub fn short_file(job: &ReadJob, at: u64) -> Error {
+    Error::io(
+        "read",
+        job.path,
+        std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("the file ends at byte {at}, expected {} bytes", job.size),
+        ),
+    )
+}

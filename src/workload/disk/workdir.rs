@@ -1,0 +1,218 @@
+//! The target folder and the work folder ratelab creates under it: checks before
+//! anything is written, and removal of everything written, whatever happens.
+
+use std::fs::File;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::report::units::format_bytes;
+use crate::workload::Error;
+
+/// Prefix of every work folder's name.
+const WORK_PREFIX: &str = "ratelab-";
+/// The list of kept files, written in a work folder kept with --keep.
+const MANIFEST: &str = "ratelab-files.json";
+
+/// Checks that `target` is a writable folder on a filesystem, never a device.
+pub fn check_target(target: &Path) -> Result<PathBuf, Error> {
+    let refuse = |reason: &str| Error::Target {
+        path: target.to_path_buf(),
+        reason: reason.to_string(),
+    };
+    let meta = std::fs::metadata(target).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => refuse("no such file or directory"),
+        _ => refuse(&e.to_string()),
+    })?;
+    if meta.file_type().is_block_device() || meta.file_type().is_char_device() {
+        return Err(refuse(
+            "it is a device; ratelab never writes to raw devices: give a folder on its filesystem",
+        ));
+    }
+    if !meta.is_dir() {
+        return Err(refuse("not a directory"));
+    }
+    let vfs = rustix::fs::statvfs(target).map_err(|e| refuse(&e.to_string()))?;
+    if vfs.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY) {
+        return Err(refuse("read-only file system"));
+    }
+    if rustix::fs::access(target, rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK).is_err() {
+        return Err(refuse("permission denied"));
+    }
+    std::fs::canonicalize(target).map_err(|e| refuse(&e.to_string()))
+}
+
+/// Refuses a series that does not fit in the target's free space with a margin.
+pub fn check_space(target: &Path, needed_bytes: u64, files: u64) -> Result<(), Error> {
+    let vfs = rustix::fs::statvfs(target).map_err(|e| Error::io("inspect", target, e))?;
+    let available = vfs.f_bavail * vfs.f_frsize;
+    // Metadata and allocation slack: 2% of the data, 16 MiB at least, 64 KiB per file.
+    let margin = (needed_bytes / 50).max(16 << 20) + files * (64 << 10);
+    if needed_bytes + margin > available {
+        return Err(Error::Space {
+            path: target.to_path_buf(),
+            needed: format_bytes(needed_bytes),
+            margin: format_bytes(margin),
+            available: format_bytes(available),
+        });
+    }
+    if vfs.f_files > 0 && vfs.f_favail < files + 16 {
+        return Err(Error::Target {
+            path: target.to_path_buf(),
+            reason: format!("only {} inodes are free and the series makes {files} files", vfs.f_favail),
+        });
+    }
+    Ok(())
+}
+
+/// One file of a kept series.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeptFile {
+    /// File name inside the work folder.
+    pub name: String,
+    /// Its size.
+    pub size_bytes: u64,
+}
+
+/// The folder ratelab writes in, and every file it created there.
+pub struct WorkDir {
+    path: PathBuf,
+    created: Vec<PathBuf>,
+    owned: bool,
+}
+
+impl WorkDir {
+    /// Creates a new, uniquely named work folder under `target`.
+    pub fn create(target: &Path) -> Result<WorkDir, Error> {
+        let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+            .to_string()
+            .replace([':', '-'], "");
+        let path = target.join(format!("{WORK_PREFIX}{}-{}", stamp.trim_end_matches('Z'), std::process::id()));
+        std::fs::create_dir(&path).map_err(|e| Error::io("create the work folder", &path, e))?;
+        Ok(WorkDir {
+            path,
+            created: Vec::new(),
+            owned: true,
+        })
+    }
+
+    /// Opens the newest work folder under `target` kept by an earlier `--keep` run.
+    pub fn open_kept(target: &Path) -> Result<(WorkDir, Vec<KeptFile>), Error> {
+        let entries = std::fs::read_dir(target).map_err(|e| Error::io("list", target, e))?;
+        let newest = entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with(WORK_PREFIX))
+            .filter(|e| e.path().join(MANIFEST).is_file())
+            .max_by_key(|e| e.file_name());
+        let Some(entry) = newest else {
+            return Err(Error::Target {
+                path: target.to_path_buf(),
+                reason: "no files kept by an earlier run: write them first with --phase write --keep".into(),
+            });
+        };
+        let path = entry.path();
+        let manifest = path.join(MANIFEST);
+        let text = std::fs::read_to_string(&manifest).map_err(|e| Error::io("read", &manifest, e))?;
+        let files: Vec<KeptFile> = serde_json::from_str(&text)
+            .map_err(|e| Error::Input(format!("cannot read {}: {e}", manifest.display())))?;
+        Ok((
+            WorkDir {
+                path,
+                created: Vec::new(),
+                owned: false,
+            },
+            files,
+        ))
+    }
+
+    /// The folder's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Creates a new file in the folder and remembers it for removal.
+    pub fn create_file(&mut self, name: &str, direct: bool) -> Result<(PathBuf, File), Error> {
+        let path = self.path.join(name);
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        if direct {
+            options.custom_flags(libc::O_DIRECT);
+        }
+        let file = options.open(&path).map_err(|e| direct_error(e, "create", &path, direct))?;
+        self.created.push(path.clone());
+        Ok((path, file))
+    }
+
+    /// Removes one file this folder created.
+    pub fn remove_file(&mut self, path: &Path) -> Result<(), Error> {
+        std::fs::remove_file(path).map_err(|e| Error::io("remove", path, e))?;
+        self.created.retain(|p| p != path);
+        Ok(())
+    }
+
+    /// Writes the manifest that `--phase read` finds later.
+    pub fn write_manifest(&self, files: &[KeptFile]) -> Result<(), Error> {
+        let path = self.path.join(MANIFEST);
+        let text = serde_json::to_string_pretty(files).expect("manifest serialises");
+        std::fs::write(&path, text).map_err(|e| Error::io("write", &path, e))
+    }
+
+    /// Removes every file created here and the folder itself, if this run made it.
+    pub fn remove_all(&mut self) -> Result<(), Error> {
+        let mut first_error = None;
+        for path in std::mem::take(&mut self.created) {
+            if let Err(e) = std::fs::remove_file(&path)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                first_error.get_or_insert(Error::io("remove", &path, e));
+            }
+        }
+        if self.owned {
+            let _ = std::fs::remove_file(self.path.join(MANIFEST));
+            if let Err(e) = std::fs::remove_dir(&self.path)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                first_error.get_or_insert(Error::io("remove the work folder", &self.path, e));
+            }
+            self.owned = false;
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Forgets the files, so they stay after the run (--keep).
+    pub fn keep(&mut self) {
+        self.created.clear();
+        self.owned = false;
+    }
+}
+
+/// Opens an existing file for reading, with O_DIRECT when asked.
+pub fn open_for_read(path: &Path, direct: bool) -> Result<File, Error> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    if direct {
+        options.custom_flags(libc::O_DIRECT);
+    }
+    options.open(path).map_err(|e| direct_error(e, "open", path, direct))
+}
+
+/// Opens a file just created for buffered writes of its unaligned tail.
+pub fn open_for_tail(path: &Path) -> Result<File, Error> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| Error::io("open", path, e))
+}
+
+/// Names O_DIRECT when the filesystem refuses it, since that is what the user can change.
+fn direct_error(e: std::io::Error, op: &'static str, path: &Path, direct: bool) -> Error {
+    if direct && e.raw_os_error() == Some(libc::EINVAL) {
+        Error::Unsupported(format!(
+            "the filesystem of {} does not support O_DIRECT: use --read flushed and writes without --direct",
+            path.display()
+        ))
+    } else {
+        Error::io(op, path, e)
+    }
+}

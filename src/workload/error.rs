@@ -1,0 +1,62 @@
+//! Errors a workload can meet, each naming the path or value at fault.
+
+use std::path::PathBuf;
+
+use crate::exit::Exit;
+
+/// What stopped a workload.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The target cannot be used (missing, not a folder, read-only, a device).
+    #[error("cannot use {path} as a target: {reason}")]
+    Target { path: PathBuf, reason: String },
+    /// The series does not fit in the target's free space.
+    #[error(
+        "not enough free space on {path}: the series needs {needed} plus a margin of {margin}, and {available} is free (use smaller --sizes or fewer --repeat passes)"
+    )]
+    Space {
+        path: PathBuf,
+        needed: String,
+        margin: String,
+        available: String,
+    },
+    /// An I/O call failed mid-run.
+    #[error("cannot {op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The target does not support what the options ask for.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The options cannot work together or name something that does not exist.
+    #[error("{0}")]
+    Input(String),
+    /// Stopped by SIGINT or SIGTERM.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+impl Error {
+    /// The exit code this error ends the process with.
+    pub fn exit(&self) -> Exit {
+        match self {
+            Error::Interrupted => Exit::Interrupted,
+            Error::Input(_) => Exit::Usage,
+            Error::Target { .. } | Error::Space { .. } | Error::Io { .. } | Error::Unsupported(_) => {
+                Exit::Environment
+            }
+        }
+    }
+
+    /// An I/O error on `path` during `op`.
+    pub fn io(op: &'static str, path: impl Into<PathBuf>, source: impl Into<std::io::Error>) -> Error {
+        Error::Io {
+            op,
+            path: path.into(),
+            source: source.into(),
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! The path from a running workload to the runner: items, stage ends and status
+//! lines as events on a channel, and byte counters that the runner samples.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::Sender;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// Counters a workload bumps as it moves data; read by the runner on its clock.
+#[derive(Debug, Default)]
+pub struct Progress {
+    bytes: AtomicU64,
+    ops: AtomicU64,
+}
+
+impl Progress {
+    /// Counts `bytes` moved by one completed operation.
+    pub fn add(&self, bytes: u64) {
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.ops.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Bytes moved so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Operations completed so far.
+    pub fn ops(&self) -> u64 {
+        self.ops.load(Ordering::Relaxed)
+    }
+}
+
+/// Something a workload tells the runner.
+#[derive(Debug)]
+pub enum Event {
+    /// A measured item, already serialised.
+    Item { workload: usize, item: Value },
+    /// A stage (a pass's writes, a read mode) ended: what came before may be stored.
+    StageDone { workload: usize, stage: String },
+    /// What the workload is doing now, for the progress display.
+    Status { workload: usize, text: String },
+}
+
+/// A workload's handle on the runner: events out, counters shared.
+#[derive(Clone)]
+pub struct Sink {
+    workload: usize,
+    events: Sender<Event>,
+    progress: Arc<Progress>,
+}
+
+impl Sink {
+    /// A sink for workload number `workload`.
+    pub fn new(workload: usize, events: Sender<Event>, progress: Arc<Progress>) -> Sink {
+        Sink {
+            workload,
+            events,
+            progress,
+        }
+    }
+
+    /// The byte counters the runner samples.
+    pub fn progress(&self) -> &Progress {
+        &self.progress
+    }
+
+    /// Records one measured item.
+    pub fn item<T: Serialize>(&self, item: &T) {
+        let item = serde_json::to_value(item).expect("items serialise to JSON");
+        // The runner outlives every workload; a closed channel only means it is gone.
+        let _ = self.events.send(Event::Item {
+            workload: self.workload,
+            item,
+        });
+    }
+
+    /// Marks the end of a stage, so the runner can store what came before.
+    pub fn stage_done(&self, stage: impl Into<String>) {
+        let _ = self.events.send(Event::StageDone {
+            workload: self.workload,
+            stage: stage.into(),
+        });
+    }
+
+    /// Says what the workload is doing now.
+    pub fn status(&self, text: impl Into<String>) {
+        let _ = self.events.send(Event::Status {
+            workload: self.workload,
+            text: text.into(),
+        });
+    }
+}
