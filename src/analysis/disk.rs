@@ -28,7 +28,10 @@ pub fn flagged(mut item: DiskItem, limit_bytes_per_sec: Option<f64>) -> DiskItem
     if limit_bytes_per_sec.is_some_and(|limit| item.bytes_per_sec > limit * LINK_MARGIN) {
         item.flags.push(Flag::FasterThanLink);
     }
-    if item.cached_fraction_before.is_some_and(|f| f > CACHED_FRACTION) {
+    if item
+        .cached_fraction_before
+        .is_some_and(|f| f > CACHED_FRACTION)
+    {
         item.flags.push(Flag::Cached);
     }
     if item.seconds < SMALL_SECONDS {
@@ -67,7 +70,11 @@ impl RateSummary {
             min_bytes_per_sec: stats.min,
             max_bytes_per_sec: stats.max,
             mean_bytes_per_sec: stats.mean,
-            aggregate_bytes_per_sec: if seconds > 0.0 { bytes as f64 / seconds } else { 0.0 },
+            aggregate_bytes_per_sec: if seconds > 0.0 {
+                bytes as f64 / seconds
+            } else {
+                0.0
+            },
             n: stats.n,
         })
     }
@@ -95,12 +102,18 @@ pub struct SizeRow {
 pub fn by_size(items: &[DiskItem]) -> Vec<SizeRow> {
     let mut groups: BTreeMap<(Op, String, u64), Vec<&DiskItem>> = BTreeMap::new();
     for item in items {
-        groups.entry((item.op, item.mode.clone(), item.size_bytes)).or_default().push(item);
+        groups
+            .entry((item.op, item.mode.clone(), item.size_bytes))
+            .or_default()
+            .push(item);
     }
     groups
         .into_iter()
         .filter_map(|((op, mode, size_bytes), group)| {
-            let fractions: Vec<f64> = group.iter().filter_map(|i| i.cached_fraction_before).collect();
+            let fractions: Vec<f64> = group
+                .iter()
+                .filter_map(|i| i.cached_fraction_before)
+                .collect();
             let mut flag_counts = BTreeMap::new();
             for flag in group.iter().flat_map(|i| &i.flags) {
                 *flag_counts.entry(*flag).or_insert(0) += 1;
@@ -122,7 +135,8 @@ pub fn by_size(items: &[DiskItem]) -> Vec<SizeRow> {
 pub fn summarize(items: &[DiskItem], read_modes: &[ReadMode]) -> Value {
     let writes = RateSummary::of(items.iter().filter(|i| i.op == Op::Write));
     let mut summary = json!({ "write": writes });
-    let reads_in = |mode: &str| RateSummary::of(items.iter().filter(|i| i.op == Op::Read && i.mode == mode));
+    let reads_in =
+        |mode: &str| RateSummary::of(items.iter().filter(|i| i.op == Op::Read && i.mode == mode));
     if let Some(first) = read_modes.first() {
         summary["read"] = json!(reads_in(first.as_str()));
     }
@@ -142,7 +156,10 @@ pub fn verdicts(workload: usize, record: &WorkloadRecord, items: &[DiskItem]) ->
         workload: Some(workload),
     };
     let target = &record.target;
-    let limit = record.context.get("max_bytes_per_sec").and_then(Value::as_f64);
+    let limit = record
+        .context
+        .get("max_bytes_per_sec")
+        .and_then(Value::as_f64);
     let via = link_words(&record.context);
     let mut out = Vec::new();
 
@@ -196,7 +213,10 @@ pub fn verdicts(workload: usize, record: &WorkloadRecord, items: &[DiskItem]) ->
         }
     }
 
-    if items.iter().any(|i| i.op == Op::Read && i.mode == ReadMode::Cached.as_str()) {
+    if items
+        .iter()
+        .any(|i| i.op == Op::Read && i.mode == ReadMode::Cached.as_str())
+    {
         out.push(verdict(
             "cached_reads",
             Severity::Info,
@@ -214,7 +234,11 @@ pub fn verdicts(workload: usize, record: &WorkloadRecord, items: &[DiskItem]) ->
     let headline_read = read_modes_first(record);
     for (op, mode, cost) in [
         (Op::Write, None, "creating and syncing each file"),
-        (Op::Read, headline_read.as_deref(), "opening and reaching each file"),
+        (
+            Op::Read,
+            headline_read.as_deref(),
+            "opening and reaching each file",
+        ),
     ] {
         if let Some(message) = size_effect(items, op, mode, cost) {
             out.push(verdict("small_files_slower", Severity::Info, message));
@@ -227,7 +251,10 @@ pub fn verdicts(workload: usize, record: &WorkloadRecord, items: &[DiskItem]) ->
 fn groups(items: &[DiskItem]) -> BTreeMap<(Op, String), Vec<&DiskItem>> {
     let mut groups: BTreeMap<(Op, String), Vec<&DiskItem>> = BTreeMap::new();
     for item in items {
-        groups.entry((item.op, item.mode.clone())).or_default().push(item);
+        groups
+            .entry((item.op, item.mode.clone()))
+            .or_default()
+            .push(item);
     }
     groups
 }
@@ -288,11 +315,20 @@ pub fn link_words(context: &Value) -> String {
         .map(|steps| {
             steps
                 .iter()
-                .filter_map(|s| s.get("detail").and_then(Value::as_str).filter(|d| !d.is_empty()).map(str::to_string))
+                .filter_map(|s| {
+                    s.get("detail")
+                        .and_then(Value::as_str)
+                        .filter(|d| !d.is_empty())
+                        .map(str::to_string)
+                })
                 .collect()
         })
         .unwrap_or_default();
-    if steps.is_empty() { "no link found".into() } else { steps.join(", ") }
+    if steps.is_empty() {
+        "no link found".into()
+    } else {
+        steps.join(", ")
+    }
 }
 
 #[cfg(test)]
@@ -317,9 +353,15 @@ mod tests {
 
     #[test]
     fn flags_follow_the_figures() {
-        let fast = flagged(item(Op::Read, "flushed", 1 << 30, 9e9, Some(0.9)), Some(6e8));
+        let fast = flagged(
+            item(Op::Read, "flushed", 1 << 30, 9e9, Some(0.9)),
+            Some(6e8),
+        );
         assert_eq!(fast.flags, vec![Flag::FasterThanLink, Flag::Cached]);
-        let honest = flagged(item(Op::Read, "direct", 1 << 30, 5.9e8, Some(0.0)), Some(6e8));
+        let honest = flagged(
+            item(Op::Read, "direct", 1 << 30, 5.9e8, Some(0.0)),
+            Some(6e8),
+        );
         assert!(honest.flags.is_empty());
         let tiny = flagged(item(Op::Write, "fsync", 4096, 1e9, None), None);
         assert_eq!(tiny.flags, vec![Flag::Small]);
@@ -348,8 +390,15 @@ mod tests {
             item(Op::Write, "fsync", 10 << 10, 2e6, None),
             item(Op::Write, "fsync", 256 << 20, 400e6, None),
         ];
-        let message = size_effect(&items, Op::Write, None, "creating and syncing each file").unwrap();
-        assert!(message.contains("10 KiB") && message.contains("256 MiB"), "{message}");
-        assert!(message.contains("at 0% of") || message.contains("at 1% of"), "{message}");
+        let message =
+            size_effect(&items, Op::Write, None, "creating and syncing each file").unwrap();
+        assert!(
+            message.contains("10 KiB") && message.contains("256 MiB"),
+            "{message}"
+        );
+        assert!(
+            message.contains("at 0% of") || message.contains("at 1% of"),
+            "{message}"
+        );
     }
 }

@@ -8,20 +8,24 @@ use super::MeasureArgs;
 use super::values::{SizeList, parse_rate, parse_size, parse_size_list};
 use crate::exit::{Exit, UsageError};
 use crate::workload::Workload;
-use crate::workload::disk::{DiskPlan, DiskWorkload, EngineKind, Phase, ReadMode, SyncMode, series};
+use crate::workload::disk::{
+    DiskPlan, DiskWorkload, EngineKind, Phase, ReadMode, SyncMode, series,
+};
 
 /// The series of SPEC.md, from 10 KiB to 2 GiB.
 pub const DEFAULT_SIZES: &str = "10K,100K,500K,1M,5M,10M,50M,100M,200M,400M,600M,800M,1G,2G";
 
 /// Options of `ratelab disk`.
 #[derive(Debug, Args)]
-#[command(after_long_help = "Each write is timed from its first write call to the return of its \
+#[command(
+    after_long_help = "Each write is timed from its first write call to the return of its \
 sync; each read from its first read call to its last. Opening and closing files is outside the \
 timed span. Before every read ratelab measures how much of the file is in the page cache \
 (cachestat, or mincore on older kernels) and stores it with the item.\n\n\
 Read modes:\n  direct   O_DIRECT reads with aligned buffers: the device, never the cache\n  \
 flushed  the file is evicted from the page cache first, then read through it\n  \
-cached   the file is read through a warm page cache, to show what the cache does")]
+cached   the file is read through a warm page cache, to show what the cache does"
+)]
 pub struct DiskArgs {
     /// Folders to measure; ratelab writes only inside a work folder it creates there.
     #[arg(required = true, value_name = "TARGET")]
@@ -42,7 +46,13 @@ pub struct DiskArgs {
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub repeat: u32,
     /// Read modes, comma-separated; the first is the headline `read`.
-    #[arg(long = "read", value_name = "MODE", value_enum, value_delimiter = ',', default_value = "direct")]
+    #[arg(
+        long = "read",
+        value_name = "MODE",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "direct"
+    )]
     pub read_modes: Vec<ReadMode>,
     /// Sync after the last write of each file (part of the timed span).
     #[arg(long, value_enum, default_value = "fsync")]
@@ -97,8 +107,9 @@ impl DiskArgs {
             sync: self.sync,
             direct_writes: self.direct,
             engine: self.engine,
-            block_size_bytes: usize::try_from(self.block_size)
-                .map_err(|_| UsageError(format!("--block-size {} is too large", self.block_size)))?,
+            block_size_bytes: usize::try_from(self.block_size).map_err(|_| {
+                UsageError(format!("--block-size {} is too large", self.block_size))
+            })?,
             queue_depth: self.queue_depth,
             phase: self.phase,
             keep: self.keep,
@@ -127,7 +138,9 @@ pub fn run(args: DiskArgs) -> anyhow::Result<Exit> {
     let workloads = args
         .targets
         .iter()
-        .map(|target| Ok(Box::new(DiskWorkload::new(args.plan(target.clone(), seed)?)) as Box<dyn Workload>))
+        .map(|target| {
+            Ok(Box::new(DiskWorkload::new(args.plan(target.clone(), seed)?)) as Box<dyn Workload>)
+        })
         .collect::<Result<Vec<_>, UsageError>>()?;
     super::measure("disk", &args.output, workloads)
 }

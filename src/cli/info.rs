@@ -33,7 +33,8 @@ pub fn run(args: InfoArgs) -> anyhow::Result<Exit> {
             .collect::<Result<_, _>>()?
     };
     let bytes = if args.json {
-        let mut bytes = serde_json::to_vec_pretty(&json!({ "machine": machine, "storage": chains }))?;
+        let mut bytes =
+            serde_json::to_vec_pretty(&json!({ "machine": machine, "storage": chains }))?;
         bytes.push(b'\n');
         bytes
     } else {
@@ -61,7 +62,9 @@ pub fn run(args: InfoArgs) -> anyhow::Result<Exit> {
                         (None, _) => "unknown".into(),
                     }
                 ),
-                header: ["step", "name", "detail", "limit"].map(String::from).to_vec(),
+                header: ["step", "name", "detail", "limit"]
+                    .map(String::from)
+                    .to_vec(),
                 rows: chain
                     .steps
                     .iter()

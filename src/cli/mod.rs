@@ -22,9 +22,11 @@ use crate::workload::Workload;
 /// ratelab: which step limits the rate of the work you wait for, and by how much.
 #[derive(Debug, Parser)]
 #[command(name = "ratelab", version, about, max_term_width = 100)]
-#[command(long_about = "ratelab measures storage across a series of file sizes with honest, \
+#[command(
+    long_about = "ratelab measures storage across a series of file sizes with honest, \
 uncached reads, checks every figure against the physical limit of its link, and keeps every \
-run in a results database so disks, settings and machines can be compared.")]
+run in a results database so disks, settings and machines can be compared."
+)]
 pub struct Cli {
     /// The verb.
     #[command(subcommand)]
@@ -92,7 +94,11 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
 }
 
 /// Runs workloads as one stored run, prints the report and says how to exit.
-fn measure(verb: &str, output: &MeasureArgs, workloads: Vec<Box<dyn Workload>>) -> anyhow::Result<Exit> {
+fn measure(
+    verb: &str,
+    output: &MeasureArgs,
+    workloads: Vec<Box<dyn Workload>>,
+) -> anyhow::Result<Exit> {
     let spec = RunSpec {
         verb: verb.to_string(),
         label: output.label.clone(),
@@ -100,7 +106,11 @@ fn measure(verb: &str, output: &MeasureArgs, workloads: Vec<Box<dyn Workload>>) 
         show_progress: !output.quiet,
     };
     let doc = run::execute(spec, workloads)?;
-    let format = if output.json { Format::Json } else { Format::Table };
+    let format = if output.json {
+        Format::Json
+    } else {
+        Format::Table
+    };
     report::emit(&report::render(&doc, format)?, None)?;
     Ok(if doc.has_error_verdict() {
         Exit::CheckFailed

@@ -31,7 +31,8 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
         (DEFAULT_SIZES, 1)
     };
     let plan = DiskPlan {
-        target: std::env::current_dir().map_err(|e| UsageError(format!("cannot read the current folder: {e}")))?,
+        target: std::env::current_dir()
+            .map_err(|e| UsageError(format!("cannot read the current folder: {e}")))?,
         sizes_bytes: parse_size_list(sizes).expect("built-in sizes parse").0,
         repeat,
         read_modes: vec![ReadMode::Direct],
@@ -46,5 +47,9 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
         link_rate_bytes_per_sec: None,
     };
     plan.validate().map_err(UsageError)?;
-    super::measure("profile", &args.output, vec![Box::new(DiskWorkload::new(plan))])
+    super::measure(
+        "profile",
+        &args.output,
+        vec![Box::new(DiskWorkload::new(plan))],
+    )
 }

@@ -81,7 +81,9 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
             } else {
                 let table = Table {
                     title: format!("{} runs in {}", runs.len(), path.display()),
-                    header: ["id", "started", "verb", "targets", "label", "status"].map(String::from).to_vec(),
+                    header: ["id", "started", "verb", "targets", "label", "status"]
+                        .map(String::from)
+                        .to_vec(),
                     rows: runs
                         .iter()
                         .map(|r| {
@@ -106,7 +108,11 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
             let format = if json { Format::Json } else { Format::Table };
             report::emit(&report::render(&doc, format)?, None)?;
         }
-        Action::Export { run_id, format, out } => {
+        Action::Export {
+            run_id,
+            format,
+            out,
+        } => {
             let doc = store.load_run(run_id)?;
             let format = match format {
                 ExportFormat::Json => Format::Json,

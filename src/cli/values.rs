@@ -2,7 +2,8 @@
 //! the bad text and say what would be accepted.
 
 /// What a size suffix may be, for error messages.
-const SIZE_SUFFIXES: &str = "use K, M, G, T or KiB, MiB, GiB, TiB for powers of 1024, KB, MB, GB, TB for powers of 1000";
+const SIZE_SUFFIXES: &str =
+    "use K, M, G, T or KiB, MiB, GiB, TiB for powers of 1024, KB, MB, GB, TB for powers of 1000";
 
 /// Parses a size: `4096`, `10K` / `10KiB` (10 × 1024), `10KB` (10 × 1000), `1.5G`.
 pub fn parse_size(text: &str) -> Result<u64, String> {
@@ -12,7 +13,9 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .unwrap_or(trimmed.len());
     let (number, suffix) = trimmed.split_at(split);
     if number.is_empty() {
-        return Err(format!("invalid size \"{text}\": it must start with a number"));
+        return Err(format!(
+            "invalid size \"{text}\": it must start with a number"
+        ));
     }
     let value: f64 = number
         .parse()
@@ -27,11 +30,18 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "mb" => 1e6,
         "gb" => 1e9,
         "tb" => 1e12,
-        _ => return Err(format!("invalid size \"{text}\": unknown suffix {} ({SIZE_SUFFIXES})", suffix.trim())),
+        _ => {
+            return Err(format!(
+                "invalid size \"{text}\": unknown suffix {} ({SIZE_SUFFIXES})",
+                suffix.trim()
+            ));
+        }
     };
     let bytes = value * multiplier;
     if bytes.fract() != 0.0 {
-        return Err(format!("invalid size \"{text}\": not a whole number of bytes"));
+        return Err(format!(
+            "invalid size \"{text}\": not a whole number of bytes"
+        ));
     }
     if bytes > u64::MAX as f64 / 2.0 {
         return Err(format!("invalid size \"{text}\": too large"));
@@ -48,7 +58,10 @@ pub fn parse_size_list(text: &str) -> Result<SizeList, String> {
     if text.trim().is_empty() {
         return Err("the list is empty: give sizes such as 10K,1M,1G".into());
     }
-    text.split(',').map(parse_size).collect::<Result<_, _>>().map(SizeList)
+    text.split(',')
+        .map(parse_size)
+        .collect::<Result<_, _>>()
+        .map(SizeList)
 }
 
 /// Parses a data rate in bytes or bits per second: `600MB/s`, `550M`, `10Gbit/s`.
@@ -88,8 +101,15 @@ mod tests {
     #[test]
     fn bad_sizes_quote_the_text() {
         let err = parse_size("10Q").unwrap_err();
-        assert!(err.contains("\"10Q\"") && err.contains("unknown suffix Q"), "{err}");
-        assert!(parse_size("K").unwrap_err().contains("must start with a number"));
+        assert!(
+            err.contains("\"10Q\"") && err.contains("unknown suffix Q"),
+            "{err}"
+        );
+        assert!(
+            parse_size("K")
+                .unwrap_err()
+                .contains("must start with a number")
+        );
         assert!(parse_size("1.2.3K").is_err());
         assert!(parse_size("0.3").unwrap_err().contains("whole number"));
         let err = parse_size_list("10K,10Q").unwrap_err();

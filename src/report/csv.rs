@@ -8,7 +8,11 @@ use crate::document::RunDocument;
 /// Every item of `runs` as CSV rows, preceded by the run, workload, kind and target.
 pub fn render(runs: &[RunDocument]) -> anyhow::Result<Vec<u8>> {
     let mut columns: Vec<String> = Vec::new();
-    for item in runs.iter().flat_map(|r| &r.workloads).flat_map(|w| &w.items) {
+    for item in runs
+        .iter()
+        .flat_map(|r| &r.workloads)
+        .flat_map(|w| &w.items)
+    {
         if let Value::Object(fields) = item {
             for key in fields.keys() {
                 if !columns.contains(key) {
@@ -19,7 +23,11 @@ pub fn render(runs: &[RunDocument]) -> anyhow::Result<Vec<u8>> {
     }
     let mut writer = csv::Writer::from_writer(Vec::new());
     let lead = ["run_id", "workload", "kind", "target"];
-    writer.write_record(lead.iter().map(|s| s.to_string()).chain(columns.iter().cloned()))?;
+    writer.write_record(
+        lead.iter()
+            .map(|s| s.to_string())
+            .chain(columns.iter().cloned()),
+    )?;
     for run in runs {
         for (index, workload) in run.workloads.iter().enumerate() {
             for item in &workload.items {
@@ -42,7 +50,11 @@ fn cell(value: Option<&Value>) -> String {
     match value {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(values)) => values.iter().map(|v| cell(Some(v))).collect::<Vec<_>>().join(";"),
+        Some(Value::Array(values)) => values
+            .iter()
+            .map(|v| cell(Some(v)))
+            .collect::<Vec<_>>()
+            .join(";"),
         Some(other) => other.to_string(),
     }
 }
@@ -53,7 +65,10 @@ mod tests {
 
     #[test]
     fn cells() {
-        assert_eq!(cell(Some(&serde_json::json!(["cached", "small"]))), "cached;small");
+        assert_eq!(
+            cell(Some(&serde_json::json!(["cached", "small"]))),
+            "cached;small"
+        );
         assert_eq!(cell(Some(&Value::Null)), "");
         assert_eq!(cell(Some(&serde_json::json!(1.5))), "1.5");
         assert_eq!(cell(Some(&serde_json::json!("write"))), "write");

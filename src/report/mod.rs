@@ -48,7 +48,9 @@ pub fn render(doc: &RunDocument, format: Format) -> anyhow::Result<Vec<u8>> {
 pub fn emit(bytes: &[u8], out: Option<&Path>) -> anyhow::Result<()> {
     use anyhow::Context as _;
     match out {
-        Some(path) => std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display())),
+        Some(path) => {
+            std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
+        }
         None => {
             let mut stdout = std::io::stdout().lock();
             match stdout.write_all(bytes).and_then(|()| stdout.flush()) {

@@ -12,9 +12,19 @@ use crate::workload;
 /// The run as text for a terminal.
 pub fn render(doc: &RunDocument) -> String {
     let mut out = String::new();
-    let id = doc.run_id.map_or("not stored".to_string(), |id| format!("run {id}"));
-    let label = doc.label.as_deref().map(|l| format!(" · {l}")).unwrap_or_default();
-    let reason = doc.incomplete_reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default();
+    let id = doc
+        .run_id
+        .map_or("not stored".to_string(), |id| format!("run {id}"));
+    let label = doc
+        .label
+        .as_deref()
+        .map(|l| format!(" · {l}"))
+        .unwrap_or_default();
+    let reason = doc
+        .incomplete_reason
+        .as_deref()
+        .map(|r| format!(" ({r})"))
+        .unwrap_or_default();
     let _ = writeln!(
         out,
         "{id} · {} · {}{reason} · {}{label}",
@@ -41,7 +51,11 @@ pub fn render(doc: &RunDocument) -> String {
                 }
             }
             None => {
-                let _ = writeln!(out, "(kind {} is not known to this ratelab version)", record.kind);
+                let _ = writeln!(
+                    out,
+                    "(kind {} is not known to this ratelab version)",
+                    record.kind
+                );
             }
         }
     }
@@ -63,7 +77,7 @@ pub fn render(doc: &RunDocument) -> String {
 pub fn table_text(table: &Table) -> String {
     let mut drawn = comfy_table::Table::new();
     drawn
-        .load_style(presets::UTF8_HORIZONTAL_ONLY)
+        .load_style(presets::UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Dynamic)
         .set_header(&table.header);
     for row in &table.rows {

@@ -24,7 +24,11 @@ impl Cancel {
         let cancel = Cancel::new();
         for signal in [SIGINT, SIGTERM] {
             // Registered first, so it sees the flag as it was before this signal.
-            signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&cancel.flag))?;
+            signal_hook::flag::register_conditional_shutdown(
+                signal,
+                130,
+                Arc::clone(&cancel.flag),
+            )?;
             signal_hook::flag::register(signal, Arc::clone(&cancel.flag))?;
         }
         Ok(cancel)

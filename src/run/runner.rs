@@ -32,7 +32,10 @@ pub struct RunSpec {
 
 /// Runs `workloads` one after another and returns the finished run document. An
 /// error or interrupt after the run started leaves it stored as incomplete.
-pub fn execute(mut spec: RunSpec, mut workloads: Vec<Box<dyn Workload>>) -> anyhow::Result<RunDocument> {
+pub fn execute(
+    mut spec: RunSpec,
+    mut workloads: Vec<Box<dyn Workload>>,
+) -> anyhow::Result<RunDocument> {
     let cancel = Cancel::on_signals().context("cannot install signal handlers")?;
     for workload in &mut workloads {
         workload.prepare()?;
@@ -58,14 +61,25 @@ pub fn execute(mut spec: RunSpec, mut workloads: Vec<Box<dyn Workload>>) -> anyh
         doc.run_id = Some(store.begin_run(&doc)?);
     }
 
-    let display = ProgressDisplay::new(workloads.iter().map(|w| w.planned_bytes()).sum(), spec.show_progress);
+    let display = ProgressDisplay::new(
+        workloads.iter().map(|w| w.planned_bytes()).sum(),
+        spec.show_progress,
+    );
     let mut outcome: anyhow::Result<()> = Ok(());
     let mut moved_before = 0;
     for (index, workload) in workloads.iter_mut().enumerate() {
         if outcome.is_err() {
             break;
         }
-        outcome = drive(index, workload.as_mut(), &cancel, &mut doc, spec.store.as_mut(), &display, moved_before);
+        outcome = drive(
+            index,
+            workload.as_mut(),
+            &cancel,
+            &mut doc,
+            spec.store.as_mut(),
+            &display,
+            moved_before,
+        );
         moved_before += doc.workloads[index]
             .items
             .iter()
@@ -98,11 +112,13 @@ pub fn execute(mut spec: RunSpec, mut workloads: Vec<Box<dyn Workload>>) -> anyh
         Ok(()) => doc.status = RunStatus::Complete,
         Err(e) => {
             doc.status = RunStatus::Incomplete;
-            doc.incomplete_reason = Some(if crate::exit::code_for(e) == crate::exit::Exit::Interrupted {
-                "interrupted".to_string()
-            } else {
-                format!("error: {e:#}")
-            });
+            doc.incomplete_reason = Some(
+                if crate::exit::code_for(e) == crate::exit::Exit::Interrupted {
+                    "interrupted".to_string()
+                } else {
+                    format!("error: {e:#}")
+                },
+            );
         }
     }
     if let Some(store) = spec.store.as_mut() {
@@ -152,16 +168,17 @@ fn drive(
     let mut stored = 0;
     let mut store_error: Option<anyhow::Error> = None;
     let mut status = String::from("starting");
-    let mut flush = |pending: &mut Vec<Value>, store: &mut Option<&mut Store>| -> anyhow::Result<()> {
-        if let (Some(store), Some(run_id)) = (store.as_deref_mut(), run_id)
-            && !pending.is_empty()
-        {
-            store.append_items(run_id, index, stored, pending)?;
-        }
-        stored += pending.len();
-        pending.clear();
-        Ok(())
-    };
+    let mut flush =
+        |pending: &mut Vec<Value>, store: &mut Option<&mut Store>| -> anyhow::Result<()> {
+            if let (Some(store), Some(run_id)) = (store.as_deref_mut(), run_id)
+                && !pending.is_empty()
+            {
+                store.append_items(run_id, index, stored, pending)?;
+            }
+            stored += pending.len();
+            pending.clear();
+            Ok(())
+        };
     let result = std::thread::scope(|scope| {
         let worker = scope.spawn(move || workload.run(&ctx));
         loop {

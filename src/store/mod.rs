@@ -48,7 +48,11 @@ pub enum Error {
     NotFound(i64),
     /// A stored value could not be read back.
     #[error("run {run}: stored {what} is unreadable: {detail}")]
-    Corrupt { run: i64, what: &'static str, detail: String },
+    Corrupt {
+        run: i64,
+        what: &'static str,
+        detail: String,
+    },
 }
 
 impl Error {
@@ -106,13 +110,18 @@ impl Store {
             source,
         };
         let mut conn = Connection::open(path).map_err(open_err)?;
-        conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(open_err)?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(open_err)?;
-        conn.pragma_update(None, "foreign_keys", "ON").map_err(open_err)?;
-        migrations::migrations().to_latest(&mut conn).map_err(|source| Error::Migrate {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(open_err)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(open_err)?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(open_err)?;
+        migrations::migrations()
+            .to_latest(&mut conn)
+            .map_err(|source| Error::Migrate {
+                path: path.to_path_buf(),
+                source,
+            })?;
         Ok(Store {
             conn,
             path: path.to_path_buf(),
@@ -128,7 +137,10 @@ impl Store {
 
     /// Stores a run that is starting, marked incomplete until [`Store::finish_run`].
     pub fn begin_run(&mut self, doc: &RunDocument) -> Result<i64, Error> {
-        let tx = self.conn.transaction().map_err(|e| sql_err(&self.path, e))?;
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(|e| sql_err(&self.path, e))?;
         tx.execute(
             "INSERT INTO runs (verb, label, status, incomplete_reason, started_at, ratelab_version, hostname, machine)
              VALUES (?1, ?2, 'incomplete', 'did not finish', ?3, ?4, ?5, ?6)",
@@ -162,8 +174,17 @@ impl Store {
     }
 
     /// Appends items of one workload, numbered from `first_seq`, in one transaction.
-    pub fn append_items(&mut self, run_id: i64, workload: usize, first_seq: usize, items: &[Value]) -> Result<(), Error> {
-        let tx = self.conn.transaction().map_err(|e| sql_err(&self.path, e))?;
+    pub fn append_items(
+        &mut self,
+        run_id: i64,
+        workload: usize,
+        first_seq: usize,
+        items: &[Value],
+    ) -> Result<(), Error> {
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(|e| sql_err(&self.path, e))?;
         {
             let mut insert = tx
                 .prepare_cached("INSERT INTO items (run_id, workload_idx, seq, op, body) VALUES (?1, ?2, ?3, ?4, ?5)")
@@ -186,7 +207,10 @@ impl Store {
     /// Stores the end of a run: status, contexts, summaries and verdicts.
     pub fn finish_run(&mut self, doc: &RunDocument) -> Result<(), Error> {
         let run_id = doc.run_id.expect("a stored run has an id");
-        let tx = self.conn.transaction().map_err(|e| sql_err(&self.path, e))?;
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(|e| sql_err(&self.path, e))?;
         tx.execute(
             "UPDATE runs SET status = ?2, incomplete_reason = ?3, finished_at = ?4, contention = ?5 WHERE id = ?1",
             params![
@@ -250,7 +274,9 @@ impl Store {
                     verb: row.get(2)?,
                     label: row.get(3)?,
                     status: row.get(4)?,
-                    targets: targets.map(|t| t.lines().map(str::to_string).collect()).unwrap_or_default(),
+                    targets: targets
+                        .map(|t| t.lines().map(str::to_string).collect())
+                        .unwrap_or_default(),
                 })
             })
             .map_err(|e| self.sql(e))?;
@@ -259,7 +285,17 @@ impl Store {
 
     /// Loads a whole run as its document.
     pub fn load_run(&self, run_id: i64) -> Result<RunDocument, Error> {
-        type RunRow = (String, Option<String>, String, Option<String>, String, Option<String>, String, String, Option<String>);
+        type RunRow = (
+            String,
+            Option<String>,
+            String,
+            Option<String>,
+            String,
+            Option<String>,
+            String,
+            String,
+            Option<String>,
+        );
         let row: Option<RunRow> = self
             .conn
             .query_row(
@@ -270,10 +306,25 @@ impl Store {
             )
             .optional()
             .map_err(|e| self.sql(e))?;
-        let Some((verb, label, status, incomplete_reason, started_at, finished_at, version, machine, contention)) = row else {
+        let Some((
+            verb,
+            label,
+            status,
+            incomplete_reason,
+            started_at,
+            finished_at,
+            version,
+            machine,
+            contention,
+        )) = row
+        else {
             return Err(Error::NotFound(run_id));
         };
-        let corrupt = |what, detail: String| Error::Corrupt { run: run_id, what, detail };
+        let corrupt = |what, detail: String| Error::Corrupt {
+            run: run_id,
+            what,
+            detail,
+        };
         Ok(RunDocument {
             run_id: Some(run_id),
             status: RunStatus::parse(&status).ok_or_else(|| corrupt("status", status.clone()))?,
@@ -283,7 +334,8 @@ impl Store {
             label,
             started_at,
             finished_at,
-            machine: serde_json::from_str(&machine).map_err(|e| corrupt("machine", e.to_string()))?,
+            machine: serde_json::from_str(&machine)
+                .map_err(|e| corrupt("machine", e.to_string()))?,
             workloads: self.load_workloads(run_id)?,
             contention: contention
                 .map(|c| serde_json::from_str(&c).map_err(|e| corrupt("contention", e.to_string())))
@@ -304,9 +356,27 @@ impl Store {
             .conn
             .prepare("SELECT idx, kind, target, params, context, summary, series FROM workloads WHERE run_id = ?1 ORDER BY idx")
             .map_err(|e| self.sql(e))?;
-        type WorkloadRow = (i64, String, String, String, String, Option<String>, Option<String>);
+        type WorkloadRow = (
+            i64,
+            String,
+            String,
+            String,
+            String,
+            Option<String>,
+            Option<String>,
+        );
         let rows: Vec<WorkloadRow> = query
-            .query_map(params![run_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)))
+            .query_map(params![run_id], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                ))
+            })
             .map_err(|e| self.sql(e))?
             .collect::<Result<_, _>>()
             .map_err(|e| self.sql(e))?;
@@ -326,8 +396,14 @@ impl Store {
                 target,
                 params: parse("params", &params)?,
                 context: parse("context", &context)?,
-                items: bodies.iter().map(|b| parse("item", b)).collect::<Result<_, _>>()?,
-                summary: summary.map(|s| parse("summary", &s)).transpose()?.unwrap_or(Value::Null),
+                items: bodies
+                    .iter()
+                    .map(|b| parse("item", b))
+                    .collect::<Result<_, _>>()?,
+                summary: summary
+                    .map(|s| parse("summary", &s))
+                    .transpose()?
+                    .unwrap_or(Value::Null),
                 series: series.map(|s| parse("series", &s)).transpose()?,
             });
         }
@@ -340,7 +416,9 @@ impl Store {
             .prepare("SELECT code, severity, message, workload_idx FROM verdicts WHERE run_id = ?1 ORDER BY seq")
             .map_err(|e| self.sql(e))?;
         let rows: Vec<(String, String, String, Option<i64>)> = query
-            .query_map(params![run_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .query_map(params![run_id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
             .map_err(|e| self.sql(e))?
             .collect::<Result<_, _>>()
             .map_err(|e| self.sql(e))?;
@@ -348,12 +426,11 @@ impl Store {
             .map(|(code, severity, message, workload)| {
                 Ok(Verdict {
                     code,
-                    severity: serde_json::from_value::<Severity>(Value::String(severity.clone())).map_err(|_| {
-                        Error::Corrupt {
-                            run: run_id,
-                            what: "verdict severity",
-                            detail: severity,
-                        }
+                    severity: serde_json::from_value::<Severity>(Value::String(severity.clone()))
+                        .map_err(|_| Error::Corrupt {
+                        run: run_id,
+                        what: "verdict severity",
+                        detail: severity,
                     })?,
                     message,
                     workload: workload.map(|w| w as usize),
@@ -412,7 +489,10 @@ mod tests {
         let mut doc = doc();
         let id = store.begin_run(&doc).unwrap();
         doc.run_id = Some(id);
-        let items = vec![json!({"op": "write", "bytes": 1}), json!({"op": "read", "bytes": 2})];
+        let items = vec![
+            json!({"op": "write", "bytes": 1}),
+            json!({"op": "read", "bytes": 2}),
+        ];
         store.append_items(id, 0, 0, &items).unwrap();
         let stored = store.load_run(id).unwrap();
         assert_eq!(stored.status, RunStatus::Incomplete);
@@ -428,7 +508,10 @@ mod tests {
         });
         store.finish_run(&doc).unwrap();
         assert_eq!(store.load_run(id).unwrap(), doc);
-        assert_eq!(store.list_runs().unwrap()[0].targets, vec!["/tmp/x".to_string()]);
+        assert_eq!(
+            store.list_runs().unwrap()[0].targets,
+            vec!["/tmp/x".to_string()]
+        );
         assert!(matches!(store.load_run(id + 1), Err(Error::NotFound(_))));
     }
 }

@@ -45,14 +45,19 @@ impl Error {
         match self {
             Error::Interrupted => Exit::Interrupted,
             Error::Input(_) => Exit::Usage,
-            Error::Target { .. } | Error::Space { .. } | Error::Io { .. } | Error::Unsupported(_) => {
-                Exit::Environment
-            }
+            Error::Target { .. }
+            | Error::Space { .. }
+            | Error::Io { .. }
+            | Error::Unsupported(_) => Exit::Environment,
         }
     }
 
     /// An I/O error on `path` during `op`.
-    pub fn io(op: &'static str, path: impl Into<PathBuf>, source: impl Into<std::io::Error>) -> Error {
+    pub fn io(
+        op: &'static str,
+        path: impl Into<PathBuf>,
+        source: impl Into<std::io::Error>,
+    ) -> Error {
         Error::Io {
             op,
             path: path.into(),

@@ -36,7 +36,11 @@ pub enum ResidencySource {
 }
 
 /// The fraction of the file's pages in the page cache, 0.0 to 1.0.
-pub fn resident_fraction(file: &File, path: &Path, size: u64) -> Result<(f64, ResidencySource), Error> {
+pub fn resident_fraction(
+    file: &File,
+    path: &Path,
+    size: u64,
+) -> Result<(f64, ResidencySource), Error> {
     if size == 0 {
         return Ok((0.0, ResidencySource::Cachestat));
     }
@@ -147,7 +151,10 @@ mod tests {
         if !is_tmpfs(dir.path()) {
             assert!(cold < 0.01, "resident {cold}");
         }
-        assert_eq!(mincore_pages(&file, &path, 1 << 20).unwrap() as f64 / 256.0, cold);
+        assert_eq!(
+            mincore_pages(&file, &path, 1 << 20).unwrap() as f64 / 256.0,
+            cold
+        );
     }
 
     fn is_tmpfs(path: &Path) -> bool {

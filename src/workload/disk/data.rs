@@ -33,7 +33,9 @@ impl DataStream {
             let mut buf = AlignedBuf::new(block_size);
             fill_random(buf.as_mut_slice(), seed ^ mix(block));
             block += 1;
-            full_tx.send(buf).expect("the queue has room for every buffer");
+            full_tx
+                .send(buf)
+                .expect("the queue has room for every buffer");
         }
         let filler = std::thread::Builder::new()
             .name("ratelab-data".into())

@@ -153,8 +153,18 @@ mod tests {
         assert_eq!(
             chunks,
             vec![
-                Chunk { offset: 0, len: 8192, expect: 8192, tail: false },
-                Chunk { offset: 8192, len: 2048, expect: 2048, tail: true },
+                Chunk {
+                    offset: 0,
+                    len: 8192,
+                    expect: 8192,
+                    tail: false
+                },
+                Chunk {
+                    offset: 8192,
+                    len: 2048,
+                    expect: 2048,
+                    tail: true
+                },
             ]
         );
     }
@@ -162,7 +172,15 @@ mod tests {
     #[test]
     fn direct_read_rounds_the_last_request_up() {
         let chunks = read_chunks(10 * 1024, 8192, true);
-        assert_eq!(chunks[1], Chunk { offset: 8192, len: 4096, expect: 2048, tail: false });
+        assert_eq!(
+            chunks[1],
+            Chunk {
+                offset: 8192,
+                len: 4096,
+                expect: 2048,
+                tail: false
+            }
+        );
     }
 
     proptest! {

@@ -55,7 +55,10 @@ impl DiskWorkload {
 
     /// The link limit the figures are checked against, and where it came from.
     fn limit(&self) -> (Option<f64>, Option<&'static str>) {
-        match (self.plan.link_rate_bytes_per_sec, self.chain.as_ref().and_then(|c| c.max_bytes_per_sec)) {
+        match (
+            self.plan.link_rate_bytes_per_sec,
+            self.chain.as_ref().and_then(|c| c.max_bytes_per_sec),
+        ) {
             (Some(rate), _) => (Some(rate), Some("--link-rate")),
             (None, Some(rate)) => (Some(rate), Some("sysfs")),
             (None, None) => (None, None),
@@ -75,11 +78,18 @@ impl DiskWorkload {
     ) -> Result<Vec<KeptFile>, Error> {
         let order = series::shuffled(&self.plan.sizes_bytes, self.plan.seed, pass, 0);
         let limit = self.limit().0;
-        let workdir = self.workdir.as_mut().expect("the work folder exists while writing");
+        let workdir = self
+            .workdir
+            .as_mut()
+            .expect("the work folder exists while writing");
         let mut written = Vec::with_capacity(order.len());
         for (index, &size) in order.iter().enumerate() {
             let name = format!("p{pass}-{:03}-{size}.dat", index + 1);
-            ctx.sink.status(format!("pass {pass}/{}: write {}", self.plan.repeat, format_size(size)));
+            ctx.sink.status(format!(
+                "pass {pass}/{}: write {}",
+                self.plan.repeat,
+                format_size(size)
+            ));
             let direct = self.plan.direct_writes;
             let (path, file) = workdir.create_file(&name, direct)?;
             let tail = if direct && size % plan::DIRECT_ALIGN as u64 != 0 {
@@ -114,14 +124,28 @@ impl DiskWorkload {
                 file: name.clone(),
             };
             ctx.sink.item(&analysis::disk::flagged(item, limit));
-            written.push(KeptFile { name, size_bytes: size });
+            written.push(KeptFile {
+                name,
+                size_bytes: size,
+            });
         }
         ctx.sink.stage_done(format!("pass {pass} write"));
         Ok(written)
     }
 
-    fn read_pass(&mut self, ctx: &Context, engine: &mut dyn Engine, files: &[KeptFile], pass: u32) -> Result<(), Error> {
-        let folder = self.workdir.as_ref().expect("the work folder exists while reading").path().to_path_buf();
+    fn read_pass(
+        &mut self,
+        ctx: &Context,
+        engine: &mut dyn Engine,
+        files: &[KeptFile],
+        pass: u32,
+    ) -> Result<(), Error> {
+        let folder = self
+            .workdir
+            .as_ref()
+            .expect("the work folder exists while reading")
+            .path()
+            .to_path_buf();
         for (stage, &mode) in self.plan.read_modes.iter().enumerate() {
             let order = series::shuffled(files, self.plan.seed, pass, stage as u32 + 1);
             for kept in &order {
@@ -132,9 +156,11 @@ impl DiskWorkload {
                     format_size(kept.size_bytes)
                 ));
                 let item = read_one(ctx, engine, &folder.join(&kept.name), kept, mode, pass)?;
-                ctx.sink.item(&analysis::disk::flagged(item, self.limit().0));
+                ctx.sink
+                    .item(&analysis::disk::flagged(item, self.limit().0));
             }
-            ctx.sink.stage_done(format!("pass {pass} read {}", mode.as_str()));
+            ctx.sink
+                .stage_done(format!("pass {pass} read {}", mode.as_str()));
         }
         Ok(())
     }
@@ -156,7 +182,11 @@ fn read_one(
     }
     let (fraction, _) = cache::resident_fraction(&probe, path, kept.size_bytes)?;
     let direct = mode == ReadMode::Direct;
-    let reader = if direct { workdir::open_for_read(path, true)? } else { probe };
+    let reader = if direct {
+        workdir::open_for_read(path, true)?
+    } else {
+        probe
+    };
     let job = ReadJob {
         file: &reader,
         path,
@@ -207,7 +237,11 @@ impl Workload for DiskWorkload {
     fn planned_bytes(&self) -> u64 {
         let series: u64 = self.plan.sizes_bytes.iter().sum();
         let per_pass = if self.plan.phase.writes() { series } else { 0 }
-            + if self.plan.phase.reads() { series * self.plan.read_modes.len() as u64 } else { 0 };
+            + if self.plan.phase.reads() {
+                series * self.plan.read_modes.len() as u64
+            } else {
+                0
+            };
         per_pass * self.passes()
     }
 
@@ -230,11 +264,13 @@ impl Workload for DiskWorkload {
 
     fn run(&mut self, ctx: &Context) -> Result<(), Error> {
         let mut engine = engine::make(&self.plan)?;
-        let data = self
-            .plan
-            .phase
-            .writes()
-            .then(|| DataStream::start(engine::data_buffers(&self.plan), self.plan.block_size_bytes, self.plan.seed));
+        let data = self.plan.phase.writes().then(|| {
+            DataStream::start(
+                engine::data_buffers(&self.plan),
+                self.plan.block_size_bytes,
+                self.plan.seed,
+            )
+        });
         if self.plan.phase.writes() {
             self.workdir = Some(WorkDir::create(&self.target)?);
         }

@@ -135,7 +135,10 @@ impl DiskPlan {
             return Err("the series has no sizes: give at least one with --sizes".into());
         }
         if let Some(zero) = self.sizes_bytes.iter().position(|&s| s == 0) {
-            return Err(format!("size number {} of --sizes is 0: files must have at least one byte", zero + 1));
+            return Err(format!(
+                "size number {} of --sizes is 0: files must have at least one byte",
+                zero + 1
+            ));
         }
         if self.block_size_bytes == 0 {
             return Err("--block-size must be at least 1 byte".into());
@@ -150,7 +153,10 @@ impl DiskPlan {
             return Err("--repeat must be at least 1".into());
         }
         if self.queue_depth == 0 || self.queue_depth > 4096 {
-            return Err(format!("--queue-depth {} is out of range (1 to 4096)", self.queue_depth));
+            return Err(format!(
+                "--queue-depth {} is out of range (1 to 4096)",
+                self.queue_depth
+            ));
         }
         if self.phase.reads() && self.read_modes.is_empty() {
             return Err("--read needs at least one mode (direct, flushed, cached)".into());

@@ -10,10 +10,26 @@ use super::item::{DiskItem, Op};
 /// The tables for one disk workload.
 pub fn tables(record: &WorkloadRecord, items: &[DiskItem]) -> Vec<Table> {
     let direct_writes = record.params.get("direct_writes").and_then(|v| v.as_bool()) == Some(true);
-    let engine = record.params.get("engine").and_then(|v| v.as_str()).unwrap_or("?");
-    let block = record.params.get("block_size_bytes").and_then(|v| v.as_u64()).unwrap_or(0);
-    let limit = match record.context.get("max_bytes_per_sec").and_then(|v| v.as_f64()) {
-        Some(limit) => format!("link limit {} ({})", format_rate(limit), link_words(&record.context)),
+    let engine = record
+        .params
+        .get("engine")
+        .and_then(|v| v.as_str())
+        .unwrap_or("?");
+    let block = record
+        .params
+        .get("block_size_bytes")
+        .and_then(|v| v.as_u64())
+        .unwrap_or(0);
+    let limit = match record
+        .context
+        .get("max_bytes_per_sec")
+        .and_then(|v| v.as_f64())
+    {
+        Some(limit) => format!(
+            "link limit {} ({})",
+            format_rate(limit),
+            link_words(&record.context)
+        ),
         None => format!("link limit unknown ({})", link_words(&record.context)),
     };
     let rows = by_size(items);
@@ -23,17 +39,33 @@ pub fn tables(record: &WorkloadRecord, items: &[DiskItem]) -> Vec<Table> {
             Op::Write => format!(
                 "write, {}{} · engine {engine} · block {} · {limit}",
                 row.mode,
-                if direct_writes { ", O_DIRECT" } else { ", buffered" },
+                if direct_writes {
+                    ", O_DIRECT"
+                } else {
+                    ", buffered"
+                },
                 format_size(block)
             ),
-            Op::Read => format!("read, {} · engine {engine} · block {}", row.mode, format_size(block)),
+            Op::Read => format!(
+                "read, {} · engine {engine} · block {}",
+                row.mode,
+                format_size(block)
+            ),
         };
         if tables.last().is_none_or(|t| t.title != title) {
             tables.push(Table {
                 title,
-                header: ["size", "median MB/s", "min MB/s", "max MB/s", "n", "in cache before", "notes"]
-                    .map(String::from)
-                    .to_vec(),
+                header: [
+                    "size",
+                    "median MB/s",
+                    "min MB/s",
+                    "max MB/s",
+                    "n",
+                    "in cache before",
+                    "notes",
+                ]
+                .map(String::from)
+                .to_vec(),
                 rows: Vec::new(),
                 numeric: vec![1, 2, 3, 4, 5],
             });

@@ -66,8 +66,16 @@ impl Engine for SyncEngine {
             while done < chunk.expect {
                 // A direct read must keep its full aligned length; past the end of the
                 // file the kernel returns only what is there.
-                let want = if job.direct { chunk.len } else { chunk.expect - done };
-                match rustix::io::pread(job.file, &mut buf[done..done + want], chunk.offset + done as u64) {
+                let want = if job.direct {
+                    chunk.len
+                } else {
+                    chunk.expect - done
+                };
+                match rustix::io::pread(
+                    job.file,
+                    &mut buf[done..done + want],
+                    chunk.offset + done as u64,
+                ) {
                     Ok(0) => return Err(short_file(job, chunk.offset + done as u64)),
                     Ok(n) => done += n,
                     Err(rustix::io::Errno::INTR) => {}

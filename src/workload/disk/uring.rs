@@ -31,7 +31,9 @@ impl UringEngine {
             ring,
             block_size,
             queue_depth: queue_depth as usize,
-            read_bufs: (0..queue_depth).map(|_| AlignedBuf::new(block_size)).collect(),
+            read_bufs: (0..queue_depth)
+                .map(|_| AlignedBuf::new(block_size))
+                .collect(),
         })
     }
 }
@@ -59,9 +61,13 @@ impl Requests for Writes<'_> {
             _ => self.job.file,
         };
         let bytes = &buf.as_slice()[done..chunk.len];
-        opcode::Write::new(types::Fd(file.as_raw_fd()), bytes.as_ptr(), bytes.len() as u32)
-            .offset(chunk.offset + done as u64)
-            .build()
+        opcode::Write::new(
+            types::Fd(file.as_raw_fd()),
+            bytes.as_ptr(),
+            bytes.len() as u32,
+        )
+        .offset(chunk.offset + done as u64)
+        .build()
     }
 
     fn finished(&mut self, slot: usize) {
@@ -82,11 +88,19 @@ struct Reads<'a> {
 
 impl Requests for Reads<'_> {
     fn entry(&mut self, slot: usize, chunk: &Chunk, done: usize) -> squeue::Entry {
-        let len = if self.job.direct { chunk.len } else { chunk.expect - done };
+        let len = if self.job.direct {
+            chunk.len
+        } else {
+            chunk.expect - done
+        };
         let bytes = &mut self.bufs[slot].as_mut_slice()[done..done + len];
-        opcode::Read::new(types::Fd(self.job.file.as_raw_fd()), bytes.as_mut_ptr(), len as u32)
-            .offset(chunk.offset + done as u64)
-            .build()
+        opcode::Read::new(
+            types::Fd(self.job.file.as_raw_fd()),
+            bytes.as_mut_ptr(),
+            len as u32,
+        )
+        .offset(chunk.offset + done as u64)
+        .build()
     }
 
     fn finished(&mut self, _slot: usize) {}
@@ -108,7 +122,12 @@ impl UringEngine {
     /// Keeps up to `queue_depth` chunks in flight until all are done. On an error or a
     /// cancel it stops submitting but waits for every request in flight, because the
     /// kernel may still be using their buffers.
-    fn drive(&mut self, chunks: &[Chunk], requests: &mut dyn Requests, drive: Drive) -> Result<(), Error> {
+    fn drive(
+        &mut self,
+        chunks: &[Chunk],
+        requests: &mut dyn Requests,
+        drive: Drive,
+    ) -> Result<(), Error> {
         let mut free: Vec<usize> = (0..self.queue_depth).rev().collect();
         let mut slots: Vec<(Chunk, usize)> = vec![(chunks[0], 0); self.queue_depth];
         let mut next = 0;
@@ -124,7 +143,11 @@ impl UringEngine {
                 let slot = free.pop().expect("a free slot");
                 slots[slot] = (chunks[next], 0);
                 next += 1;
-                self.push(requests.entry(slot, &slots[slot].0, 0).user_data(slot as u64));
+                self.push(
+                    requests
+                        .entry(slot, &slots[slot].0, 0)
+                        .user_data(slot as u64),
+                );
                 in_flight += 1;
             }
             if in_flight == 0 {
@@ -132,24 +155,44 @@ impl UringEngine {
             }
             match self.ring.submit_and_wait(1) {
                 Ok(_) => {}
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR) | Some(libc::EAGAIN) | Some(libc::EBUSY)) => {}
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EINTR) | Some(libc::EAGAIN) | Some(libc::EBUSY)
+                    ) => {}
                 Err(e) => return Err(Error::io(drive.op, drive.path, e)),
             }
             done_list.clear();
-            done_list.extend(self.ring.completion().map(|cqe| (cqe.user_data() as usize, cqe.result())));
+            done_list.extend(
+                self.ring
+                    .completion()
+                    .map(|cqe| (cqe.user_data() as usize, cqe.result())),
+            );
             for &(slot, result) in &done_list {
                 let (chunk, done) = slots[slot];
                 let outcome = if result < 0 {
-                    Some(Err(Error::io(drive.op, drive.path, std::io::Error::from_raw_os_error(-result))))
+                    Some(Err(Error::io(
+                        drive.op,
+                        drive.path,
+                        std::io::Error::from_raw_os_error(-result),
+                    )))
                 } else if result == 0 && done < chunk.expect {
-                    Some(Err(self::short(drive.op, drive.path, chunk.offset + done as u64)))
+                    Some(Err(self::short(
+                        drive.op,
+                        drive.path,
+                        chunk.offset + done as u64,
+                    )))
                 } else {
                     let done = done + result as usize;
                     if done >= chunk.expect {
                         drive.progress.add(chunk.expect as u64);
                         Some(Ok(()))
                     } else if requests.short_is_final() || failure.is_some() {
-                        Some(Err(self::short(drive.op, drive.path, chunk.offset + done as u64)))
+                        Some(Err(self::short(
+                            drive.op,
+                            drive.path,
+                            chunk.offset + done as u64,
+                        )))
                     } else {
                         slots[slot].1 = done;
                         self.push(requests.entry(slot, &chunk, done).user_data(slot as u64));
@@ -181,7 +224,10 @@ fn short(op: &'static str, path: &std::path::Path, at: u64) -> Error {
     Error::io(
         op,
         path,
-        std::io::Error::new(std::io::ErrorKind::UnexpectedEof, format!("short {op} at byte {at}")),
+        std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("short {op} at byte {at}"),
+        ),
     )
 }
 
@@ -207,7 +253,10 @@ impl Engine for UringEngine {
     fn read(&mut self, job: &ReadJob) -> Result<Duration, Error> {
         let chunks = read_chunks(job.size, self.block_size, job.direct);
         let mut bufs = std::mem::take(&mut self.read_bufs);
-        let mut reads = Reads { job, bufs: &mut bufs };
+        let mut reads = Reads {
+            job,
+            bufs: &mut bufs,
+        };
         let drive = Drive {
             progress: job.progress,
             cancel: job.cancel,
@@ -219,7 +268,9 @@ impl Engine for UringEngine {
         let elapsed = start.elapsed();
         self.read_bufs = bufs;
         result.map(|()| elapsed).map_err(|e| match e {
-            Error::Io { source, .. } if source.kind() == std::io::ErrorKind::UnexpectedEof => short_file(job, job.size),
+            Error::Io { source, .. } if source.kind() == std::io::ErrorKind::UnexpectedEof => {
+                short_file(job, job.size)
+            }
             other => other,
         })
     }

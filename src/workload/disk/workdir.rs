@@ -37,7 +37,12 @@ pub fn check_target(target: &Path) -> Result<PathBuf, Error> {
     if vfs.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY) {
         return Err(refuse("read-only file system"));
     }
-    if rustix::fs::access(target, rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK).is_err() {
+    if rustix::fs::access(
+        target,
+        rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+    )
+    .is_err()
+    {
         return Err(refuse("permission denied"));
     }
     std::fs::canonicalize(target).map_err(|e| refuse(&e.to_string()))
@@ -60,7 +65,10 @@ pub fn check_space(target: &Path, needed_bytes: u64, files: u64) -> Result<(), E
     if vfs.f_files > 0 && vfs.f_favail < files + 16 {
         return Err(Error::Target {
             path: target.to_path_buf(),
-            reason: format!("only {} inodes are free and the series makes {files} files", vfs.f_favail),
+            reason: format!(
+                "only {} inodes are free and the series makes {files} files",
+                vfs.f_favail
+            ),
         });
     }
     Ok(())
@@ -88,7 +96,11 @@ impl WorkDir {
         let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
             .to_string()
             .replace([':', '-'], "");
-        let path = target.join(format!("{WORK_PREFIX}{}-{}", stamp.trim_end_matches('Z'), std::process::id()));
+        let path = target.join(format!(
+            "{WORK_PREFIX}{}-{}",
+            stamp.trim_end_matches('Z'),
+            std::process::id()
+        ));
         std::fs::create_dir(&path).map_err(|e| Error::io("create the work folder", &path, e))?;
         Ok(WorkDir {
             path,
@@ -108,12 +120,15 @@ impl WorkDir {
         let Some(entry) = newest else {
             return Err(Error::Target {
                 path: target.to_path_buf(),
-                reason: "no files kept by an earlier run: write them first with --phase write --keep".into(),
+                reason:
+                    "no files kept by an earlier run: write them first with --phase write --keep"
+                        .into(),
             });
         };
         let path = entry.path();
         let manifest = path.join(MANIFEST);
-        let text = std::fs::read_to_string(&manifest).map_err(|e| Error::io("read", &manifest, e))?;
+        let text =
+            std::fs::read_to_string(&manifest).map_err(|e| Error::io("read", &manifest, e))?;
         let files: Vec<KeptFile> = serde_json::from_str(&text)
             .map_err(|e| Error::Input(format!("cannot read {}: {e}", manifest.display())))?;
         Ok((
@@ -139,7 +154,9 @@ impl WorkDir {
         if direct {
             options.custom_flags(libc::O_DIRECT);
         }
-        let file = options.open(&path).map_err(|e| direct_error(e, "create", &path, direct))?;
+        let file = options
+            .open(&path)
+            .map_err(|e| direct_error(e, "create", &path, direct))?;
         self.created.push(path.clone());
         Ok((path, file))
     }
@@ -194,7 +211,9 @@ pub fn open_for_read(path: &Path, direct: bool) -> Result<File, Error> {
     if direct {
         options.custom_flags(libc::O_DIRECT);
     }
-    options.open(path).map_err(|e| direct_error(e, "open", path, direct))
+    options
+        .open(path)
+        .map_err(|e| direct_error(e, "open", path, direct))
 }
 
 /// Opens a file just created for buffered writes of its unaligned tail.

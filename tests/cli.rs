@@ -1,0 +1,503 @@
+//! The command-line contract of SPEC.md, run on the real binary: exit codes, messages
+//! that name what was wrong, stdout that holds only results, and the results database.
+
+mod common;
+
+use common::{disk_tempdir, entries, json, ratelab};
+
+/// A quick series with the null engine: real files, no timed I/O.
+fn null_run(dir: &std::path::Path, db: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    ratelab()
+        .args([
+            "disk",
+            dir.to_str().unwrap(),
+            "--engine",
+            "null",
+            "--sizes",
+            "10K,1M",
+            "--db",
+        ])
+        .arg(db)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn bad_size_is_a_usage_error_quoting_the_text() {
+    let dir = disk_tempdir();
+    let output = ratelab()
+        .args([
+            "disk",
+            dir.path().to_str().unwrap(),
+            "--sizes",
+            "10K,10Q",
+            "--no-store",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let message = stderr(&output);
+    assert!(
+        message.contains("\"10Q\"") && message.contains("--sizes"),
+        "{message}"
+    );
+    assert!(message.contains("unknown suffix Q"), "{message}");
+    assert!(
+        entries(dir.path()).is_empty(),
+        "files left: {:?}",
+        entries(dir.path())
+    );
+}
+
+#[test]
+fn missing_target_is_refused_with_its_path() {
+    let dir = disk_tempdir();
+    let missing = dir.path().join("not-here");
+    let output = ratelab()
+        .arg("disk")
+        .arg(&missing)
+        .arg("--no-store")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    let message = stderr(&output);
+    assert!(
+        message.contains(missing.to_str().unwrap()) && message.contains("no such file"),
+        "{message}"
+    );
+}
+
+#[test]
+fn file_as_target_is_refused() {
+    let dir = disk_tempdir();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    let output = ratelab()
+        .arg("disk")
+        .arg(&file)
+        .arg("--no-store")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    let message = stderr(&output);
+    assert!(
+        message.contains(file.to_str().unwrap()) && message.contains("not a directory"),
+        "{message}"
+    );
+    assert_eq!(entries(dir.path()), vec!["a-file".to_string()]);
+}
+
+#[test]
+fn block_device_is_refused() {
+    let Some(device) = std::fs::read_dir("/sys/block")
+        .ok()
+        .and_then(|mut d| d.find_map(|e| e.ok()))
+        .map(|e| std::path::Path::new("/dev").join(e.file_name()))
+        .filter(|p| p.exists())
+    else {
+        eprintln!(
+            "skipping block_device_is_refused: this machine shows no block device in /sys/block"
+        );
+        return;
+    };
+    let output = ratelab()
+        .arg("disk")
+        .arg(&device)
+        .arg("--no-store")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    let message = stderr(&output);
+    assert!(
+        message.contains(device.to_str().unwrap()) && message.contains("device"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_series_that_does_not_fit_is_refused_with_the_figures() {
+    let dir = disk_tempdir();
+    let output = ratelab()
+        .args([
+            "disk",
+            dir.path().to_str().unwrap(),
+            "--sizes",
+            "1T,1T,1T",
+            "--no-store",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    let message = stderr(&output);
+    assert!(
+        message.contains("not enough free space") && message.contains("3.30 TB"),
+        "{message}"
+    );
+    assert!(message.contains("is free"), "{message}");
+    assert!(entries(dir.path()).is_empty());
+}
+
+#[test]
+fn options_that_do_not_fit_together_are_usage_errors() {
+    let dir = disk_tempdir();
+    let target = dir.path().to_str().unwrap();
+    for (args, expect) in [
+        (
+            vec!["--direct", "--block-size", "1000"],
+            "--block-size 1000",
+        ),
+        (vec!["--random", "3", "--min", "2G", "--max", "1G"], "--min"),
+        (vec!["--repeat", "0"], "--repeat"),
+        (vec!["--read", "sideways"], "sideways"),
+        (vec!["--sizes", "1M", "--random", "2"], "--random"),
+    ] {
+        let output = ratelab()
+            .args(["disk", target, "--no-store"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains(expect),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+    assert!(entries(dir.path()).is_empty());
+}
+
+#[test]
+fn json_is_the_only_thing_on_stdout_and_matches_the_stored_run() {
+    let dir = disk_tempdir();
+    let db = dir.path().join("results.db");
+    let target = dir.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    let output = null_run(
+        &target,
+        &db,
+        &["--json", "--label", "first", "--repeat", "2"],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let doc = json(&output.stdout);
+    assert_eq!(doc["status"], "complete");
+    assert_eq!(doc["label"], "first");
+    assert_eq!(doc["workloads"][0]["kind"], "disk");
+    // Two sizes, two passes, a write and a direct read each.
+    assert_eq!(doc["workloads"][0]["items"].as_array().unwrap().len(), 8);
+    let summary = &doc["workloads"][0]["summary"];
+    for key in [
+        "median_bytes_per_sec",
+        "min_bytes_per_sec",
+        "max_bytes_per_sec",
+        "mean_bytes_per_sec",
+        "n",
+    ] {
+        assert!(
+            summary["write"].get(key).is_some(),
+            "summary.write lacks {key}"
+        );
+        assert!(
+            summary["read"].get(key).is_some(),
+            "summary.read lacks {key}"
+        );
+    }
+    let id = doc["run_id"].as_i64().unwrap().to_string();
+    let shown = ratelab()
+        .args(["results", "show", &id, "--json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(shown.status.success());
+    assert_eq!(json(&shown.stdout), doc);
+    assert!(
+        entries(&target).is_empty(),
+        "files left: {:?}",
+        entries(&target)
+    );
+}
+
+#[test]
+fn results_list_show_and_export() {
+    let dir = disk_tempdir();
+    let db = dir.path().join("results.db");
+    let target = dir.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    assert!(
+        null_run(&target, &db, &["--label", "alpha", "-q"])
+            .status
+            .success()
+    );
+    assert!(
+        null_run(&target, &db, &["--label", "beta", "-q"])
+            .status
+            .success()
+    );
+
+    let list = ratelab()
+        .args(["results", "list", "--json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let runs = json(&list.stdout);
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["label"], "beta");
+    assert_eq!(runs[0]["status"], "complete");
+    assert_eq!(runs[0]["verb"], "disk");
+    assert!(runs[0]["targets"][0].as_str().unwrap().ends_with("target"));
+
+    let text = ratelab()
+        .args(["results", "list", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains("alpha") && text.contains("beta") && text.contains("complete"),
+        "{text}"
+    );
+
+    let shown = ratelab()
+        .args(["results", "show", "1", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let shown = String::from_utf8(shown.stdout).unwrap();
+    assert!(
+        shown.contains("median MB/s") && shown.contains("10 KiB") && shown.contains("1 MiB"),
+        "{shown}"
+    );
+
+    let csv_path = dir.path().join("run1.csv");
+    let export = ratelab()
+        .args(["results", "export", "1", "--format", "csv", "--out"])
+        .arg(&csv_path)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(export.status.success(), "{}", stderr(&export));
+    let csv = std::fs::read_to_string(&csv_path).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    for column in [
+        "run_id",
+        "op",
+        "mode",
+        "size_bytes",
+        "bytes",
+        "seconds",
+        "bytes_per_sec",
+        "cached_fraction_before",
+    ] {
+        assert!(header.contains(&column), "CSV lacks {column}: {header:?}");
+    }
+    assert_eq!(lines.count(), 4);
+
+    let missing = ratelab()
+        .args(["results", "show", "99", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        stderr(&missing).contains("no run 99"),
+        "{}",
+        stderr(&missing)
+    );
+}
+
+#[test]
+fn read_modes_prove_the_cache_state() {
+    let dir = disk_tempdir();
+    let output = ratelab()
+        .args([
+            "disk",
+            dir.path().to_str().unwrap(),
+            "--sizes",
+            "4M,16M",
+            "--read",
+            "cached,flushed,direct",
+        ])
+        .args(["--json", "--no-store", "-q"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let doc = json(&output.stdout);
+    let items = doc["workloads"][0]["items"].as_array().unwrap();
+    let reads: Vec<_> = items.iter().filter(|i| i["op"] == "read").collect();
+    assert_eq!(reads.len(), 6);
+    for item in reads {
+        let fraction = item["cached_fraction_before"].as_f64().unwrap();
+        let flags: Vec<&str> = item["flags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|f| f.as_str())
+            .collect();
+        match item["mode"].as_str().unwrap() {
+            "cached" => {
+                assert!(fraction > 0.99, "cached read with {fraction} resident");
+                assert!(flags.contains(&"cached"), "{item}");
+            }
+            "flushed" | "direct" => {
+                assert!(
+                    fraction < 0.01,
+                    "{} read with {fraction} resident",
+                    item["mode"]
+                );
+                assert!(!flags.contains(&"cached"), "{item}");
+            }
+            other => panic!("unexpected mode {other}"),
+        }
+    }
+    for key in ["read", "read_cached", "read_flushed", "read_direct"] {
+        assert!(
+            doc["workloads"][0]["summary"][key]["n"].as_u64() == Some(2),
+            "summary.{key}"
+        );
+    }
+}
+
+#[test]
+fn exact_sizes_with_tails_for_both_engines() {
+    let dir = disk_tempdir();
+    for engine in ["sync", "uring"] {
+        let output = ratelab()
+            .args([
+                "disk",
+                dir.path().to_str().unwrap(),
+                "--sizes",
+                "1,4097,1000001",
+                "--direct",
+                "--engine",
+                engine,
+            ])
+            .args([
+                "--queue-depth",
+                "3",
+                "--block-size",
+                "64K",
+                "--read",
+                "direct,flushed",
+                "--json",
+                "--no-store",
+                "-q",
+            ])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{engine}: {}", stderr(&output));
+        let doc = json(&output.stdout);
+        for item in doc["workloads"][0]["items"].as_array().unwrap() {
+            assert_eq!(item["bytes"], item["size_bytes"], "{engine}: {item}");
+        }
+        assert!(entries(dir.path()).is_empty());
+    }
+}
+
+#[test]
+fn keep_then_read_phase() {
+    let dir = disk_tempdir();
+    let target = dir.path().to_str().unwrap();
+    let write = ratelab()
+        .args([
+            "disk",
+            target,
+            "--sizes",
+            "1M,3M",
+            "--phase",
+            "write",
+            "--keep",
+            "--json",
+            "--no-store",
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    assert!(write.status.success(), "{}", stderr(&write));
+    assert_eq!(entries(dir.path()).len(), 1, "the kept work folder");
+    let read = ratelab()
+        .args([
+            "disk",
+            target,
+            "--phase",
+            "read",
+            "--read",
+            "flushed",
+            "--json",
+            "--no-store",
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    assert!(read.status.success(), "{}", stderr(&read));
+    let doc = json(&read.stdout);
+    let sizes: Vec<u64> = doc["workloads"][0]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["size_bytes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes.len(), 2);
+    assert!(sizes.contains(&(1 << 20)) && sizes.contains(&(3 << 20)));
+
+    let empty = disk_tempdir();
+    let none = ratelab()
+        .args([
+            "disk",
+            empty.path().to_str().unwrap(),
+            "--phase",
+            "read",
+            "--no-store",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(none.status.code(), Some(3));
+    assert!(
+        stderr(&none).contains("--phase write --keep"),
+        "{}",
+        stderr(&none)
+    );
+}
+
+#[test]
+fn info_shows_the_machine_and_the_chain() {
+    let dir = disk_tempdir();
+    let output = ratelab()
+        .args(["info", "--json"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let doc = json(&output.stdout);
+    assert!(doc["machine"]["logical_cpus"].as_u64().unwrap() >= 1);
+    assert!(
+        doc["machine"]["kernel"]
+            .as_str()
+            .is_some_and(|k| !k.is_empty())
+    );
+    let chain = &doc["storage"][0];
+    assert_eq!(chain["steps"][0]["kind"], "filesystem");
+    let text = ratelab().arg("info").arg(dir.path()).output().unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("link limit"), "{text}");
+}
+
+#[test]
+fn completions_and_man_page_come_from_the_definitions() {
+    let man = ratelab().arg("man").output().unwrap();
+    assert!(man.status.success());
+    assert!(String::from_utf8_lossy(&man.stdout).contains(".TH ratelab"));
+    let bash = ratelab().args(["completions", "bash"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&bash.stdout).contains("--sizes"));
+}

@@ -1,0 +1,228 @@
+//! The slow disk of DESIGN.md: a file-backed loop device with direct I/O, formatted and
+//! mounted, and a blkio cgroup that holds the processes under test to a known rate.
+//! cgroup v1 uses blkio.throttle.*_bps_device, v2 uses io.max. Everything is removed
+//! on drop, also when the test fails.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
+
+/// Rig tests measure rates: they run one at a time so they do not share the disk or CPUs.
+static RIG_LOCK: Mutex<()> = Mutex::new(());
+
+/// Takes the rig lock for the rest of the test.
+pub fn exclusive() -> MutexGuard<'static, ()> {
+    RIG_LOCK
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A mounted, throttled loop device.
+pub struct SlowDisk {
+    dir: tempfile::TempDir,
+    device: String,
+    major_minor: String,
+    mount: PathBuf,
+    cgroup: Option<Cgroup>,
+    mounted: bool,
+}
+
+/// Bytes per second, in MiB/s as the rig is specified.
+pub const MIB: u64 = 1 << 20;
+
+impl SlowDisk {
+    /// A loop device of `size_bytes` with an ext4 filesystem, mounted, unthrottled.
+    pub fn new(size_bytes: u64) -> SlowDisk {
+        let dir = super::disk_tempdir();
+        let image = dir.path().join("disk.img");
+        std::fs::File::create(&image)
+            .and_then(|f| f.set_len(size_bytes))
+            .expect("create the backing file");
+        let device = run(
+            "losetup",
+            &["--direct-io=on", "-f", "--show", image.to_str().unwrap()],
+        );
+        let mut disk = SlowDisk {
+            major_minor: String::new(),
+            mount: dir.path().join("mnt"),
+            dir,
+            device: device.trim().to_string(),
+            cgroup: None,
+            mounted: false,
+        };
+        disk.major_minor = run("lsblk", &["-dno", "MAJ:MIN", &disk.device])
+            .trim()
+            .to_string();
+        run(
+            "mkfs.ext4",
+            &[
+                "-q",
+                "-F",
+                "-E",
+                "lazy_itable_init=0,lazy_journal_init=0",
+                &disk.device,
+            ],
+        );
+        std::fs::create_dir(&disk.mount).expect("create the mount point");
+        run("mount", &[&disk.device, disk.mount.to_str().unwrap()]);
+        disk.mounted = true;
+        disk
+    }
+
+    /// Throttles processes started with [`SlowDisk::command`] to these rates.
+    pub fn throttle(mut self, write_bytes_per_sec: u64, read_bytes_per_sec: u64) -> SlowDisk {
+        self.cgroup = Some(Cgroup::new(
+            &self.major_minor,
+            write_bytes_per_sec,
+            read_bytes_per_sec,
+        ));
+        self
+    }
+
+    /// The mounted filesystem.
+    pub fn path(&self) -> &Path {
+        &self.mount
+    }
+
+    /// The loop device (`/dev/loopN`).
+    pub fn device(&self) -> &str {
+        &self.device
+    }
+
+    /// A scratch folder beside the mount, not on the rig.
+    pub fn scratch(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `program args...` started inside the rig's cgroup, so its I/O is throttled.
+    pub fn command(&self, program: impl AsRef<Path>) -> Command {
+        match &self.cgroup {
+            Some(cgroup) => {
+                let mut command = Command::new("sh");
+                command
+                    .arg("-c")
+                    .arg("echo $$ > \"$1\" && shift && exec \"$@\"")
+                    .arg("sh")
+                    .arg(cgroup.procs())
+                    .arg(program.as_ref());
+                command
+            }
+            None => Command::new(program.as_ref()),
+        }
+    }
+}
+
+impl Drop for SlowDisk {
+    fn drop(&mut self) {
+        if self.mounted {
+            let _ = Command::new("sync").status();
+            if !quiet("umount", &[self.mount.to_str().unwrap()]) {
+                let _ = quiet("umount", &["-l", self.mount.to_str().unwrap()]);
+            }
+        }
+        let _ = quiet("losetup", &["-d", &self.device]);
+        self.cgroup.take();
+    }
+}
+
+/// A blkio (v1) or io (v2) cgroup holding a throttle on one device.
+struct Cgroup {
+    path: PathBuf,
+    major_minor: String,
+    v1: bool,
+}
+
+impl Cgroup {
+    fn new(major_minor: &str, write_bps: u64, read_bps: u64) -> Cgroup {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let name = format!(
+            "ratelab-test-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let v1_root = Path::new("/sys/fs/cgroup/blkio");
+        if v1_root.join("blkio.throttle.write_bps_device").exists() {
+            let path = v1_root.join(name);
+            std::fs::create_dir(&path).expect("create a blkio cgroup");
+            write(
+                &path.join("blkio.throttle.write_bps_device"),
+                &format!("{major_minor} {write_bps}"),
+            );
+            write(
+                &path.join("blkio.throttle.read_bps_device"),
+                &format!("{major_minor} {read_bps}"),
+            );
+            Cgroup {
+                path,
+                major_minor: major_minor.into(),
+                v1: true,
+            }
+        } else {
+            let root = Path::new("/sys/fs/cgroup");
+            let _ = std::fs::write(root.join("cgroup.subtree_control"), "+io");
+            let path = root.join(name);
+            std::fs::create_dir(&path).expect("create an io cgroup");
+            write(
+                &path.join("io.max"),
+                &format!("{major_minor} rbps={read_bps} wbps={write_bps}"),
+            );
+            Cgroup {
+                path,
+                major_minor: major_minor.into(),
+                v1: false,
+            }
+        }
+    }
+
+    fn procs(&self) -> PathBuf {
+        self.path.join("cgroup.procs")
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        if self.v1 {
+            let _ = std::fs::write(
+                self.path.join("blkio.throttle.write_bps_device"),
+                format!("{} 0", self.major_minor),
+            );
+            let _ = std::fs::write(
+                self.path.join("blkio.throttle.read_bps_device"),
+                format!("{} 0", self.major_minor),
+            );
+        }
+        // Processes that ran here have exited; retry briefly while the kernel lets go.
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.path).is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::write(path, text)
+        .unwrap_or_else(|e| panic!("cannot write {text:?} to {}: {e}", path.display()));
+}
+
+/// Runs a set-up command and returns its stdout; panics with its stderr on failure.
+fn run(program: &str, args: &[&str]) -> String {
+    let output = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
+    assert!(
+        output.status.success(),
+        "{program} {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn quiet(program: &str, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .output()
+        .is_ok_and(|o| o.status.success())
+}

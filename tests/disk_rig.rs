@@ -1,0 +1,286 @@
+//! Storage accuracy on a slow disk of known speed (a throttled loop device), and what
+//! happens when it fills up. These need root; without it they say why they skip.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::rig::{self, MIB, SlowDisk};
+use common::{entries, json, ratelab, root_or_skip};
+use serde_json::Value;
+
+const WRITE_BPS: u64 = 200 * MIB;
+const READ_BPS: u64 = 300 * MIB;
+const TOLERANCE: f64 = 0.05;
+
+fn bin() -> std::path::PathBuf {
+    assert_cmd::cargo::cargo_bin!("ratelab").to_path_buf()
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    assert!(!values.is_empty(), "no values");
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+/// Median rate of the items of `op` at or above `min_size`.
+fn median_rate(doc: &Value, op: &str, min_size: u64) -> f64 {
+    median(
+        doc["workloads"][0]["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["op"] == op && i["size_bytes"].as_u64().unwrap() >= min_size)
+            .map(|i| i["bytes_per_sec"].as_f64().unwrap())
+            .collect(),
+    )
+}
+
+#[test]
+fn direct_figures_match_the_rig_rate_with_both_engines() {
+    if !root_or_skip("direct_figures_match_the_rig_rate_with_both_engines") {
+        return;
+    }
+    let _lock = rig::exclusive();
+    let disk = SlowDisk::new(3 << 30).throttle(WRITE_BPS, READ_BPS);
+    for engine in ["sync", "uring"] {
+        let output = disk
+            .command(bin())
+            .arg("disk")
+            .arg(disk.path())
+            .args([
+                "--sizes",
+                "64M,512M,1G",
+                "--direct",
+                "--read",
+                "direct",
+                "--engine",
+                engine,
+            ])
+            .args(["--queue-depth", "2", "--json", "--no-store", "-q"])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let doc = json(&output.stdout);
+        let write = median_rate(&doc, "write", 64 * MIB) / WRITE_BPS as f64;
+        let read = median_rate(&doc, "read", 64 * MIB) / READ_BPS as f64;
+        eprintln!(
+            "{engine}: direct write at {write:.3}x and direct read at {read:.3}x the rig's rate"
+        );
+        assert!(
+            (write - 1.0).abs() <= TOLERANCE,
+            "{engine}: direct write at {write:.3}x the rig's rate"
+        );
+        assert!(
+            (read - 1.0).abs() <= TOLERANCE,
+            "{engine}: direct read at {read:.3}x the rig's rate"
+        );
+        for item in doc["workloads"][0]["items"].as_array().unwrap() {
+            if item["op"] == "read" {
+                assert!(
+                    item["cached_fraction_before"].as_f64().unwrap() < 0.01,
+                    "{item}"
+                );
+            }
+        }
+    }
+    assert!(
+        entries(disk.path()).iter().all(|e| e == "lost+found"),
+        "{:?}",
+        entries(disk.path())
+    );
+}
+
+#[test]
+fn buffered_fsync_writes_match_fio() {
+    if !root_or_skip("buffered_fsync_writes_match_fio") {
+        return;
+    }
+    assert!(
+        common::have("fio"),
+        "fio is needed to compare buffered writes: install it (.ci/run does)"
+    );
+    let _lock = rig::exclusive();
+    let disk = SlowDisk::new(2 << 30).throttle(WRITE_BPS, READ_BPS);
+    let fio_file = disk.path().join("fio.dat");
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    // ABAB: each tool writes one 512 MiB file with buffered writes and an fsync at the end.
+    for _ in 0..3 {
+        let output = disk
+            .command(bin())
+            .arg("disk")
+            .arg(disk.path())
+            .args([
+                "--sizes",
+                "512M",
+                "--phase",
+                "write",
+                "--sync",
+                "fsync",
+                "--json",
+                "--no-store",
+                "-q",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        ours.push(median_rate(&json(&output.stdout), "write", 0));
+
+        let output = disk
+            .command("fio")
+            .args([
+                "--name=buffered",
+                "--size=512M",
+                "--bs=1M",
+                "--rw=write",
+                "--ioengine=psync",
+            ])
+            .args(["--end_fsync=1", "--fallocate=none", "--output-format=json"])
+            .arg(format!("--filename={}", fio_file.display()))
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "fio: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        theirs.push(
+            json(&output.stdout)["jobs"][0]["write"]["bw_bytes"]
+                .as_f64()
+                .unwrap(),
+        );
+        std::fs::remove_file(&fio_file).unwrap();
+    }
+    let ratio = median(ours.clone()) / median(theirs.clone());
+    eprintln!(
+        "buffered fsync writes: ratelab {:.1} MiB/s, fio {:.1} MiB/s, ratio {ratio:.3}",
+        median(ours) / MIB as f64,
+        median(theirs) / MIB as f64
+    );
+    assert!((ratio - 1.0).abs() <= TOLERANCE, "ratelab/fio = {ratio:.3}");
+}
+
+#[test]
+fn enospc_mid_run_stops_cleans_up_and_keeps_the_run_incomplete() {
+    if !root_or_skip("enospc_mid_run_stops_cleans_up_and_keeps_the_run_incomplete") {
+        return;
+    }
+    let _lock = rig::exclusive();
+    // A small filesystem, slow enough that a filler can take its space mid-run.
+    let disk = SlowDisk::new(160 * MIB).throttle(16 * MIB, 300 * MIB);
+    let db = disk.scratch().join("results.db");
+    let earlier = ratelab()
+        .args([
+            "disk",
+            disk.path().to_str().unwrap(),
+            "--engine",
+            "null",
+            "--sizes",
+            "1M",
+            "-q",
+            "--db",
+        ])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(earlier.status.success());
+    let mut child = disk
+        .command(bin())
+        .arg("disk")
+        .arg(disk.path())
+        .args([
+            "--sizes",
+            "8M,8M,8M,8M,8M,8M,8M,8M",
+            "--phase",
+            "write",
+            "-q",
+            "--db",
+        ])
+        .arg(&db)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !entries(disk.path())
+        .iter()
+        .any(|e| e.starts_with("ratelab-"))
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no work folder appeared"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Something else fills the disk: leave less than one file's worth.
+    let filler = disk.path().join("filler");
+    let free = rustix::fs::statvfs(disk.path()).unwrap();
+    let take = free.f_bavail * free.f_frsize - 2 * MIB;
+    let status = std::process::Command::new("fallocate")
+        .args(["-l", &take.to_string()])
+        .arg(&filler)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    let message = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{message}");
+    assert!(message.contains("No space left on device"), "{message}");
+    assert!(message.contains("stored as incomplete"), "{message}");
+    std::fs::remove_file(&filler).unwrap();
+    assert!(
+        entries(disk.path()).iter().all(|e| e == "lost+found"),
+        "{:?}",
+        entries(disk.path())
+    );
+
+    let list = ratelab()
+        .args(["results", "list", "--json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let runs = json(&list.stdout);
+    assert_eq!(runs[0]["status"], "incomplete");
+    assert_eq!(
+        runs[1]["status"], "complete",
+        "the earlier run is untouched"
+    );
+    let shown = ratelab()
+        .args(["results", "show", "2", "--json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let doc = json(&shown.stdout);
+    assert!(
+        doc["incomplete_reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("error: "),
+        "{}",
+        doc["incomplete_reason"]
+    );
+    let first = ratelab()
+        .args(["results", "show", "1", "--json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(
+        json(&first.stdout)["workloads"][0]["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+}
