@@ -197,7 +197,7 @@ fn enospc_mid_run_stops_cleans_up_and_keeps_the_run_incomplete() {
         .output()
         .unwrap();
     assert!(earlier.status.success());
-    let mut child = disk
+    let child = disk
         .command(bin())
         .arg("disk")
         .arg(disk.path())
