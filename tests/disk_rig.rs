@@ -3,10 +3,10 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
 use common::rig::{self, MIB, SlowDisk};
-use common::{entries, json, ratelab, root_or_skip};
+use common::{
+    earlier_run, entries, json, root_or_skip, stored_run, stored_runs, wait_for_work_folder,
+};
 use serde_json::Value;
 
 const WRITE_BPS: u64 = 200 * MIB;
@@ -182,21 +182,7 @@ fn enospc_mid_run_stops_cleans_up_and_keeps_the_run_incomplete() {
     // A small filesystem, slow enough that a filler can take its space mid-run.
     let disk = SlowDisk::new(160 * MIB).throttle(16 * MIB, 300 * MIB);
     let db = disk.scratch().join("results.db");
-    let earlier = ratelab()
-        .args([
-            "disk",
-            disk.path().to_str().unwrap(),
-            "--engine",
-            "null",
-            "--sizes",
-            "1M",
-            "-q",
-            "--db",
-        ])
-        .arg(&db)
-        .output()
-        .unwrap();
-    assert!(earlier.status.success());
+    earlier_run(disk.path(), &db);
     let child = disk
         .command(bin())
         .arg("disk")
@@ -213,17 +199,7 @@ fn enospc_mid_run_stops_cleans_up_and_keeps_the_run_incomplete() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let started = Instant::now();
-    while !entries(disk.path())
-        .iter()
-        .any(|e| e.starts_with("ratelab-"))
-    {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "no work folder appeared"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for_work_folder(disk.path());
     // Something else fills the disk: leave less than one file's worth.
     let filler = disk.path().join("filler");
     let free = rustix::fs::statvfs(disk.path()).unwrap();
@@ -240,44 +216,22 @@ fn enospc_mid_run_stops_cleans_up_and_keeps_the_run_incomplete() {
     assert!(message.contains("No space left on device"), "{message}");
     assert!(message.contains("stored as incomplete"), "{message}");
     std::fs::remove_file(&filler).unwrap();
+    let left = entries(disk.path());
     assert!(
-        entries(disk.path()).iter().all(|e| e == "lost+found"),
-        "{:?}",
-        entries(disk.path())
+        left.iter().all(|e| e == "lost+found"),
+        "files left: {left:?}"
     );
 
-    let list = ratelab()
-        .args(["results", "list", "--json", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
-    let runs = json(&list.stdout);
+    let runs = stored_runs(&db);
     assert_eq!(runs[0]["status"], "incomplete");
     assert_eq!(
         runs[1]["status"], "complete",
         "the earlier run is untouched"
     );
-    let shown = ratelab()
-        .args(["results", "show", "2", "--json", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
-    let doc = json(&shown.stdout);
-    assert!(
-        doc["incomplete_reason"]
-            .as_str()
-            .unwrap()
-            .starts_with("error: "),
-        "{}",
-        doc["incomplete_reason"]
-    );
-    let first = ratelab()
-        .args(["results", "show", "1", "--json", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
+    let reason = stored_run(&db, 2)["incomplete_reason"].clone();
+    assert!(reason.as_str().unwrap().starts_with("error: "), "{reason}");
     assert_eq!(
-        json(&first.stdout)["workloads"][0]["items"]
+        stored_run(&db, 1)["workloads"][0]["items"]
             .as_array()
             .unwrap()
             .len(),

@@ -3,9 +3,9 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{disk_tempdir, entries, json, ratelab};
+use common::{disk_tempdir, earlier_run, entries, ratelab, stored_run, wait_for_work_folder};
 
 #[test]
 fn sigint_cleans_up_and_stores_the_run_as_interrupted() {
@@ -13,21 +13,7 @@ fn sigint_cleans_up_and_stores_the_run_as_interrupted() {
     let target = dir.path().join("target");
     std::fs::create_dir(&target).unwrap();
     let db = dir.path().join("results.db");
-    let earlier = ratelab()
-        .args([
-            "disk",
-            target.to_str().unwrap(),
-            "--engine",
-            "null",
-            "--sizes",
-            "1M",
-            "-q",
-            "--db",
-        ])
-        .arg(&db)
-        .output()
-        .unwrap();
-    assert!(earlier.status.success());
+    earlier_run(&target, &db);
 
     // Small direct writes keep the run busy for seconds without needing much space.
     let child = ratelab()
@@ -45,20 +31,10 @@ fn sigint_cleans_up_and_stores_the_run_as_interrupted() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let started = Instant::now();
-    while !entries(&target).iter().any(|e| e.starts_with("ratelab-")) {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "no work folder appeared"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for_work_folder(&target);
     std::thread::sleep(Duration::from_millis(300));
-    rustix::process::kill_process(
-        rustix::process::Pid::from_child(&child),
-        rustix::process::Signal::INT,
-    )
-    .unwrap();
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
     let output = child.wait_with_output().unwrap();
     let message = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(130), "{message}");
@@ -72,20 +48,45 @@ fn sigint_cleans_up_and_stores_the_run_as_interrupted() {
         entries(&target)
     );
 
-    let shown = ratelab()
-        .args(["results", "show", "2", "--json", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
-    let doc = json(&shown.stdout);
+    let doc = stored_run(&db, 2);
     assert_eq!(doc["status"], "incomplete");
     assert_eq!(doc["incomplete_reason"], "interrupted");
-    let first = ratelab()
-        .args(["results", "show", "1", "--json", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
-    let first = json(&first.stdout);
+    let first = stored_run(&db, 1);
     assert_eq!(first["status"], "complete");
     assert_eq!(first["workloads"][0]["items"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn sigterm_is_handled_like_sigint() {
+    let dir = disk_tempdir();
+    let child = ratelab()
+        .args([
+            "disk",
+            dir.path().to_str().unwrap(),
+            "--sizes",
+            "256M,256M",
+            "--direct",
+            "--block-size",
+            "4K",
+        ])
+        .args(["--phase", "write", "-q", "--no-store"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_work_folder(dir.path());
+    std::thread::sleep(Duration::from_millis(200));
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        entries(dir.path()).is_empty(),
+        "files left: {:?}",
+        entries(dir.path())
+    );
 }

@@ -272,15 +272,24 @@ fn size_effect(items: &[DiskItem], op: Op, mode: Option<&str>, cost: &str) -> Op
     let ratio = small.rates.median_bytes_per_sec / large.rates.median_bytes_per_sec;
     (ratio < 0.5).then(|| {
         format!(
-            "{} of {} files ran at {:.0}% of the rate of {} files ({} against {}): {cost} limits small files, not the transfer",
+            "{} of {} files ran at {} of the rate of {} files ({} against {}): {cost} limits small files, not the transfer",
             plural(op),
             format_size(small.size_bytes),
-            ratio * 100.0,
+            percent(ratio),
             format_size(large.size_bytes),
             format_rate(small.rates.median_bytes_per_sec),
             format_rate(large.rates.median_bytes_per_sec)
         )
     })
+}
+
+/// A share as a percentage with the precision it deserves: `34%`, `0.5%`.
+fn percent(share: f64) -> String {
+    if share >= 0.1 {
+        format!("{:.0}%", share * 100.0)
+    } else {
+        format!("{:.1}%", share * 100.0)
+    }
 }
 
 fn plural(op: Op) -> &'static str {
@@ -396,9 +405,6 @@ mod tests {
             message.contains("10 KiB") && message.contains("256 MiB"),
             "{message}"
         );
-        assert!(
-            message.contains("at 0% of") || message.contains("at 1% of"),
-            "{message}"
-        );
+        assert!(message.contains("at 0.5% of"), "{message}");
     }
 }

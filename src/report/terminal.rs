@@ -78,8 +78,12 @@ pub fn table_text(table: &Table) -> String {
     let mut drawn = comfy_table::Table::new();
     drawn
         .load_style(presets::UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic)
         .set_header(&table.header);
+    // Wrap cells only on a terminal wide enough to hold a readable table; a pty that
+    // reports no width would otherwise squash every column to nothing.
+    if drawn.width().is_some_and(|width| width >= 60) {
+        drawn.set_content_arrangement(ContentArrangement::Dynamic);
+    }
     for row in &table.rows {
         drawn.add_row(row);
     }

@@ -65,3 +65,70 @@ pub fn json(stdout: &[u8]) -> serde_json::Value {
         )
     })
 }
+
+/// Waits until ratelab has created its work folder under `dir`.
+pub fn wait_for_work_folder(dir: &Path) {
+    let started = std::time::Instant::now();
+    while !entries(dir).iter().any(|e| e.starts_with("ratelab-")) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "no work folder appeared in {}",
+            dir.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// The stored run `id` as its JSON document.
+pub fn stored_run(db: &Path, id: i64) -> serde_json::Value {
+    let output = ratelab()
+        .args(["results", "show", &id.to_string(), "--json", "--db"])
+        .arg(db)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    json(&output.stdout)
+}
+
+/// Every stored run, newest first, as `results list --json` prints them.
+pub fn stored_runs(db: &Path) -> serde_json::Value {
+    let output = ratelab()
+        .args(["results", "list", "--json", "--db"])
+        .arg(db)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    json(&output.stdout)
+}
+
+/// A quick complete run with the null engine, stored in `db`: the earlier run that
+/// later failures must leave untouched.
+pub fn earlier_run(target: &Path, db: &Path) {
+    let output = ratelab()
+        .args([
+            "disk",
+            target.to_str().unwrap(),
+            "--engine",
+            "null",
+            "--sizes",
+            "1M",
+            "-q",
+            "--db",
+        ])
+        .arg(db)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
