@@ -1,6 +1,8 @@
 //! ratelab: a performance lab that answers which step limits the rate of the work
 //! you wait for. The binary is a thin shell over [`run`].
 
+#![warn(missing_docs)]
+
 pub mod analysis;
 pub mod cli;
 pub mod document;

@@ -81,6 +81,7 @@ pub struct DiskArgs {
     /// The link's limit, when sysfs cannot tell it (such as 600MB/s or 10Gbit/s).
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     pub link_rate: Option<f64>,
+    /// Output and storage options.
     #[command(flatten)]
     pub output: MeasureArgs,
 }

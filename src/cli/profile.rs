@@ -19,6 +19,7 @@ pub struct ProfileArgs {
     /// A short profile (about a minute): files up to 256 MiB.
     #[arg(long)]
     pub quick: bool,
+    /// Output and storage options.
     #[command(flatten)]
     pub output: MeasureArgs,
 }

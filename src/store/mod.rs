@@ -18,28 +18,36 @@ pub enum Error {
     /// The database file could not be opened or created.
     #[error("cannot open the results database {path}: {source}")]
     Open {
+        /// The path at fault.
         path: PathBuf,
+        /// What SQLite said.
         #[source]
         source: rusqlite::Error,
     },
     /// Its folder could not be created.
     #[error("cannot create the folder of the results database {path}: {source}")]
     Folder {
+        /// The path at fault.
         path: PathBuf,
+        /// What the system said.
         #[source]
         source: std::io::Error,
     },
     /// The schema could not be brought up to date.
     #[error("cannot upgrade the results database {path}: {source}")]
     Migrate {
+        /// The path at fault.
         path: PathBuf,
+        /// What the migration said.
         #[source]
         source: rusqlite_migration::Error,
     },
     /// A query failed.
     #[error("results database {path}: {source}")]
     Sql {
+        /// The path at fault.
         path: PathBuf,
+        /// What SQLite said.
         #[source]
         source: rusqlite::Error,
     },
@@ -49,8 +57,11 @@ pub enum Error {
     /// A stored value could not be read back.
     #[error("run {run}: stored {what} is unreadable: {detail}")]
     Corrupt {
+        /// The run.
         run: i64,
+        /// Which stored value.
         what: &'static str,
+        /// What is wrong with it.
         detail: String,
     },
 }

@@ -15,16 +15,23 @@ pub enum Error {
         "not enough free space on {path}: the series needs {needed} plus a margin of {margin}, and {available} is free (use smaller --sizes or fewer --repeat passes)"
     )]
     Space {
+        /// The path at fault.
         path: PathBuf,
+        /// What the series needs, in words.
         needed: String,
+        /// The margin kept free, in words.
         margin: String,
+        /// What is free, in words.
         available: String,
     },
     /// An I/O call failed mid-run.
     #[error("cannot {op} {path}: {source}")]
     Io {
+        /// What was being done.
         op: &'static str,
+        /// The path at fault.
         path: PathBuf,
+        /// What the system said.
         #[source]
         source: std::io::Error,
     },

@@ -47,6 +47,7 @@ pub enum Event {
 /// A workload's handle on the runner: events out, counters shared.
 #[derive(Clone)]
 pub struct Sink {
+    /// Index of the workload.
     workload: usize,
     events: Sender<Event>,
     progress: Arc<Progress>,
