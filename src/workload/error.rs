@@ -9,7 +9,12 @@ use crate::exit::Exit;
 pub enum Error {
     /// The target cannot be used (missing, not a folder, read-only, a device).
     #[error("cannot use {path} as a target: {reason}")]
-    Target { path: PathBuf, reason: String },
+    Target {
+        /// The path at fault.
+        path: PathBuf,
+        /// Why, in words.
+        reason: String,
+    },
     /// The series does not fit in the target's free space.
     #[error(
         "not enough free space on {path}: the series needs {needed} plus a margin of {margin}, and {available} is free (use smaller --sizes or fewer --repeat passes)"

@@ -37,11 +37,26 @@ impl Progress {
 #[derive(Debug)]
 pub enum Event {
     /// A measured item, already serialised.
-    Item { workload: usize, item: Value },
+    Item {
+        /// Index of the workload.
+        workload: usize,
+        /// The item as JSON.
+        item: Value,
+    },
     /// A stage (a pass's writes, a read mode) ended: what came before may be stored.
-    StageDone { workload: usize, stage: String },
+    StageDone {
+        /// Index of the workload.
+        workload: usize,
+        /// The stage that ended.
+        stage: String,
+    },
     /// What the workload is doing now, for the progress display.
-    Status { workload: usize, text: String },
+    Status {
+        /// Index of the workload.
+        workload: usize,
+        /// The status in words.
+        text: String,
+    },
 }
 
 /// A workload's handle on the runner: events out, counters shared.
