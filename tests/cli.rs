@@ -501,3 +501,82 @@ fn completions_and_man_page_come_from_the_definitions() {
     let bash = ratelab().args(["completions", "bash"]).output().unwrap();
     assert!(String::from_utf8_lossy(&bash.stdout).contains("--sizes"));
 }
+
+#[test]
+fn reads_faster_than_the_link_are_flagged_and_named_in_a_verdict() {
+    let dir = disk_tempdir();
+    let output = ratelab()
+        .args([
+            "disk",
+            dir.path().to_str().unwrap(),
+            "--sizes",
+            "8M,16M",
+            "--read",
+            "cached,direct",
+        ])
+        .args(["--link-rate", "1Mbit/s", "--json", "--no-store", "-q"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let doc = json(&output.stdout);
+    let workload = &doc["workloads"][0];
+    assert_eq!(workload["context"]["max_bytes_per_sec"], 125_000.0);
+    assert_eq!(workload["context"]["limit_source"], "--link-rate");
+    for item in workload["items"].as_array().unwrap() {
+        assert!(
+            item["flags"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f == "faster_than_link"),
+            "every item beats a 1 Mbit/s link: {item}"
+        );
+    }
+    let verdicts: Vec<&serde_json::Value> = doc["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["code"] == "faster_than_link")
+        .collect();
+    assert!(!verdicts.is_empty());
+    assert!(
+        verdicts.iter().any(|v| v["message"]
+            .as_str()
+            .unwrap()
+            .contains("served from a cache")),
+        "{verdicts:?}"
+    );
+}
+
+#[test]
+fn profile_quick_prints_its_tables_and_stores_the_run() {
+    let dir = disk_tempdir();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let db = dir.path().join("results.db");
+    let output = ratelab()
+        .current_dir(&work)
+        .args(["profile", "--quick", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8(output.stdout).unwrap();
+    for expect in [
+        "· profile · complete",
+        "256 MiB",
+        "10 KiB",
+        "median MB/s",
+        "verdicts:",
+    ] {
+        assert!(text.contains(expect), "{expect:?} missing from:\n{text}");
+    }
+    let runs = common::stored_runs(&db);
+    assert_eq!(runs[0]["verb"], "profile");
+    assert_eq!(runs[0]["status"], "complete");
+    assert!(
+        entries(&work).is_empty(),
+        "files left: {:?}",
+        entries(&work)
+    );
+}

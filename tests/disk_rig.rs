@@ -238,3 +238,32 @@ fn enospc_mid_run_stops_cleans_up_and_keeps_the_run_incomplete() {
         2
     );
 }
+
+#[test]
+fn read_only_filesystem_is_refused() {
+    if !root_or_skip("read_only_filesystem_is_refused") {
+        return;
+    }
+    let dir = common::disk_tempdir();
+    let mount = dir.path().join("ro");
+    std::fs::create_dir(&mount).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "ro,size=16m", "tmpfs"])
+        .arg(&mount)
+        .status()
+        .unwrap();
+    assert!(mounted.success());
+    let output = common::ratelab()
+        .arg("disk")
+        .arg(&mount)
+        .arg("--no-store")
+        .output()
+        .unwrap();
+    let _ = std::process::Command::new("umount").arg(&mount).status();
+    let message = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{message}");
+    assert!(
+        message.contains(mount.to_str().unwrap()) && message.contains("read-only"),
+        "{message}"
+    );
+}
