@@ -5,7 +5,6 @@ use std::fs::File;
 use std::path::Path;
 use std::time::Duration;
 
-use super::data::DataStream;
 use super::plan::{DIRECT_ALIGN, DiskPlan, EngineKind, SyncMode};
 use crate::run::Cancel;
 use crate::workload::{Error, Progress};
@@ -24,8 +23,6 @@ pub struct WriteJob<'a> {
     pub size: u64,
     /// How to sync after the last write.
     pub sync: SyncMode,
-    /// Where fresh data comes from.
-    pub data: &'a DataStream,
     /// Byte counters.
     pub progress: &'a Progress,
     /// Stop flag, checked between calls.
@@ -58,24 +55,20 @@ pub trait Engine: Send {
     fn read(&mut self, job: &ReadJob) -> Result<Duration, Error>;
 }
 
-/// The engine a plan asks for.
+/// The engine a plan asks for, with its write data made (outside any timing).
 pub fn make(plan: &DiskPlan) -> Result<Box<dyn Engine>, Error> {
     Ok(match plan.engine {
-        EngineKind::Sync => Box::new(super::sync::SyncEngine::new(plan.block_size_bytes)),
+        EngineKind::Sync => Box::new(super::sync::SyncEngine::new(
+            plan.block_size_bytes,
+            plan.seed,
+        )),
         EngineKind::Uring => Box::new(super::uring::UringEngine::new(
             plan.block_size_bytes,
             plan.queue_depth,
+            plan.seed,
         )?),
         EngineKind::Null => Box::new(super::null::NullEngine),
     })
-}
-
-/// Buffers the data stream needs for an engine with `queue_depth` writes in flight.
-pub fn data_buffers(plan: &DiskPlan) -> usize {
-    match plan.engine {
-        EngineKind::Uring => plan.queue_depth as usize + 2,
-        EngineKind::Sync | EngineKind::Null => 2,
-    }
 }
 
 /// One I/O call of a file: `len` bytes at `offset`, on the tail handle or not.
@@ -130,6 +123,18 @@ fn blocks(start: u64, end: u64, block: usize, tail: bool) -> Vec<Chunk> {
         offset += len as u64;
     }
     chunks
+}
+
+/// The error for a file that ends before the bytes expected of it.
+pub fn short_file(op: &'static str, path: &Path, at: u64) -> Error {
+    Error::io(
+        op,
+        path,
+        std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("short {op} at byte {at}"),
+        ),
+    )
 }
 
 /// Syncs a written file as the job asks; part of the timed span.

@@ -24,7 +24,6 @@ use crate::document::{Verdict, WorkloadRecord};
 use crate::platform::{self, StorageChain};
 use crate::report::units::format_size;
 use crate::workload::{Context, Error, Kind, Workload};
-use data::DataStream;
 use engine::{Engine, ReadJob, WriteJob};
 use item::{DiskItem, Op};
 pub use plan::{DiskPlan, EngineKind, Phase, ReadMode, SyncMode};
@@ -73,7 +72,6 @@ impl DiskWorkload {
         &mut self,
         ctx: &Context,
         engine: &mut dyn Engine,
-        data: &DataStream,
         pass: u32,
     ) -> Result<Vec<KeptFile>, Error> {
         let order = series::shuffled(&self.plan.sizes_bytes, self.plan.seed, pass, 0);
@@ -104,7 +102,6 @@ impl DiskWorkload {
                 path: &path,
                 size,
                 sync: self.plan.sync,
-                data,
                 progress: ctx.sink.progress(),
                 cancel: &ctx.cancel,
             };
@@ -264,21 +261,16 @@ impl Workload for DiskWorkload {
 
     fn run(&mut self, ctx: &Context) -> Result<(), Error> {
         let mut engine = engine::make(&self.plan)?;
-        let data = self.plan.phase.writes().then(|| {
-            DataStream::start(
-                engine::data_buffers(&self.plan),
-                self.plan.block_size_bytes,
-                self.plan.seed,
-            )
-        });
+
         if self.plan.phase.writes() {
             self.workdir = Some(WorkDir::create(&self.target)?);
         }
         let mut kept = Vec::new();
         for pass in 1..=self.plan.repeat {
-            let files = match &data {
-                Some(data) => self.write_pass(ctx, engine.as_mut(), data, pass)?,
-                None => self.kept.clone(),
+            let files = if self.plan.phase.writes() {
+                self.write_pass(ctx, engine.as_mut(), pass)?
+            } else {
+                self.kept.clone()
             };
             if self.plan.phase.reads() {
                 self.read_pass(ctx, engine.as_mut(), &files, pass)?;

@@ -3,21 +3,24 @@
 use std::time::{Duration, Instant};
 
 use super::buffer::AlignedBuf;
-use super::engine::{Engine, ReadJob, WriteJob, read_chunks, sync_file, write_chunks};
+use super::data::Pattern;
+use super::engine::{Engine, ReadJob, WriteJob, read_chunks, short_file, sync_file, write_chunks};
 use crate::workload::Error;
 
 /// pread/pwrite in a loop, one block per call.
 pub struct SyncEngine {
     block_size: usize,
     read_buf: AlignedBuf,
+    data: Pattern,
 }
 
 impl SyncEngine {
-    /// An engine moving `block_size` bytes per call.
-    pub fn new(block_size: usize) -> SyncEngine {
+    /// An engine moving `block_size` bytes per call, writing data seeded with `seed`.
+    pub fn new(block_size: usize, seed: u64) -> SyncEngine {
         SyncEngine {
             block_size,
             read_buf: AlignedBuf::new(block_size),
+            data: Pattern::new(1, block_size, seed),
         }
     }
 }
@@ -34,10 +37,10 @@ impl Engine for SyncEngine {
                 (true, Some(tail)) => tail,
                 _ => job.file,
             };
-            let buf = job.data.next();
+            let buf = self.data.block(0, chunk.len);
             let mut done = 0;
             while done < chunk.len {
-                let bytes = &buf.as_slice()[done..chunk.len];
+                let bytes = &buf[done..];
                 match rustix::io::pwrite(fd, bytes, chunk.offset + done as u64) {
                     Ok(0) => {
                         return Err(Error::io("write", job.path, std::io::ErrorKind::WriteZero));
@@ -47,7 +50,6 @@ impl Engine for SyncEngine {
                     Err(e) => return Err(Error::io("write", job.path, e)),
                 }
             }
-            job.data.recycle(buf);
             job.progress.add(chunk.len as u64);
         }
         sync_file(job)?;
@@ -76,29 +78,17 @@ impl Engine for SyncEngine {
                     &mut buf[done..done + want],
                     chunk.offset + done as u64,
                 ) {
-                    Ok(0) => return Err(short_file(job, chunk.offset + done as u64)),
+                    Ok(0) => return Err(short_file("read", job.path, chunk.offset + done as u64)),
                     Ok(n) => done += n,
                     Err(rustix::io::Errno::INTR) => {}
                     Err(e) => return Err(Error::io("read", job.path, e)),
                 }
                 if job.direct && done < chunk.expect {
-                    return Err(short_file(job, chunk.offset + done as u64));
+                    return Err(short_file("read", job.path, chunk.offset + done as u64));
                 }
             }
             job.progress.add(chunk.expect as u64);
         }
         Ok(start.elapsed())
     }
-}
-
-/// The error for a file that ends before its expected size.
-pub fn short_file(job: &ReadJob, at: u64) -> Error {
-    Error::io(
-        "read",
-        job.path,
-        std::io::Error::new(
-            std::io::ErrorKind::UnexpectedEof,
-            format!("the file ends at byte {at}, expected {} bytes", job.size),
-        ),
-    )
 }

@@ -2,78 +2,113 @@
 //! fio's io_uring engine without registered files or buffers.
 
 use std::os::fd::AsRawFd;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use io_uring::{IoUring, opcode, squeue, types};
 
 use super::buffer::AlignedBuf;
-use super::engine::{Chunk, Engine, ReadJob, WriteJob, read_chunks, sync_file, write_chunks};
-use super::sync::short_file;
+use super::data::Pattern;
+use super::engine::{
+    Chunk, Engine, ReadJob, WriteJob, read_chunks, short_file, sync_file, write_chunks,
+};
+use crate::run::Cancel;
 use crate::workload::{Error, Progress};
 
 /// io_uring reads and writes, `queue_depth` at a time.
 pub struct UringEngine {
-    ring: IoUring,
+    ring: Ring,
     block_size: usize,
-    queue_depth: usize,
+    data: Pattern,
     read_bufs: Vec<AlignedBuf>,
 }
 
 impl UringEngine {
-    /// A ring for `queue_depth` requests of `block_size` bytes.
-    pub fn new(block_size: usize, queue_depth: u32) -> Result<UringEngine, Error> {
+    /// A ring for `queue_depth` requests of `block_size` bytes, writing data seeded
+    /// with `seed`.
+    pub fn new(block_size: usize, queue_depth: u32, seed: u64) -> Result<UringEngine, Error> {
         let ring = IoUring::new(queue_depth).map_err(|e| {
             Error::Unsupported(format!(
                 "cannot set up io_uring with {queue_depth} entries: {e} (use --engine sync)"
             ))
         })?;
+        let slots = queue_depth as usize;
         Ok(UringEngine {
-            ring,
+            ring: Ring { ring, slots },
             block_size,
-            queue_depth: queue_depth as usize,
-            read_bufs: (0..queue_depth)
-                .map(|_| AlignedBuf::new(block_size))
-                .collect(),
+            data: Pattern::new(slots, block_size, seed),
+            read_bufs: (0..slots).map(|_| AlignedBuf::new(block_size)).collect(),
         })
+    }
+}
+
+impl Engine for UringEngine {
+    fn write(&mut self, job: &WriteJob) -> Result<Duration, Error> {
+        let chunks = write_chunks(job.size, self.block_size, job.direct);
+        let mut writes = Writes {
+            job,
+            data: &mut self.data,
+            blocks: vec![std::ptr::null(); self.ring.slots],
+        };
+        let start = Instant::now();
+        self.ring
+            .drive(&chunks, &mut writes, job.progress, job.cancel, job.path)?;
+        sync_file(job)?;
+        Ok(start.elapsed())
+    }
+
+    fn read(&mut self, job: &ReadJob) -> Result<Duration, Error> {
+        let chunks = read_chunks(job.size, self.block_size, job.direct);
+        let mut reads = Reads {
+            job,
+            bufs: &mut self.read_bufs,
+        };
+        let start = Instant::now();
+        self.ring
+            .drive(&chunks, &mut reads, job.progress, job.cancel, job.path)?;
+        Ok(start.elapsed())
     }
 }
 
 /// What a request does for one slot: the part that differs between reads and writes.
 trait Requests {
-    /// The request for `chunk` of slot `slot`, `done` bytes of it already moved.
+    /// `"read"` or `"write"`, for messages.
+    fn op(&self) -> &'static str;
+    /// The request for `chunk` in slot `slot`, `done` bytes of it already moved.
     fn entry(&mut self, slot: usize, chunk: &Chunk, done: usize) -> squeue::Entry;
-    /// Slot `slot` is finished with its chunk (its buffer may be reused).
-    fn finished(&mut self, slot: usize);
-    /// Whether a short result ends the chunk (direct reads at the end of the file).
+    /// Whether a short result ends the chunk (direct reads stop at the end of the file).
     fn short_is_final(&self) -> bool;
 }
 
 struct Writes<'a> {
     job: &'a WriteJob<'a>,
-    bufs: Vec<Option<AlignedBuf>>,
+    data: &'a mut Pattern,
+    /// Each slot's block, made when its chunk starts and kept for partial writes.
+    blocks: Vec<*const u8>,
 }
 
 impl Requests for Writes<'_> {
+    fn op(&self) -> &'static str {
+        "write"
+    }
+
     fn entry(&mut self, slot: usize, chunk: &Chunk, done: usize) -> squeue::Entry {
-        let buf = self.bufs[slot].get_or_insert_with(|| self.job.data.next());
+        if done == 0 {
+            self.blocks[slot] = self.data.block(slot, chunk.len).as_ptr();
+        }
         let file = match (chunk.tail, self.job.tail_file) {
             (true, Some(tail)) => tail,
             _ => self.job.file,
         };
-        let bytes = &buf.as_slice()[done..chunk.len];
+        // SAFETY: the block has chunk.len bytes and done < chunk.len.
+        let bytes = unsafe { self.blocks[slot].add(done) };
         opcode::Write::new(
             types::Fd(file.as_raw_fd()),
-            bytes.as_ptr(),
-            bytes.len() as u32,
+            bytes,
+            (chunk.len - done) as u32,
         )
         .offset(chunk.offset + done as u64)
         .build()
-    }
-
-    fn finished(&mut self, slot: usize) {
-        if let Some(buf) = self.bufs[slot].take() {
-            self.job.data.recycle(buf);
-        }
     }
 
     fn short_is_final(&self) -> bool {
@@ -87,6 +122,10 @@ struct Reads<'a> {
 }
 
 impl Requests for Reads<'_> {
+    fn op(&self) -> &'static str {
+        "read"
+    }
+
     fn entry(&mut self, slot: usize, chunk: &Chunk, done: usize) -> squeue::Entry {
         let len = if self.job.direct {
             chunk.len
@@ -103,51 +142,50 @@ impl Requests for Reads<'_> {
         .build()
     }
 
-    fn finished(&mut self, _slot: usize) {}
-
     fn short_is_final(&self) -> bool {
         self.job.direct
     }
 }
 
-/// Where a drive reports, and what it checks between requests.
-struct Drive<'a> {
-    progress: &'a Progress,
-    cancel: &'a crate::run::Cancel,
-    path: &'a std::path::Path,
-    op: &'static str,
+/// The ring and its slots: one request in flight per slot.
+struct Ring {
+    ring: IoUring,
+    slots: usize,
 }
 
-impl UringEngine {
-    /// Keeps up to `queue_depth` chunks in flight until all are done. On an error or a
+impl Ring {
+    /// Keeps up to one chunk per slot in flight until all are done. On an error or a
     /// cancel it stops submitting but waits for every request in flight, because the
     /// kernel may still be using their buffers.
     fn drive(
         &mut self,
         chunks: &[Chunk],
         requests: &mut dyn Requests,
-        drive: Drive,
+        progress: &Progress,
+        cancel: &Cancel,
+        path: &Path,
     ) -> Result<(), Error> {
-        let mut free: Vec<usize> = (0..self.queue_depth).rev().collect();
-        let mut slots: Vec<(Chunk, usize)> = vec![(chunks[0], 0); self.queue_depth];
+        let op = requests.op();
+        let mut free: Vec<usize> = (0..self.slots).rev().collect();
+        let mut slots: Vec<Option<(Chunk, usize)>> = vec![None; self.slots];
         let mut next = 0;
         let mut in_flight = 0;
         let mut failure: Option<Error> = None;
-        let mut done_list = Vec::with_capacity(self.queue_depth);
+        let mut completed = Vec::with_capacity(self.slots);
         loop {
             while failure.is_none() && next < chunks.len() && !free.is_empty() {
-                if drive.cancel.is_set() {
+                if cancel.is_set() {
                     failure = Some(Error::Interrupted);
                     break;
                 }
                 let slot = free.pop().expect("a free slot");
-                slots[slot] = (chunks[next], 0);
-                next += 1;
+                slots[slot] = Some((chunks[next], 0));
                 self.push(
                     requests
-                        .entry(slot, &slots[slot].0, 0)
+                        .entry(slot, &chunks[next], 0)
                         .user_data(slot as u64),
                 );
+                next += 1;
                 in_flight += 1;
             }
             if in_flight == 0 {
@@ -158,54 +196,41 @@ impl UringEngine {
                 Err(e)
                     if matches!(
                         e.raw_os_error(),
-                        Some(libc::EINTR) | Some(libc::EAGAIN) | Some(libc::EBUSY)
+                        Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
                     ) => {}
-                Err(e) => return Err(Error::io(drive.op, drive.path, e)),
+                Err(e) => return Err(Error::io(op, path, e)),
             }
-            done_list.clear();
-            done_list.extend(
+            completed.clear();
+            completed.extend(
                 self.ring
                     .completion()
                     .map(|cqe| (cqe.user_data() as usize, cqe.result())),
             );
-            for &(slot, result) in &done_list {
-                let (chunk, done) = slots[slot];
+            for &(slot, result) in &completed {
+                let (chunk, done) = slots[slot].expect("a completion for a slot in flight");
+                let done = done + result.max(0) as usize;
                 let outcome = if result < 0 {
-                    Some(Err(Error::io(
-                        drive.op,
-                        drive.path,
+                    Err(Error::io(
+                        op,
+                        path,
                         std::io::Error::from_raw_os_error(-result),
-                    )))
-                } else if result == 0 && done < chunk.expect {
-                    Some(Err(self::short(
-                        drive.op,
-                        drive.path,
-                        chunk.offset + done as u64,
-                    )))
+                    ))
+                } else if done >= chunk.expect {
+                    progress.add(chunk.expect as u64);
+                    Ok(())
+                } else if result == 0 || requests.short_is_final() || failure.is_some() {
+                    Err(short_file(op, path, chunk.offset + done as u64))
                 } else {
-                    let done = done + result as usize;
-                    if done >= chunk.expect {
-                        drive.progress.add(chunk.expect as u64);
-                        Some(Ok(()))
-                    } else if requests.short_is_final() || failure.is_some() {
-                        Some(Err(self::short(
-                            drive.op,
-                            drive.path,
-                            chunk.offset + done as u64,
-                        )))
-                    } else {
-                        slots[slot].1 = done;
-                        self.push(requests.entry(slot, &chunk, done).user_data(slot as u64));
-                        None
-                    }
+                    // A partial transfer: ask for the rest in the same slot.
+                    slots[slot] = Some((chunk, done));
+                    self.push(requests.entry(slot, &chunk, done).user_data(slot as u64));
+                    continue;
                 };
-                if let Some(outcome) = outcome {
-                    requests.finished(slot);
-                    free.push(slot);
-                    in_flight -= 1;
-                    if let Err(e) = outcome {
-                        failure.get_or_insert(e);
-                    }
+                slots[slot] = None;
+                free.push(slot);
+                in_flight -= 1;
+                if let Err(e) = outcome {
+                    failure.get_or_insert(e);
                 }
             }
         }
@@ -215,63 +240,7 @@ impl UringEngine {
     fn push(&mut self, entry: squeue::Entry) {
         // SAFETY: every buffer an entry points to stays alive and untouched until its
         // completion is reaped in `drive`, which never returns with requests in flight.
-        // The queue has room: at most `queue_depth` entries are ever pending.
+        // The queue has room: at most one entry per slot is ever pending.
         unsafe { self.ring.submission().push(&entry) }.expect("the submission queue has room");
-    }
-}
-
-fn short(op: &'static str, path: &std::path::Path, at: u64) -> Error {
-    Error::io(
-        op,
-        path,
-        std::io::Error::new(
-            std::io::ErrorKind::UnexpectedEof,
-            format!("short {op} at byte {at}"),
-        ),
-    )
-}
-
-impl Engine for UringEngine {
-    fn write(&mut self, job: &WriteJob) -> Result<Duration, Error> {
-        let chunks = write_chunks(job.size, self.block_size, job.direct);
-        let mut writes = Writes {
-            job,
-            bufs: (0..self.queue_depth).map(|_| None).collect(),
-        };
-        let drive = Drive {
-            progress: job.progress,
-            cancel: job.cancel,
-            path: job.path,
-            op: "write",
-        };
-        let start = Instant::now();
-        self.drive(&chunks, &mut writes, drive)?;
-        sync_file(job)?;
-        Ok(start.elapsed())
-    }
-
-    fn read(&mut self, job: &ReadJob) -> Result<Duration, Error> {
-        let chunks = read_chunks(job.size, self.block_size, job.direct);
-        let mut bufs = std::mem::take(&mut self.read_bufs);
-        let mut reads = Reads {
-            job,
-            bufs: &mut bufs,
-        };
-        let drive = Drive {
-            progress: job.progress,
-            cancel: job.cancel,
-            path: job.path,
-            op: "read",
-        };
-        let start = Instant::now();
-        let result = self.drive(&chunks, &mut reads, drive);
-        let elapsed = start.elapsed();
-        self.read_bufs = bufs;
-        result.map(|()| elapsed).map_err(|e| match e {
-            Error::Io { source, .. } if source.kind() == std::io::ErrorKind::UnexpectedEof => {
-                short_file(job, job.size)
-            }
-            other => other,
-        })
     }
 }
