@@ -55,7 +55,7 @@ pub struct DiskArgs {
     )]
     pub read_modes: Vec<ReadMode>,
     /// Sync after the last write of each file (part of the timed span).
-    #[arg(long, value_enum, default_value = "fsync")]
+    #[arg(long, value_enum, value_name = "MODE", default_value = "fsync")]
     pub sync: SyncMode,
     /// Write with O_DIRECT (tails that alignment does not cover go through the cache).
     #[arg(long)]

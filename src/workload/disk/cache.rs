@@ -26,31 +26,18 @@ struct Cachestat {
     nr_recently_evicted: u64,
 }
 
-/// Which kernel interface measured residency.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ResidencySource {
-    /// cachestat(2).
-    Cachestat,
-    /// mmap and mincore(2), for kernels before 6.5.
-    Mincore,
-}
-
 /// The fraction of the file's pages in the page cache, 0.0 to 1.0.
-pub fn resident_fraction(
-    file: &File,
-    path: &Path,
-    size: u64,
-) -> Result<(f64, ResidencySource), Error> {
+pub fn resident_fraction(file: &File, path: &Path, size: u64) -> Result<f64, Error> {
     if size == 0 {
-        return Ok((0.0, ResidencySource::Cachestat));
+        return Ok(0.0);
     }
     let page = rustix::param::page_size() as u64;
     let pages = size.div_ceil(page);
     let resident = match cachestat_pages(file) {
-        Some(cached) => (cached, ResidencySource::Cachestat),
-        None => (mincore_pages(file, path, size)?, ResidencySource::Mincore),
+        Some(cached) => cached,
+        None => mincore_pages(file, path, size)?,
     };
-    Ok(((resident.0 as f64 / pages as f64).min(1.0), resident.1))
+    Ok((resident as f64 / pages as f64).min(1.0))
 }
 
 /// Resident pages by cachestat(2); `None` where the kernel lacks it.
@@ -106,7 +93,7 @@ pub fn evict(file: &File, path: &Path, size: u64) -> Result<(), Error> {
     rustix::fs::fdatasync(file).map_err(|e| Error::io("sync", path, e))?;
     rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed)
         .map_err(|e| Error::io("evict from the page cache", path, e))?;
-    let (fraction, _) = resident_fraction(file, path, size)?;
+    let fraction = resident_fraction(file, path, size)?;
     if fraction > 0.0 && rustix::process::geteuid().is_root() {
         // Pages still mapped or pinned elsewhere; drop_caches(1) frees clean page cache.
         let _ = std::fs::write("/proc/sys/vm/drop_caches", "1");
@@ -143,10 +130,10 @@ mod tests {
         file.write_all(&vec![7u8; 1 << 20]).unwrap();
         let file = File::open(&path).unwrap();
         warm(&file, &path, 1 << 20).unwrap();
-        let (warm_fraction, _) = resident_fraction(&file, &path, 1 << 20).unwrap();
+        let warm_fraction = resident_fraction(&file, &path, 1 << 20).unwrap();
         assert!(warm_fraction > 0.99, "resident {warm_fraction}");
         evict(&file, &path, 1 << 20).unwrap();
-        let (cold, _) = resident_fraction(&file, &path, 1 << 20).unwrap();
+        let cold = resident_fraction(&file, &path, 1 << 20).unwrap();
         // tmpfs cannot evict: its pages are the file.
         if !is_tmpfs(dir.path()) {
             assert!(cold < 0.01, "resident {cold}");

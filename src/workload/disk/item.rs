@@ -1,5 +1,7 @@
 //! One measured file: the item a storage series stores for every write and read.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
 use crate::document::Flag;
@@ -49,4 +51,32 @@ pub struct DiskItem {
     pub pass: u32,
     /// The file's name in the work folder.
     pub file: String,
+}
+
+impl DiskItem {
+    /// A whole file of `size_bytes` moved in `elapsed`, buffered, with no cache state
+    /// and no flags yet.
+    pub fn timed(
+        op: Op,
+        mode: &str,
+        size_bytes: u64,
+        elapsed: Duration,
+        pass: u32,
+        file: &str,
+    ) -> DiskItem {
+        let seconds = elapsed.as_secs_f64();
+        DiskItem {
+            op,
+            mode: mode.to_string(),
+            size_bytes,
+            bytes: size_bytes,
+            seconds,
+            bytes_per_sec: size_bytes as f64 / seconds.max(1e-9),
+            cached_fraction_before: None,
+            flags: Vec::new(),
+            direct: false,
+            pass,
+            file: file.to_string(),
+        }
+    }
 }

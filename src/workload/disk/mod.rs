@@ -108,17 +108,15 @@ impl DiskWorkload {
             let elapsed = engine.write(&job)?;
             drop((file, tail));
             let item = DiskItem {
-                op: Op::Write,
-                mode: self.plan.sync.as_str().to_string(),
-                size_bytes: size,
-                bytes: size,
-                seconds: elapsed.as_secs_f64(),
-                bytes_per_sec: size as f64 / elapsed.as_secs_f64().max(1e-9),
-                cached_fraction_before: None,
-                flags: Vec::new(),
                 direct,
-                pass,
-                file: name.clone(),
+                ..DiskItem::timed(
+                    Op::Write,
+                    self.plan.sync.as_str(),
+                    size,
+                    elapsed,
+                    pass,
+                    &name,
+                )
             };
             ctx.sink.item(&analysis::disk::flagged(item, limit));
             written.push(KeptFile {
@@ -143,6 +141,7 @@ impl DiskWorkload {
             .expect("the work folder exists while reading")
             .path()
             .to_path_buf();
+        let limit = self.limit().0;
         for (stage, &mode) in self.plan.read_modes.iter().enumerate() {
             let order = series::shuffled(files, self.plan.seed, pass, stage as u32 + 1);
             for kept in &order {
@@ -153,8 +152,7 @@ impl DiskWorkload {
                     format_size(kept.size_bytes)
                 ));
                 let item = read_one(ctx, engine, &folder.join(&kept.name), kept, mode, pass)?;
-                ctx.sink
-                    .item(&analysis::disk::flagged(item, self.limit().0));
+                ctx.sink.item(&analysis::disk::flagged(item, limit));
             }
             ctx.sink
                 .stage_done(format!("pass {pass} read {}", mode.as_str()));
@@ -177,7 +175,7 @@ fn read_one(
         ReadMode::Direct | ReadMode::Flushed => cache::evict(&probe, path, kept.size_bytes)?,
         ReadMode::Cached => cache::warm(&probe, path, kept.size_bytes)?,
     }
-    let (fraction, _) = cache::resident_fraction(&probe, path, kept.size_bytes)?;
+    let fraction = cache::resident_fraction(&probe, path, kept.size_bytes)?;
     let direct = mode == ReadMode::Direct;
     let reader = if direct {
         workdir::open_for_read(path, true)?
@@ -194,17 +192,16 @@ fn read_one(
     };
     let elapsed = engine.read(&job)?;
     Ok(DiskItem {
-        op: Op::Read,
-        mode: mode.as_str().to_string(),
-        size_bytes: kept.size_bytes,
-        bytes: kept.size_bytes,
-        seconds: elapsed.as_secs_f64(),
-        bytes_per_sec: kept.size_bytes as f64 / elapsed.as_secs_f64().max(1e-9),
         cached_fraction_before: Some(fraction),
-        flags: Vec::new(),
         direct,
-        pass,
-        file: kept.name.clone(),
+        ..DiskItem::timed(
+            Op::Read,
+            mode.as_str(),
+            kept.size_bytes,
+            elapsed,
+            pass,
+            &kept.name,
+        )
     })
 }
 
