@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{disk_tempdir, entries, json, ratelab};
+use common::{disk_refused, disk_tempdir, entries, json, ratelab};
 
 /// A quick series with the null engine: real files, no timed I/O.
 fn null_run(dir: &std::path::Path, db: &std::path::Path, extra: &[&str]) -> std::process::Output {
@@ -30,23 +30,8 @@ fn stderr(output: &std::process::Output) -> String {
 #[test]
 fn bad_size_is_a_usage_error_quoting_the_text() {
     let dir = disk_tempdir();
-    let output = ratelab()
-        .args([
-            "disk",
-            dir.path().to_str().unwrap(),
-            "--sizes",
-            "10K,10Q",
-            "--no-store",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    let message = stderr(&output);
-    assert!(
-        message.contains("\"10Q\"") && message.contains("--sizes"),
-        "{message}"
-    );
-    assert!(message.contains("unknown suffix Q"), "{message}");
+    let expect = ["\"10Q\"", "--sizes", "unknown suffix Q"];
+    disk_refused(dir.path(), &["--sizes", "10K,10Q"], 2, &expect);
     assert!(
         entries(dir.path()).is_empty(),
         "files left: {:?}",
@@ -58,17 +43,11 @@ fn bad_size_is_a_usage_error_quoting_the_text() {
 fn missing_target_is_refused_with_its_path() {
     let dir = disk_tempdir();
     let missing = dir.path().join("not-here");
-    let output = ratelab()
-        .arg("disk")
-        .arg(&missing)
-        .arg("--no-store")
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(3));
-    let message = stderr(&output);
-    assert!(
-        message.contains(missing.to_str().unwrap()) && message.contains("no such file"),
-        "{message}"
+    disk_refused(
+        &missing,
+        &[],
+        3,
+        &[missing.to_str().unwrap(), "no such file"],
     );
 }
 
@@ -77,18 +56,7 @@ fn file_as_target_is_refused() {
     let dir = disk_tempdir();
     let file = dir.path().join("a-file");
     std::fs::write(&file, b"x").unwrap();
-    let output = ratelab()
-        .arg("disk")
-        .arg(&file)
-        .arg("--no-store")
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(3));
-    let message = stderr(&output);
-    assert!(
-        message.contains(file.to_str().unwrap()) && message.contains("not a directory"),
-        "{message}"
-    );
+    disk_refused(&file, &[], 3, &[file.to_str().unwrap(), "not a directory"]);
     assert_eq!(entries(dir.path()), vec!["a-file".to_string()]);
 }
 
@@ -105,73 +73,31 @@ fn block_device_is_refused() {
         );
         return;
     };
-    let output = ratelab()
-        .arg("disk")
-        .arg(&device)
-        .arg("--no-store")
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(3));
-    let message = stderr(&output);
-    assert!(
-        message.contains(device.to_str().unwrap()) && message.contains("device"),
-        "{message}"
-    );
+    disk_refused(&device, &[], 3, &[device.to_str().unwrap(), "device"]);
 }
 
 #[test]
 fn a_series_that_does_not_fit_is_refused_with_the_figures() {
     let dir = disk_tempdir();
-    let output = ratelab()
-        .args([
-            "disk",
-            dir.path().to_str().unwrap(),
-            "--sizes",
-            "1T,1T,1T",
-            "--no-store",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(3));
-    let message = stderr(&output);
-    assert!(
-        message.contains("not enough free space") && message.contains("3.30 TB"),
-        "{message}"
-    );
-    assert!(message.contains("is free"), "{message}");
+    let expect = ["not enough free space", "3.30 TB", "is free"];
+    disk_refused(dir.path(), &["--sizes", "1T,1T,1T"], 3, &expect);
     assert!(entries(dir.path()).is_empty());
 }
 
 #[test]
 fn options_that_do_not_fit_together_are_usage_errors() {
     let dir = disk_tempdir();
-    let target = dir.path().to_str().unwrap();
     for (args, expect) in [
         (
-            vec!["--direct", "--block-size", "1000"],
+            &["--direct", "--block-size", "1000"][..],
             "--block-size 1000",
         ),
-        (vec!["--random", "3", "--min", "2G", "--max", "1G"], "--min"),
-        (vec!["--repeat", "0"], "--repeat"),
-        (vec!["--read", "sideways"], "sideways"),
-        (vec!["--sizes", "1M", "--random", "2"], "--random"),
+        (&["--random", "3", "--min", "2G", "--max", "1G"], "--min"),
+        (&["--repeat", "0"], "--repeat"),
+        (&["--read", "sideways"], "sideways"),
+        (&["--sizes", "1M", "--random", "2"], "--random"),
     ] {
-        let output = ratelab()
-            .args(["disk", target, "--no-store"])
-            .args(&args)
-            .output()
-            .unwrap();
-        assert_eq!(
-            output.status.code(),
-            Some(2),
-            "{args:?}: {}",
-            stderr(&output)
-        );
-        assert!(
-            stderr(&output).contains(expect),
-            "{args:?}: {}",
-            stderr(&output)
-        );
+        disk_refused(dir.path(), args, 2, &[expect]);
     }
     assert!(entries(dir.path()).is_empty());
 }

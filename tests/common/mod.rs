@@ -132,3 +132,29 @@ pub fn earlier_run(target: &Path, db: &Path) {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// Runs `ratelab disk TARGET --no-store EXTRA...`, checks it exits with `code` and that
+/// stderr holds every one of `expect`; returns stderr.
+pub fn disk_refused(target: &Path, extra: &[&str], code: i32, expect: &[&str]) -> String {
+    let output = ratelab()
+        .arg("disk")
+        .arg(target)
+        .arg("--no-store")
+        .args(extra)
+        .output()
+        .unwrap();
+    let message = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(code), "{extra:?}: {message}");
+    for text in expect {
+        assert!(
+            message.contains(text),
+            "{extra:?}: {text:?} missing from: {message}"
+        );
+    }
+    assert!(
+        output.stdout.is_empty(),
+        "stdout holds: {}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    message
+}
