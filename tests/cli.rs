@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{disk_refused, disk_tempdir, entries, json, ratelab};
+use common::{disk_refused, disk_tempdir, entries, json, ratelab, refused, run_json};
 
 /// A quick series with the null engine: real files, no timed I/O.
 fn null_run(dir: &std::path::Path, db: &std::path::Path, extra: &[&str]) -> std::process::Output {
@@ -230,36 +230,26 @@ fn results_list_show_and_export() {
     }
     assert_eq!(lines.count(), 4);
 
-    let missing = ratelab()
-        .args(["results", "show", "99", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
-    assert_eq!(missing.status.code(), Some(2));
-    assert!(
-        stderr(&missing).contains("no run 99"),
-        "{}",
-        stderr(&missing)
-    );
+    let mut show = ratelab();
+    show.args(["results", "show", "99", "--db"]).arg(&db);
+    refused(&mut show, 2, &["no run 99"]);
 }
 
 #[test]
 fn read_modes_prove_the_cache_state() {
     let dir = disk_tempdir();
-    let output = ratelab()
-        .args([
-            "disk",
-            dir.path().to_str().unwrap(),
-            "--sizes",
-            "4M,16M",
-            "--read",
-            "cached,flushed,direct",
-        ])
-        .args(["--json", "--no-store", "-q"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
-    let doc = json(&output.stdout);
+    let doc = run_json(
+        ratelab()
+            .args([
+                "disk",
+                dir.path().to_str().unwrap(),
+                "--sizes",
+                "4M,16M",
+                "--read",
+                "cached,flushed,direct",
+            ])
+            .args(["--json", "--no-store", "-q"]),
+    );
     let items = doc["workloads"][0]["items"].as_array().unwrap();
     let reads: Vec<_> = items.iter().filter(|i| i["op"] == "read").collect();
     assert_eq!(reads.len(), 6);
@@ -299,31 +289,29 @@ fn read_modes_prove_the_cache_state() {
 fn exact_sizes_with_tails_for_both_engines() {
     let dir = disk_tempdir();
     for engine in ["sync", "uring"] {
-        let output = ratelab()
-            .args([
-                "disk",
-                dir.path().to_str().unwrap(),
-                "--sizes",
-                "1,4097,1000001",
-                "--direct",
-                "--engine",
-                engine,
-            ])
-            .args([
-                "--queue-depth",
-                "3",
-                "--block-size",
-                "64K",
-                "--read",
-                "direct,flushed",
-                "--json",
-                "--no-store",
-                "-q",
-            ])
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{engine}: {}", stderr(&output));
-        let doc = json(&output.stdout);
+        let doc = run_json(
+            ratelab()
+                .args([
+                    "disk",
+                    dir.path().to_str().unwrap(),
+                    "--sizes",
+                    "1,4097,1000001",
+                    "--direct",
+                    "--engine",
+                    engine,
+                ])
+                .args([
+                    "--queue-depth",
+                    "3",
+                    "--block-size",
+                    "64K",
+                    "--read",
+                    "direct,flushed",
+                    "--json",
+                    "--no-store",
+                    "-q",
+                ]),
+        );
         for item in doc["workloads"][0]["items"].as_array().unwrap() {
             assert_eq!(item["bytes"], item["size_bytes"], "{engine}: {item}");
         }
@@ -378,34 +366,18 @@ fn keep_then_read_phase() {
     assert!(sizes.contains(&(1 << 20)) && sizes.contains(&(3 << 20)));
 
     let empty = disk_tempdir();
-    let none = ratelab()
-        .args([
-            "disk",
-            empty.path().to_str().unwrap(),
-            "--phase",
-            "read",
-            "--no-store",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(none.status.code(), Some(3));
-    assert!(
-        stderr(&none).contains("--phase write --keep"),
-        "{}",
-        stderr(&none)
+    disk_refused(
+        empty.path(),
+        &["--phase", "read"],
+        3,
+        &["--phase write --keep"],
     );
 }
 
 #[test]
 fn info_shows_the_machine_and_the_chain() {
     let dir = disk_tempdir();
-    let output = ratelab()
-        .args(["info", "--json"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
-    let doc = json(&output.stdout);
+    let doc = run_json(ratelab().args(["info", "--json"]).arg(dir.path()));
     assert!(doc["machine"]["logical_cpus"].as_u64().unwrap() >= 1);
     assert!(
         doc["machine"]["kernel"]
@@ -431,20 +403,18 @@ fn completions_and_man_page_come_from_the_definitions() {
 #[test]
 fn reads_faster_than_the_link_are_flagged_and_named_in_a_verdict() {
     let dir = disk_tempdir();
-    let output = ratelab()
-        .args([
-            "disk",
-            dir.path().to_str().unwrap(),
-            "--sizes",
-            "8M,16M",
-            "--read",
-            "cached,direct",
-        ])
-        .args(["--link-rate", "1Mbit/s", "--json", "--no-store", "-q"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
-    let doc = json(&output.stdout);
+    let doc = run_json(
+        ratelab()
+            .args([
+                "disk",
+                dir.path().to_str().unwrap(),
+                "--sizes",
+                "8M,16M",
+                "--read",
+                "cached,direct",
+            ])
+            .args(["--link-rate", "1Mbit/s", "--json", "--no-store", "-q"]),
+    );
     let workload = &doc["workloads"][0];
     assert_eq!(workload["context"]["max_bytes_per_sec"], 125_000.0);
     assert_eq!(workload["context"]["limit_source"], "--link-rate");

@@ -5,7 +5,8 @@ mod common;
 
 use common::rig::{self, MIB, SlowDisk};
 use common::{
-    earlier_run, entries, json, root_or_skip, stored_run, stored_runs, wait_for_work_folder,
+    earlier_run, entries, json, root_or_skip, run_json, stored_run, stored_runs,
+    wait_for_work_folder,
 };
 use serde_json::Value;
 
@@ -49,28 +50,21 @@ fn direct_figures_match_the_rig_rate_with_both_engines() {
     let _lock = rig::exclusive();
     let disk = SlowDisk::new(3 << 30).throttle(WRITE_BPS, READ_BPS);
     for engine in ["sync", "uring"] {
-        let output = disk
-            .command(bin())
-            .arg("disk")
-            .arg(disk.path())
-            .args([
-                "--sizes",
-                "64M,512M,1G",
-                "--direct",
-                "--read",
-                "direct",
-                "--engine",
-                engine,
-            ])
-            .args(["--queue-depth", "2", "--json", "--no-store", "-q"])
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
+        let doc = run_json(
+            disk.command(bin())
+                .arg("disk")
+                .arg(disk.path())
+                .args([
+                    "--sizes",
+                    "64M,512M,1G",
+                    "--direct",
+                    "--read",
+                    "direct",
+                    "--engine",
+                    engine,
+                ])
+                .args(["--queue-depth", "2", "--json", "--no-store", "-q"]),
         );
-        let doc = json(&output.stdout);
         let write = median_rate(&doc, "write", 64 * MIB) / WRITE_BPS as f64;
         let read = median_rate(&doc, "read", 64 * MIB) / READ_BPS as f64;
         eprintln!(

@@ -79,34 +79,30 @@ pub fn wait_for_work_folder(dir: &Path) {
     }
 }
 
+/// Runs a command that must succeed and print one JSON document; returns it.
+pub fn run_json(command: &mut Command) -> serde_json::Value {
+    let output = command.output().expect("start the command");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{command:?} failed: {stderr}");
+    json(&output.stdout)
+}
+
 /// The stored run `id` as its JSON document.
 pub fn stored_run(db: &Path, id: i64) -> serde_json::Value {
-    let output = ratelab()
-        .args(["results", "show", &id.to_string(), "--json", "--db"])
-        .arg(db)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    json(&output.stdout)
+    run_json(
+        ratelab()
+            .args(["results", "show", &id.to_string(), "--json", "--db"])
+            .arg(db),
+    )
 }
 
 /// Every stored run, newest first, as `results list --json` prints them.
 pub fn stored_runs(db: &Path) -> serde_json::Value {
-    let output = ratelab()
-        .args(["results", "list", "--json", "--db"])
-        .arg(db)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    json(&output.stdout)
+    run_json(
+        ratelab()
+            .args(["results", "list", "--json", "--db"])
+            .arg(db),
+    )
 }
 
 /// A quick complete run with the null engine, stored in `db`: the earlier run that
@@ -133,22 +129,16 @@ pub fn earlier_run(target: &Path, db: &Path) {
     );
 }
 
-/// Runs `ratelab disk TARGET --no-store EXTRA...`, checks it exits with `code` and that
-/// stderr holds every one of `expect`; returns stderr.
-pub fn disk_refused(target: &Path, extra: &[&str], code: i32, expect: &[&str]) -> String {
-    let output = ratelab()
-        .arg("disk")
-        .arg(target)
-        .arg("--no-store")
-        .args(extra)
-        .output()
-        .unwrap();
+/// Runs a command that must fail with exit `code`, print nothing on stdout and name
+/// every one of `expect` on stderr; returns stderr.
+pub fn refused(command: &mut Command, code: i32, expect: &[&str]) -> String {
+    let output = command.output().expect("start the command");
     let message = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert_eq!(output.status.code(), Some(code), "{extra:?}: {message}");
+    assert_eq!(output.status.code(), Some(code), "{command:?}: {message}");
     for text in expect {
         assert!(
             message.contains(text),
-            "{extra:?}: {text:?} missing from: {message}"
+            "{command:?}: {text:?} missing from: {message}"
         );
     }
     assert!(
@@ -157,4 +147,17 @@ pub fn disk_refused(target: &Path, extra: &[&str], code: i32, expect: &[&str]) -
         String::from_utf8_lossy(&output.stdout)
     );
     message
+}
+
+/// Runs `ratelab disk TARGET --no-store EXTRA...`, which must be refused (see [`refused`]).
+pub fn disk_refused(target: &Path, extra: &[&str], code: i32, expect: &[&str]) -> String {
+    refused(
+        ratelab()
+            .arg("disk")
+            .arg(target)
+            .arg("--no-store")
+            .args(extra),
+        code,
+        expect,
+    )
 }
