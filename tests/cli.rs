@@ -323,23 +323,21 @@ fn exact_sizes_with_tails_for_both_engines() {
 fn keep_then_read_phase() {
     let dir = disk_tempdir();
     let target = dir.path().to_str().unwrap();
-    let write = ratelab()
-        .args([
-            "disk",
-            target,
-            "--sizes",
-            "1M,3M",
-            "--phase",
-            "write",
-            "--keep",
-            "--json",
-            "--no-store",
-            "-q",
-        ])
-        .output()
-        .unwrap();
-    assert!(write.status.success(), "{}", stderr(&write));
+    let write = run_json(
+        ratelab()
+            .args([
+                "disk", target, "--sizes", "1M,3M", "--phase", "write", "--keep",
+            ])
+            .args(["--json", "--no-store", "-q"]),
+    );
     assert_eq!(entries(dir.path()).len(), 1, "the kept work folder");
+    let kept: Vec<_> = write["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["code"] == "files_kept")
+        .collect();
+    assert_eq!(kept.len(), 1, "{:?}", write["verdicts"]);
     let read = ratelab()
         .args([
             "disk",

@@ -231,6 +231,20 @@ pub fn verdicts(workload: usize, record: &WorkloadRecord, items: &[DiskItem]) ->
         ));
     }
 
+    let kept = record.params.get("keep").and_then(Value::as_bool) == Some(true);
+    let wrote = record.params.get("phase").and_then(Value::as_str) != Some("read");
+    if let (true, true, Some(folder)) = (
+        kept,
+        wrote,
+        record.context.get("work_folder").and_then(Value::as_str),
+    ) {
+        out.push(verdict(
+            "files_kept",
+            Severity::Info,
+            format!("the files were kept in {folder}: read them later with --phase read, or remove the folder"),
+        ));
+    }
+
     let headline_read = read_modes_first(record);
     for (op, mode, cost) in [
         (Op::Write, None, "creating and syncing each file"),

@@ -285,7 +285,6 @@ impl Workload for DiskWorkload {
             && let Some(workdir) = self.workdir.as_mut()
         {
             workdir.write_manifest(&kept)?;
-            eprintln!("ratelab: kept the files in {}", workdir.path().display());
             workdir.keep();
         }
         Ok(())
