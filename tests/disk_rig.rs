@@ -5,7 +5,7 @@ mod common;
 
 use common::rig::{self, MIB, SlowDisk};
 use common::{
-    earlier_run, entries, json, root_or_skip, run_json, stored_run, stored_runs,
+    RIG_NEEDS, earlier_run, entries, json, root_or_skip, run_json, stored_run, stored_runs,
     wait_for_work_folder,
 };
 use serde_json::Value;
@@ -44,7 +44,10 @@ fn median_rate(doc: &Value, op: &str, min_size: u64) -> f64 {
 
 #[test]
 fn direct_figures_match_the_rig_rate_with_both_engines() {
-    if !root_or_skip("direct_figures_match_the_rig_rate_with_both_engines") {
+    if !root_or_skip(
+        "direct_figures_match_the_rig_rate_with_both_engines",
+        RIG_NEEDS,
+    ) {
         return;
     }
     let _lock = rig::exclusive();
@@ -96,7 +99,7 @@ fn direct_figures_match_the_rig_rate_with_both_engines() {
 
 #[test]
 fn buffered_fsync_writes_match_fio() {
-    if !root_or_skip("buffered_fsync_writes_match_fio") {
+    if !root_or_skip("buffered_fsync_writes_match_fio", RIG_NEEDS) {
         return;
     }
     assert!(
@@ -169,7 +172,10 @@ fn buffered_fsync_writes_match_fio() {
 
 #[test]
 fn enospc_mid_run_stops_cleans_up_and_keeps_the_run_incomplete() {
-    if !root_or_skip("enospc_mid_run_stops_cleans_up_and_keeps_the_run_incomplete") {
+    if !root_or_skip(
+        "enospc_mid_run_stops_cleans_up_and_keeps_the_run_incomplete",
+        RIG_NEEDS,
+    ) {
         return;
     }
     let _lock = rig::exclusive();
@@ -235,7 +241,10 @@ fn enospc_mid_run_stops_cleans_up_and_keeps_the_run_incomplete() {
 
 #[test]
 fn read_only_filesystem_is_refused() {
-    if !root_or_skip("read_only_filesystem_is_refused") {
+    if !root_or_skip(
+        "read_only_filesystem_is_refused",
+        "it mounts a read-only tmpfs",
+    ) {
         return;
     }
     let dir = common::disk_tempdir();

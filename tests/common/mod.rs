@@ -18,12 +18,15 @@ pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
+/// What the slow-disk rig needs root for, as skip messages say it.
+pub const RIG_NEEDS: &str = "it builds a loop device and a blkio cgroup";
+
 /// True when the test may go on; otherwise says on stderr why it is skipped.
-pub fn root_or_skip(test: &str) -> bool {
+pub fn root_or_skip(test: &str, needs: &str) -> bool {
     if is_root() {
         true
     } else {
-        eprintln!("skipping {test}: it builds a loop device and a blkio cgroup, which needs root");
+        eprintln!("skipping {test}: {needs}, which needs root");
         false
     }
 }
