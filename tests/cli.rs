@@ -90,12 +90,35 @@ fn options_that_do_not_fit_together_are_usage_errors() {
     for (args, expect) in [
         (
             &["--direct", "--block-size", "1000"][..],
-            "--block-size 1000",
+            "--block-size 1000 B",
         ),
         (&["--random", "3", "--min", "2G", "--max", "1G"], "--min"),
         (&["--repeat", "0"], "--repeat"),
         (&["--read", "sideways"], "sideways"),
         (&["--sizes", "1M", "--random", "2"], "--random"),
+        (
+            &["--block-size", "1T"],
+            "--block-size 1 TiB is out of range",
+        ),
+        (
+            &[
+                "--engine",
+                "uring",
+                "--queue-depth",
+                "64",
+                "--block-size",
+                "256M",
+            ],
+            "16 GiB of I/O buffers",
+        ),
+        (
+            &["--sizes", "8000000T,8000000T,8000000T"],
+            "more than 16 EiB",
+        ),
+        (
+            &["--random", "2", "--min", "0"],
+            "--min must be at least 1 byte",
+        ),
     ] {
         disk_refused(dir.path(), args, 2, &[expect]);
     }
@@ -472,5 +495,27 @@ fn profile_quick_prints_its_tables_and_stores_the_run() {
         entries(&work).is_empty(),
         "files left: {:?}",
         entries(&work)
+    );
+}
+
+#[test]
+fn the_same_target_twice_gets_two_work_folders() {
+    let dir = disk_tempdir();
+    let target = dir.path().to_str().unwrap();
+    let doc = run_json(ratelab().args([
+        "disk",
+        target,
+        target,
+        "--sizes",
+        "1M",
+        "--json",
+        "--no-store",
+        "-q",
+    ]));
+    assert_eq!(doc["workloads"].as_array().unwrap().len(), 2);
+    assert!(
+        entries(dir.path()).is_empty(),
+        "files left: {:?}",
+        entries(dir.path())
     );
 }

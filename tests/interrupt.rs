@@ -26,8 +26,9 @@ fn sigint_cleans_up_and_stores_the_run_as_interrupted() {
             "--block-size",
             "4K",
         ])
-        .args(["--phase", "write", "-q", "--db"])
+        .args(["--phase", "write", "--json", "-q", "--db"])
         .arg(&db)
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -48,9 +49,12 @@ fn sigint_cleans_up_and_stores_the_run_as_interrupted() {
         entries(&target)
     );
 
+    // --json still prints the run, marked incomplete, as SPEC.md's document says.
+    let printed = common::json(&output.stdout);
+    assert_eq!(printed["status"], "incomplete");
+    assert_eq!(printed["incomplete_reason"], "interrupted");
     let doc = stored_run(&db, 2);
-    assert_eq!(doc["status"], "incomplete");
-    assert_eq!(doc["incomplete_reason"], "interrupted");
+    assert_eq!(doc, printed);
     let first = stored_run(&db, 1);
     assert_eq!(first["status"], "complete");
     assert_eq!(first["workloads"][0]["items"].as_array().unwrap().len(), 2);

@@ -130,13 +130,37 @@ pub fn by_size(items: &[DiskItem]) -> Vec<SizeRow> {
         .collect()
 }
 
+/// A headline figure: the rates of the items that respect the link's physics, and
+/// how many were left out because they did not (they came from a cache).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Headline {
+    /// Rates of the items kept; absent when every item was left out.
+    #[serde(flatten)]
+    pub rates: Option<RateSummary>,
+    /// Items flagged `faster_than_link`, left out of the rates.
+    pub excluded_faster_than_link: usize,
+}
+
+impl Headline {
+    /// The headline of `items`; `None` when there are none.
+    pub fn of<'a>(items: impl IntoIterator<Item = &'a DiskItem>) -> Option<Headline> {
+        let (cache, kept): (Vec<&DiskItem>, Vec<&DiskItem>) = items
+            .into_iter()
+            .partition(|i| i.flags.contains(&Flag::FasterThanLink));
+        (!cache.is_empty() || !kept.is_empty()).then(|| Headline {
+            rates: RateSummary::of(kept),
+            excluded_faster_than_link: cache.len(),
+        })
+    }
+}
+
 /// SPEC.md's disk summary: `write`, `read` (the first read mode), `read_<mode>` for
-/// each mode, and `by_size`.
+/// each mode, and `by_size`. Figures faster than the link are never a headline speed.
 pub fn summarize(items: &[DiskItem], read_modes: &[ReadMode]) -> Value {
-    let writes = RateSummary::of(items.iter().filter(|i| i.op == Op::Write));
+    let writes = Headline::of(items.iter().filter(|i| i.op == Op::Write));
     let mut summary = json!({ "write": writes });
     let reads_in =
-        |mode: &str| RateSummary::of(items.iter().filter(|i| i.op == Op::Read && i.mode == mode));
+        |mode: &str| Headline::of(items.iter().filter(|i| i.op == Op::Read && i.mode == mode));
     if let Some(first) = read_modes.first() {
         summary["read"] = json!(reads_in(first.as_str()));
     }
@@ -231,13 +255,7 @@ pub fn verdicts(workload: usize, record: &WorkloadRecord, items: &[DiskItem]) ->
         ));
     }
 
-    let kept = record.params.get("keep").and_then(Value::as_bool) == Some(true);
-    let wrote = record.params.get("phase").and_then(Value::as_str) != Some("read");
-    if let (true, true, Some(folder)) = (
-        kept,
-        wrote,
-        record.context.get("work_folder").and_then(Value::as_str),
-    ) {
+    if let Some(folder) = record.context.get("kept_folder").and_then(Value::as_str) {
         out.push(verdict(
             "files_kept",
             Severity::Info,
@@ -405,6 +423,27 @@ mod tests {
         assert_eq!(summary["write"]["n"], 3);
         assert_eq!(summary["read"]["n"], 1);
         assert_eq!(summary["read_direct"]["n"], 1);
+        assert_eq!(summary["write"]["excluded_faster_than_link"], 0);
+    }
+
+    #[test]
+    fn figures_faster_than_the_link_are_not_headline_speeds() {
+        let items: Vec<DiskItem> = [1e8, 2e8, 9e9]
+            .into_iter()
+            .map(|rate| {
+                flagged(
+                    item(Op::Read, "direct", 1 << 20, rate, Some(0.0)),
+                    Some(6e8),
+                )
+            })
+            .collect();
+        let summary = summarize(&items, &[ReadMode::Direct]);
+        assert_eq!(summary["read"]["n"], 2);
+        assert_eq!(summary["read"]["max_bytes_per_sec"], 2e8);
+        assert_eq!(summary["read"]["excluded_faster_than_link"], 1);
+        let all_cache = summarize(&items[2..], &[ReadMode::Direct]);
+        assert_eq!(all_cache["read"]["excluded_faster_than_link"], 1);
+        assert!(all_cache["read"].get("median_bytes_per_sec").is_none());
     }
 
     #[test]

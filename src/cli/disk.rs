@@ -91,6 +91,9 @@ impl DiskArgs {
     pub fn plan(&self, target: PathBuf, seed: u64) -> Result<DiskPlan, UsageError> {
         let sizes_bytes = match self.random {
             Some(0) => return Err(UsageError("--random must be at least 1".into())),
+            Some(_) if self.min == 0 => {
+                return Err(UsageError("--min must be at least 1 byte".into()));
+            }
             Some(count) if self.min > self.max => {
                 return Err(UsageError(format!(
                     "--min {} is above --max {} for --random {count}",

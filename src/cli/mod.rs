@@ -76,7 +76,10 @@ impl MeasureArgs {
         if self.no_store {
             return Ok(None);
         }
-        let path = self.db.clone().unwrap_or_else(Store::default_path);
+        let path = match self.db.clone() {
+            Some(path) => path,
+            None => Store::default_path()?,
+        };
         Ok(Some(Store::open(&path)?))
     }
 }
@@ -105,18 +108,19 @@ fn measure(
         store: output.store()?,
         show_progress: !output.quiet,
     };
-    let doc = run::execute(spec, workloads)?;
+    let finished = run::execute(spec, workloads)?;
+    // An incomplete run is shown too: what it measured before it stopped is real.
     let format = if output.json {
         Format::Json
     } else {
         Format::Table
     };
-    report::emit(&report::render(&doc, format)?, None)?;
-    Ok(if doc.has_error_verdict() {
-        Exit::CheckFailed
-    } else {
-        Exit::Success
-    })
+    report::emit(&report::render(&finished.doc, format)?, None)?;
+    match finished.error {
+        Some(error) => Err(error),
+        None if finished.doc.has_error_verdict() => Ok(Exit::CheckFailed),
+        None => Ok(Exit::Success),
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use super::MeasureArgs;
 use super::disk::DEFAULT_SIZES;
 use super::values::parse_size_list;
 use crate::exit::{Exit, UsageError};
+use crate::workload::Error;
 use crate::workload::disk::{DiskPlan, DiskWorkload, EngineKind, Phase, ReadMode, SyncMode};
 
 /// The quick profile's storage series: up to 256 MiB, three passes.
@@ -32,8 +33,10 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
         (DEFAULT_SIZES, 1)
     };
     let plan = DiskPlan {
-        target: std::env::current_dir()
-            .map_err(|e| UsageError(format!("cannot read the current folder: {e}")))?,
+        target: std::env::current_dir().map_err(|e| Error::Target {
+            path: ".".into(),
+            reason: e.to_string(),
+        })?,
         sizes_bytes: parse_size_list(sizes).expect("built-in sizes parse").0,
         repeat,
         read_modes: vec![ReadMode::Direct],

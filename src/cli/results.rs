@@ -62,7 +62,10 @@ pub enum ExportFormat {
 
 /// Runs `ratelab results`.
 pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
-    let path = args.db.clone().unwrap_or_else(Store::default_path);
+    let path = match args.db.clone() {
+        Some(path) => path,
+        None => Store::default_path()?,
+    };
     if !path.exists() {
         return Err(crate::exit::UsageError(format!(
             "no results database at {} (runs are stored there by default; use --db PATH for another)",

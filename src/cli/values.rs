@@ -66,13 +66,20 @@ pub fn parse_size_list(text: &str) -> Result<SizeList, String> {
 
 /// Parses a data rate in bytes or bits per second: `600MB/s`, `550M`, `10Gbit/s`.
 pub fn parse_rate(text: &str) -> Result<f64, String> {
-    let body = text.trim().trim_end_matches("/s").trim_end_matches("ps");
-    let bits = body.to_ascii_lowercase().ends_with("bit");
-    let bytes = if bits {
-        let number = &body[..body.len() - 3];
-        parse_size(&format!("{number}B")).map(|b| b as f64 / 8.0)
-    } else {
-        parse_size(body).map(|b| b as f64)
+    let trimmed = text.trim();
+    let body = trimmed
+        .strip_suffix("/s")
+        .or_else(|| trimmed.strip_suffix("ps"))
+        .unwrap_or(trimmed);
+    // As the field writes them: bits with a lowercase b or "bit" (Gb, Gbit, Gbps),
+    // bytes with a capital B or a bare size (GB, GiB, G).
+    let bits = body
+        .strip_suffix("bit")
+        .or_else(|| body.strip_suffix("Bit"))
+        .or_else(|| body.strip_suffix('b'));
+    let bytes = match bits {
+        Some(number) => parse_size(&format!("{number}B")).map(|b| b as f64 / 8.0),
+        None => parse_size(body).map(|b| b as f64),
     }
     .map_err(|e| format!("invalid rate \"{text}\" (such as 600MB/s or 10Gbit/s): {e}"))?;
     if bytes <= 0.0 {
@@ -120,6 +127,10 @@ mod tests {
     fn rates() {
         assert_eq!(parse_rate("600MB/s"), Ok(600e6));
         assert_eq!(parse_rate("10Gbit/s"), Ok(1.25e9));
+        assert_eq!(parse_rate("10Gbps"), Ok(1.25e9));
+        assert_eq!(parse_rate("600Mb/s"), Ok(75e6));
+        assert_eq!(parse_rate("600MBps"), Ok(600e6));
+        assert_eq!(parse_rate("1.5GB/s"), Ok(1.5e9));
         assert_eq!(parse_rate("200M"), Ok(209_715_200.0));
         assert!(parse_rate("fast").unwrap_err().contains("\"fast\""));
     }

@@ -246,7 +246,7 @@ fn a_loop_cycle_stops() {
 }
 
 #[test]
-fn device_mapper_follows_its_slowest_slave() {
+fn device_mapper_over_several_members_is_bounded_by_their_sum() {
     let mut fake = FakeSystem::new();
     nvme_gen3_x4(&fake);
     sata_disk(&fake, "6.0 Gbps\n");
@@ -263,21 +263,40 @@ fn device_mapper_follows_its_slowest_slave() {
     );
     let point = fake.mount("mnt/lvm", "253:0", "ext4", "/dev/mapper/vg-data");
     let chain = fake.probe(&point);
+    // A striped volume can read from both links at once: the sum is the honest bound.
     assert_eq!(
         kinds(&chain),
-        [
-            StepKind::Filesystem,
-            StepKind::DeviceMapper,
-            StepKind::Partition,
-            StepKind::Sata
-        ]
+        [StepKind::Filesystem, StepKind::DeviceMapper]
     );
     assert_eq!(
         chain.steps[1].detail,
-        "LVM volume vg-data over nvme0n1 (3.94 GB/s), sda1 (600 MB/s); \
-         the chain below follows sda1, the lowest known limit"
+        "LVM volume vg-data over nvme0n1 (3.94 GB/s), sda1 (600 MB/s): at most their sum, 4.54 GB/s"
     );
-    assert_rate(&chain, 600e6);
+    assert_rate(&chain, 8e9 * 4.0 * 128.0 / 130.0 / 8.0 + 600e6);
+}
+
+#[test]
+fn a_stack_with_a_member_of_unknown_limit_has_no_limit() {
+    let mut fake = FakeSystem::new();
+    sata_disk(&fake, "6.0 Gbps\n");
+    fake.block_device("254:0", "pci0000:00/0000:00:02.0/virtio1/block/vda");
+    fake.block_device("9:0", "virtual/block/md0");
+    fake.link(
+        "sys/devices/virtual/block/md0/slaves/sda1",
+        "../../../../pci0000:00/0000:00:17.0/ata3/host2/target2:0:0/2:0:0:0/block/sda/sda1",
+    );
+    fake.link(
+        "sys/devices/virtual/block/md0/slaves/vda",
+        "../../../../pci0000:00/0000:00:02.0/virtio1/block/vda",
+    );
+    let point = fake.mount("mnt/md", "9:0", "ext4", "/dev/md0");
+    let chain = fake.probe(&point);
+    assert_eq!(chain.max_bytes_per_sec, None, "{chain:#?}");
+    assert!(
+        chain.steps[1].detail.ends_with("limit unknown"),
+        "{}",
+        chain.steps[1].detail
+    );
 }
 
 #[test]

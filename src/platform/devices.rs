@@ -97,8 +97,10 @@ fn loop_steps(prober: &Prober, dir: &Path, node: String, trail: &[DeviceNumber])
     steps
 }
 
-/// A device built on others (device-mapper, md, bcache), then the chain of the
-/// one below it with the lowest known limit.
+/// A device built on others (device-mapper, md, bcache). Over one member, the chain
+/// goes on down that member. Over several, striping can use every member's link at
+/// once, so the only limit that holds for every layout is the sum of the members'
+/// limits (unknown if any member's is); the members are named in the detail.
 fn stacked_steps(
     prober: &Prober,
     dir: &Path,
@@ -112,32 +114,38 @@ fn stacked_steps(
         .iter()
         .map(|slave| (dir_name(slave), walk(prober, slave, trail)))
         .collect();
+    if below.len() == 1 {
+        let (slave, member_steps) = below.swap_remove(0);
+        let mut steps = vec![ChainStep::without_limit(
+            kind,
+            node,
+            format!("{what} over {slave}"),
+        )];
+        steps.extend(member_steps);
+        return steps;
+    }
     let lowest = |steps: &[ChainStep]| limiting_step(steps).and_then(|step| step.max_bytes_per_sec);
-    let chosen = below
+    let limits: Vec<Option<f64>> = below.iter().map(|(_, steps)| lowest(steps)).collect();
+    let listed: Vec<String> = below
         .iter()
-        .enumerate()
-        .filter_map(|(index, (_, steps))| lowest(steps).map(|rate| (index, rate)))
-        .min_by(|a, b| a.1.total_cmp(&b.1))
-        .map_or(0, |(index, _)| index);
-    let detail = if below.len() == 1 {
-        format!("{what} over {}", below[0].0)
-    } else {
-        let listed: Vec<String> = below
-            .iter()
-            .map(|(slave, steps)| match lowest(steps) {
-                Some(rate) => format!("{slave} ({})", rate_words(rate)),
-                None => format!("{slave} (limit unknown)"),
-            })
-            .collect();
-        format!(
-            "{what} over {}; the chain below follows {}, the lowest known limit",
+        .zip(&limits)
+        .map(|((slave, _), limit)| match limit {
+            Some(rate) => format!("{slave} ({})", rate_words(*rate)),
+            None => format!("{slave} (limit unknown)"),
+        })
+        .collect();
+    let total: Option<f64> = limits.iter().copied().sum();
+    let detail = match total {
+        Some(total) => format!(
+            "{what} over {}: at most their sum, {}",
             listed.join(", "),
-            below[chosen].0
-        )
+            rate_words(total)
+        ),
+        None => format!("{what} over {}: limit unknown", listed.join(", ")),
     };
-    let mut steps = vec![ChainStep::without_limit(kind, node, detail)];
-    steps.extend(below.swap_remove(chosen).1);
-    steps
+    let mut step = ChainStep::without_limit(kind, node, detail);
+    step.max_bytes_per_sec = total;
+    vec![step]
 }
 
 /// What a stacked device is, as a step kind and in words.

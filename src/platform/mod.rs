@@ -21,7 +21,7 @@ pub use machine::{Machine, probe_machine};
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A path could not be inspected.
-    #[error("cannot inspect {path}: {source}")]
+    #[error("cannot inspect {path}")]
     Inspect {
         /// The path that could not be inspected.
         path: PathBuf,

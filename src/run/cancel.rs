@@ -1,5 +1,6 @@
 //! The stop flag handed to every worker: set by SIGINT or SIGTERM, or by the runner
-//! when one workload fails. A second Ctrl-C ends the process at once.
+//! when the run cannot go on (the results database failed). A second signal ends the
+//! process at once; a stop the runner asked for does not count as the first signal.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,7 +10,8 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 /// A shared stop flag.
 #[derive(Debug, Clone, Default)]
 pub struct Cancel {
-    flag: Arc<AtomicBool>,
+    signalled: Arc<AtomicBool>,
+    stopped: Arc<AtomicBool>,
 }
 
 impl Cancel {
@@ -27,20 +29,25 @@ impl Cancel {
             signal_hook::flag::register_conditional_shutdown(
                 signal,
                 130,
-                Arc::clone(&cancel.flag),
+                Arc::clone(&cancel.signalled),
             )?;
-            signal_hook::flag::register(signal, Arc::clone(&cancel.flag))?;
+            signal_hook::flag::register(signal, Arc::clone(&cancel.signalled))?;
         }
         Ok(cancel)
     }
 
-    /// Asks every holder to stop.
-    pub fn set(&self) {
-        self.flag.store(true, Ordering::SeqCst);
+    /// Asks every holder to stop, for a reason other than a signal.
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
     }
 
-    /// Whether a stop was asked for.
+    /// Whether a stop was asked for, by a signal or by the program.
     pub fn is_set(&self) -> bool {
-        self.flag.load(Ordering::Relaxed)
+        self.signalled.load(Ordering::Relaxed) || self.stopped.load(Ordering::Relaxed)
+    }
+
+    /// Whether SIGINT or SIGTERM arrived.
+    pub fn interrupted(&self) -> bool {
+        self.signalled.load(Ordering::Relaxed)
     }
 }

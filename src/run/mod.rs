@@ -6,4 +6,4 @@ mod progress;
 mod runner;
 
 pub use cancel::Cancel;
-pub use runner::{RunSpec, execute};
+pub use runner::{Finished, RunSpec, execute};

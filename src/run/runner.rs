@@ -30,17 +30,26 @@ pub struct RunSpec {
     pub show_progress: bool,
 }
 
-/// Runs `workloads` one after another and returns the finished run document. An
-/// error or interrupt after the run started leaves it stored as incomplete.
+/// A run that started: its document, and the error or interrupt that stopped it early.
+pub struct Finished {
+    /// The run as stored (complete, or incomplete with the reason).
+    pub doc: RunDocument,
+    /// Why it stopped early; `None` when it completed.
+    pub error: Option<anyhow::Error>,
+}
+
+/// Runs `workloads` one after another. Errors before anything is created come back as
+/// `Err`; once the run has started it always comes back as [`Finished`], stored, with
+/// what stopped it.
 pub fn execute(
     mut spec: RunSpec,
     mut workloads: Vec<Box<dyn Workload>>,
-) -> anyhow::Result<RunDocument> {
+) -> anyhow::Result<Finished> {
     let cancel = Cancel::on_signals().context("cannot install signal handlers")?;
     for workload in &mut workloads {
         workload.prepare()?;
     }
-    if cancel.is_set() {
+    if cancel.interrupted() {
         return Err(Interrupted.into());
     }
     let mut doc = RunDocument {
@@ -88,17 +97,19 @@ pub fn execute(
     }
     display.finish();
 
-    let mut cleanup_error = None;
     for (index, workload) in workloads.iter_mut().enumerate() {
         if let Err(e) = workload.cleanup() {
-            cleanup_error.get_or_insert(e);
+            // The first error stays the run's reason; a later cleanup failure is still said.
+            match outcome {
+                Ok(()) => outcome = Err(e.into()),
+                Err(_) => eprintln!("ratelab: warning: {:#}", anyhow::Error::new(e)),
+            }
         }
         doc.workloads[index].context = workload.context();
     }
-    if outcome.is_ok()
-        && let Some(e) = cleanup_error
-    {
-        outcome = Err(e.into());
+    // A signal that came during the last sync or the cleanup still ends the run.
+    if outcome.is_ok() && cancel.interrupted() {
+        outcome = Err(Interrupted.into());
     }
 
     for (index, record) in doc.workloads.iter_mut().enumerate() {
@@ -121,16 +132,24 @@ pub fn execute(
             );
         }
     }
-    if let Some(store) = spec.store.as_mut() {
-        store.finish_run(&doc)?;
-    }
-    match outcome {
-        Ok(()) => Ok(doc),
-        Err(e) => Err(match doc.run_id {
-            Some(id) => e.context(format!("run {id} stored as incomplete")),
-            None => e,
-        }),
-    }
+    let stored = match spec.store.as_mut() {
+        Some(store) => store.finish_run(&doc),
+        None => Ok(()),
+    };
+    let error = match (outcome, stored) {
+        (Ok(()), Ok(())) => None,
+        (Ok(()), Err(e)) => Some(e.into()),
+        (Err(e), stored) => {
+            if let Err(store_error) = stored {
+                eprintln!("ratelab: warning: {:#}", anyhow::Error::new(store_error));
+            }
+            Some(match doc.run_id {
+                Some(id) => e.context(format!("run {id} stored as incomplete")),
+                None => e,
+            })
+        }
+    };
+    Ok(Finished { doc, error })
 }
 
 /// The record of a workload before it runs.
@@ -190,7 +209,7 @@ fn drive(
                 Ok(Event::StageDone { .. }) => {
                     if let Err(e) = flush(&mut pending, &mut store) {
                         // Stop measuring what can no longer be stored.
-                        cancel.set();
+                        cancel.stop();
                         store_error.get_or_insert(e);
                     }
                 }
@@ -200,13 +219,24 @@ fn drive(
             }
             display.update(moved_before + progress.bytes(), &status);
         }
-        worker.join().expect("a workload thread panicked")
+        worker.join().unwrap_or_else(|panic| {
+            // A bug, not the user's doing; the run still ends with cleanup and storage.
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(workload::Error::Unsupported(format!(
+                "internal error, please report it: {what}"
+            )))
+        })
     });
-    // Whatever was measured before an error or interrupt is kept.
+    // Whatever was measured before an error or interrupt is kept. The workload's own
+    // error comes first; a store error is the outcome only when the workload succeeded.
     let flushed = flush(&mut pending, &mut store);
     if let Some(e) = store_error {
         return Err(e);
     }
-    flushed?;
-    Ok(result?)
+    result?;
+    flushed
 }

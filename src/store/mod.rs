@@ -16,7 +16,7 @@ use crate::exit::Exit;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The database file could not be opened or created.
-    #[error("cannot open the results database {path}: {source}")]
+    #[error("cannot open the results database {path}")]
     Open {
         /// The path at fault.
         path: PathBuf,
@@ -25,7 +25,7 @@ pub enum Error {
         source: rusqlite::Error,
     },
     /// Its folder could not be created.
-    #[error("cannot create the folder of the results database {path}: {source}")]
+    #[error("cannot create the folder of the results database {path}")]
     Folder {
         /// The path at fault.
         path: PathBuf,
@@ -34,7 +34,7 @@ pub enum Error {
         source: std::io::Error,
     },
     /// The schema could not be brought up to date.
-    #[error("cannot upgrade the results database {path}: {source}")]
+    #[error("cannot upgrade the results database {path}")]
     Migrate {
         /// The path at fault.
         path: PathBuf,
@@ -43,7 +43,7 @@ pub enum Error {
         source: rusqlite_migration::Error,
     },
     /// A query failed.
-    #[error("results database {path}: {source}")]
+    #[error("results database {path}")]
     Sql {
         /// The path at fault.
         path: PathBuf,
@@ -51,6 +51,11 @@ pub enum Error {
         #[source]
         source: rusqlite::Error,
     },
+    /// Neither $XDG_DATA_HOME nor $HOME says where results go.
+    #[error(
+        "cannot tell where to keep results: $XDG_DATA_HOME and $HOME are unset (use --db PATH)"
+    )]
+    NoDataFolder,
     /// No run has that id.
     #[error("no run {0} in the results database (see `ratelab results list`)")]
     NotFound(i64),
@@ -70,7 +75,7 @@ impl Error {
     /// The exit code this error ends the process with.
     pub fn exit(&self) -> Exit {
         match self {
-            Error::NotFound(_) => Exit::Usage,
+            Error::NotFound(_) | Error::NoDataFolder => Exit::Usage,
             _ => Exit::Environment,
         }
     }
@@ -101,11 +106,10 @@ pub struct Store {
 
 impl Store {
     /// Where results go without `--db`: `$XDG_DATA_HOME/ratelab/results.db`.
-    pub fn default_path() -> PathBuf {
+    pub fn default_path() -> Result<PathBuf, Error> {
         dirs::data_dir()
-            .unwrap_or_else(|| PathBuf::from(".local/share"))
-            .join("ratelab")
-            .join("results.db")
+            .map(|dir| dir.join("ratelab").join("results.db"))
+            .ok_or(Error::NoDataFolder)
     }
 
     /// Opens (creating if needed) and migrates the database at `path`.

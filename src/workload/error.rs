@@ -30,7 +30,7 @@ pub enum Error {
         available: String,
     },
     /// An I/O call failed mid-run.
-    #[error("cannot {op} {path}: {source}")]
+    #[error("cannot {op} {path}")]
     Io {
         /// What was being done.
         op: &'static str,

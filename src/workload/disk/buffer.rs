@@ -24,7 +24,7 @@ unsafe impl Send for AlignedBuf {}
 impl AlignedBuf {
     /// A zeroed buffer of `len` bytes (rounded up to whole pages), aligned to a huge
     /// page and advised to use huge pages.
-    pub fn new(len: usize) -> AlignedBuf {
+    pub fn new(len: usize) -> std::io::Result<AlignedBuf> {
         let len = len.max(1).next_multiple_of(rustix::param::page_size());
         let mapped = len.next_multiple_of(HUGE_PAGE) + HUGE_PAGE;
         // SAFETY: an anonymous private mapping; nothing else refers to it.
@@ -39,10 +39,7 @@ impl AlignedBuf {
             )
         };
         if raw == libc::MAP_FAILED {
-            panic!(
-                "cannot map {mapped} bytes for I/O buffers: {}",
-                std::io::Error::last_os_error()
-            );
+            return Err(std::io::Error::last_os_error());
         }
         // Trim the mapping to a huge-page-aligned window of `used` bytes.
         let start = (raw as usize).next_multiple_of(HUGE_PAGE);
@@ -60,11 +57,11 @@ impl AlignedBuf {
             // Advice only: without THP the buffer still works, split I/O and all.
             libc::madvise(start as *mut libc::c_void, used, libc::MADV_HUGEPAGE);
         }
-        AlignedBuf {
+        Ok(AlignedBuf {
             ptr: NonNull::new(start as *mut u8).expect("mmap returned a non-null address"),
             len,
             mapped: used,
-        }
+        })
     }
 
     /// Its length in bytes.
@@ -98,7 +95,7 @@ mod tests {
 
     #[test]
     fn aligned_and_rounded() {
-        let buf = AlignedBuf::new(5000);
+        let buf = AlignedBuf::new(5000).unwrap();
         assert_eq!(buf.len(), 8192);
         assert_eq!(buf.as_slice().as_ptr() as usize % HUGE_PAGE, 0);
         assert!(buf.as_slice().iter().all(|&b| b == 0));
@@ -106,7 +103,7 @@ mod tests {
 
     #[test]
     fn large_buffers_are_whole_and_writable() {
-        let mut buf = AlignedBuf::new(3 << 20);
+        let mut buf = AlignedBuf::new(3 << 20).unwrap();
         buf.as_mut_slice().fill(7);
         assert_eq!(buf.as_slice().len(), 3 << 20);
         assert!(buf.as_slice().iter().all(|&b| b == 7));

@@ -87,18 +87,42 @@ fn mincore_pages(file: &File, path: &Path, size: u64) -> Result<u64, Error> {
     Ok(vec.iter().filter(|&&b| b & 1 == 1).count() as u64)
 }
 
+/// How hard to evict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Eviction {
+    /// posix_fadvise(DONTNEED) after a sync: enough to prove a direct read uncached.
+    Advise,
+    /// Also, as root, drop_caches(1) when pages remain: a buffered read must find none.
+    /// It drops every clean page of the machine, so it is kept for `flushed` reads.
+    Force,
+}
+
 /// Evicts the file from the page cache: write back dirty pages, drop them with
-/// posix_fadvise(DONTNEED), and, as root, drop clean caches if pages remain.
-pub fn evict(file: &File, path: &Path, size: u64) -> Result<(), Error> {
+/// posix_fadvise(DONTNEED), and with [`Eviction::Force`] as root, drop clean caches if
+/// pages remain. Files on tmpfs or ramfs are their pages and cannot be evicted.
+pub fn evict(file: &File, path: &Path, size: u64, how: Eviction) -> Result<(), Error> {
     rustix::fs::fdatasync(file).map_err(|e| Error::io("sync", path, e))?;
     rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed)
         .map_err(|e| Error::io("evict from the page cache", path, e))?;
-    let fraction = resident_fraction(file, path, size)?;
-    if fraction > 0.0 && rustix::process::geteuid().is_root() {
-        // Pages still mapped or pinned elsewhere; drop_caches(1) frees clean page cache.
+    if how == Eviction::Force
+        && rustix::process::geteuid().is_root()
+        && !in_memory(file)
+        && resident_fraction(file, path, size)? > 0.0
+    {
         let _ = std::fs::write("/proc/sys/vm/drop_caches", "1");
     }
     Ok(())
+}
+
+/// Whether the file lives on a filesystem whose pages are the file (tmpfs, ramfs).
+// f_type and the magic numbers are i64 here but narrower on 32-bit targets.
+#[allow(clippy::unnecessary_cast)]
+fn in_memory(file: &File) -> bool {
+    const RAMFS_MAGIC: i64 = 0x8584_58f6;
+    rustix::fs::fstatfs(file).is_ok_and(|s| {
+        let kind = s.f_type as i64;
+        kind == libc::TMPFS_MAGIC as i64 || kind == RAMFS_MAGIC
+    })
 }
 
 /// Reads the file through the page cache without timing, so it is resident.
@@ -132,7 +156,7 @@ mod tests {
         warm(&file, &path, 1 << 20).unwrap();
         let warm_fraction = resident_fraction(&file, &path, 1 << 20).unwrap();
         assert!(warm_fraction > 0.99, "resident {warm_fraction}");
-        evict(&file, &path, 1 << 20).unwrap();
+        evict(&file, &path, 1 << 20, Eviction::Force).unwrap();
         let cold = resident_fraction(&file, &path, 1 << 20).unwrap();
         // tmpfs cannot evict: its pages are the file.
         if !is_tmpfs(dir.path()) {

@@ -37,24 +37,24 @@ struct Slot {
 
 impl Pattern {
     /// Makes every slot's random pool; call before timing starts.
-    pub fn new(slots: usize, block_size: usize, seed: u64) -> Pattern {
+    pub fn new(slots: usize, block_size: usize, seed: u64) -> std::io::Result<Pattern> {
         let pool_bytes = block_size.max(MIN_POOL).next_multiple_of(block_size);
         let slots = (0..slots.max(1))
             .map(|index| {
-                let mut pool = AlignedBuf::new(pool_bytes);
+                let mut pool = AlignedBuf::new(pool_bytes)?;
                 fill_random(pool.as_mut_slice(), seed ^ mix(index as u64 + 1));
-                Slot {
+                Ok(Slot {
                     pool,
                     next_window: 0,
-                }
+                })
             })
-            .collect();
-        Pattern {
+            .collect::<std::io::Result<_>>()?;
+        Ok(Pattern {
             slots,
             block_size,
             seed,
             blocks: 0,
-        }
+        })
     }
 
     /// The data of the next block written through slot `slot`: `len` bytes (at most
@@ -106,7 +106,7 @@ mod tests {
 
     /// What one slot writes for `blocks` blocks of `block_size` bytes, in order.
     fn written(block_size: usize, blocks: usize, slots: usize) -> Vec<u8> {
-        let mut pattern = Pattern::new(slots, block_size, 42);
+        let mut pattern = Pattern::new(slots, block_size, 42).unwrap();
         let mut out = Vec::with_capacity(block_size * blocks);
         for index in 0..blocks {
             out.extend_from_slice(pattern.block(index % slots, block_size));
@@ -146,7 +146,7 @@ mod tests {
 
     #[test]
     fn tails_are_exact() {
-        let mut pattern = Pattern::new(2, 8192, 3);
+        let mut pattern = Pattern::new(2, 8192, 3).unwrap();
         assert_eq!(pattern.block(1, 100).len(), 100);
         assert_eq!(pattern.block(1, 8192).len(), 8192);
         assert_eq!(pattern.block(0, 1).len(), 1);

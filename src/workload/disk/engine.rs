@@ -58,10 +58,10 @@ pub trait Engine: Send {
 /// The engine a plan asks for, with its write data made (outside any timing).
 pub fn make(plan: &DiskPlan) -> Result<Box<dyn Engine>, Error> {
     Ok(match plan.engine {
-        EngineKind::Sync => Box::new(super::sync::SyncEngine::new(
-            plan.block_size_bytes,
-            plan.seed,
-        )),
+        EngineKind::Sync => Box::new(
+            super::sync::SyncEngine::new(plan.block_size_bytes, plan.seed)
+                .map_err(buffers_error)?,
+        ),
         EngineKind::Uring => Box::new(super::uring::UringEngine::new(
             plan.block_size_bytes,
             plan.queue_depth,
@@ -69,6 +69,13 @@ pub fn make(plan: &DiskPlan) -> Result<Box<dyn Engine>, Error> {
         )?),
         EngineKind::Null => Box::new(super::null::NullEngine),
     })
+}
+
+/// The error for I/O buffers the system would not give.
+pub fn buffers_error(e: std::io::Error) -> Error {
+    Error::Unsupported(format!(
+        "cannot allocate the I/O buffers (--block-size times --queue-depth, and a pool per slot): {e}"
+    ))
 }
 
 /// One I/O call of a file: `len` bytes at `offset`, on the tail handle or not.
@@ -86,43 +93,38 @@ pub struct Chunk {
 
 /// The write calls for a file: blocks of `block` bytes; with O_DIRECT the part past
 /// the last aligned boundary goes through the buffered handle, so sizes stay exact.
-pub fn write_chunks(size: u64, block: usize, direct: bool) -> Vec<Chunk> {
+/// Made lazily: a large file in small blocks would otherwise need gigabytes of list.
+pub fn write_chunks(size: u64, block: usize, direct: bool) -> impl Iterator<Item = Chunk> {
     let aligned_end = if direct {
         size - size % DIRECT_ALIGN as u64
     } else {
         size
     };
-    let mut chunks = blocks(0, aligned_end, block, false);
-    if aligned_end < size {
-        chunks.extend(blocks(aligned_end, size, block, true));
-    }
-    chunks
+    blocks(0, aligned_end, block, false).chain(blocks(aligned_end, size, block, true))
 }
 
 /// The read calls for a file. With O_DIRECT the last request is rounded up to the
 /// alignment and returns short at the end of the file, which reads the tail exactly.
-pub fn read_chunks(size: u64, block: usize, direct: bool) -> Vec<Chunk> {
-    let mut chunks = blocks(0, size, block, false);
-    if direct && let Some(last) = chunks.last_mut() {
-        last.len = last.len.next_multiple_of(DIRECT_ALIGN);
-    }
-    chunks
+pub fn read_chunks(size: u64, block: usize, direct: bool) -> impl Iterator<Item = Chunk> {
+    blocks(0, size, block, false).map(move |mut chunk| {
+        if direct && chunk.offset + chunk.len as u64 == size {
+            chunk.len = chunk.len.next_multiple_of(DIRECT_ALIGN);
+        }
+        chunk
+    })
 }
 
-fn blocks(start: u64, end: u64, block: usize, tail: bool) -> Vec<Chunk> {
-    let mut chunks = Vec::with_capacity(((end - start) / block as u64 + 1) as usize);
-    let mut offset = start;
-    while offset < end {
+/// Blocks of at most `block` bytes covering `start..end`.
+fn blocks(start: u64, end: u64, block: usize, tail: bool) -> impl Iterator<Item = Chunk> {
+    (start..end).step_by(block).map(move |offset| {
         let len = (end - offset).min(block as u64) as usize;
-        chunks.push(Chunk {
+        Chunk {
             offset,
             len,
             expect: len,
             tail,
-        });
-        offset += len as u64;
-    }
-    chunks
+        }
+    })
 }
 
 /// The error for a file that ends before the bytes expected of it.
@@ -154,7 +156,7 @@ mod tests {
 
     #[test]
     fn direct_write_tail_goes_buffered() {
-        let chunks = write_chunks(10 * 1024, 8192, true);
+        let chunks: Vec<Chunk> = write_chunks(10 * 1024, 8192, true).collect();
         assert_eq!(
             chunks,
             vec![
@@ -176,7 +178,7 @@ mod tests {
 
     #[test]
     fn direct_read_rounds_the_last_request_up() {
-        let chunks = read_chunks(10 * 1024, 8192, true);
+        let chunks: Vec<Chunk> = read_chunks(10 * 1024, 8192, true).collect();
         assert_eq!(
             chunks[1],
             Chunk {
@@ -192,7 +194,9 @@ mod tests {
         #[test]
         fn chunks_cover_the_file_exactly(size in 1u64..50_000_000, block_pages in 1usize..512, direct: bool) {
             let block = block_pages * DIRECT_ALIGN;
-            for chunks in [write_chunks(size, block, direct), read_chunks(size, block, direct)] {
+            let writes: Vec<Chunk> = write_chunks(size, block, direct).collect();
+            let reads: Vec<Chunk> = read_chunks(size, block, direct).collect();
+            for chunks in [writes, reads] {
                 let mut next = 0;
                 for chunk in &chunks {
                     prop_assert_eq!(chunk.offset, next);

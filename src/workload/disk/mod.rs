@@ -24,6 +24,7 @@ use crate::document::{Verdict, WorkloadRecord};
 use crate::platform::{self, StorageChain};
 use crate::report::units::format_size;
 use crate::workload::{Context, Error, Kind, Workload};
+use cache::Eviction;
 use engine::{Engine, ReadJob, WriteJob};
 use item::{DiskItem, Op};
 pub use plan::{DiskPlan, EngineKind, Phase, ReadMode, SyncMode};
@@ -172,7 +173,8 @@ fn read_one(
 ) -> Result<DiskItem, Error> {
     let probe = workdir::open_for_read(path, false)?;
     match mode {
-        ReadMode::Direct | ReadMode::Flushed => cache::evict(&probe, path, kept.size_bytes)?,
+        ReadMode::Direct => cache::evict(&probe, path, kept.size_bytes, Eviction::Advise)?,
+        ReadMode::Flushed => cache::evict(&probe, path, kept.size_bytes, Eviction::Force)?,
         ReadMode::Cached => cache::warm(&probe, path, kept.size_bytes)?,
     }
     let fraction = cache::resident_fraction(&probe, path, kept.size_bytes)?;
@@ -224,23 +226,35 @@ impl Workload for DiskWorkload {
             "chain": self.chain,
             "max_bytes_per_sec": limit,
             "limit_source": source,
-            "work_folder": self.workdir.as_ref().map(|w| w.path().display().to_string()),
+            "kept_folder": self
+                .workdir
+                .as_ref()
+                .filter(|w| w.is_kept())
+                .map(|w| w.path().display().to_string()),
         })
     }
 
     fn planned_bytes(&self) -> u64 {
-        let series: u64 = self.plan.sizes_bytes.iter().sum();
-        let per_pass = if self.plan.phase.writes() { series } else { 0 }
-            + if self.plan.phase.reads() {
-                series * self.plan.read_modes.len() as u64
-            } else {
-                0
-            };
-        per_pass * self.passes()
+        // Saturating: this only sizes a progress bar.
+        let series: u64 = self
+            .plan
+            .sizes_bytes
+            .iter()
+            .fold(0, |sum, &size| sum.saturating_add(size));
+        let reads = if self.plan.phase.reads() {
+            self.plan.read_modes.len() as u64
+        } else {
+            0
+        };
+        let copies = u64::from(self.plan.phase.writes()) + reads;
+        series.saturating_mul(copies).saturating_mul(self.passes())
     }
 
     fn prepare(&mut self) -> Result<(), Error> {
         self.target = workdir::check_target(&self.plan.target)?;
+        if self.plan.uses_direct() {
+            workdir::check_direct(&self.target)?;
+        }
         self.chain = platform::probe_path(&self.target).ok();
         if self.plan.phase.writes() {
             let series: u64 = self.plan.sizes_bytes.iter().sum();

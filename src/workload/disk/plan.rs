@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::report::units::format_size;
+
 /// How a file is read back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
@@ -91,6 +93,12 @@ impl Phase {
 /// size in common use, so one value serves every device.
 pub const DIRECT_ALIGN: usize = 4096;
 
+/// Largest bytes per I/O call: well under the kernel's cap on one read or write
+/// (2 GiB less a page), which would otherwise look like a short file.
+pub const MAX_BLOCK: usize = 256 << 20;
+/// Largest memory for I/O buffers (block size times queue depth).
+pub const MAX_BUFFERS: u64 = 4 << 30;
+
 /// Everything a storage series needs, validated.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DiskPlan {
@@ -136,17 +144,31 @@ impl DiskPlan {
         }
         if let Some(zero) = self.sizes_bytes.iter().position(|&s| s == 0) {
             return Err(format!(
-                "size number {} of --sizes is 0: files must have at least one byte",
+                "size number {} of the series is 0: files must have at least one byte",
                 zero + 1
             ));
         }
-        if self.block_size_bytes == 0 {
-            return Err("--block-size must be at least 1 byte".into());
+        let total = self
+            .sizes_bytes
+            .iter()
+            .try_fold(0u64, |sum, &size| sum.checked_add(size));
+        if total
+            .and_then(|t| t.checked_mul(u64::from(self.repeat)))
+            .is_none()
+        {
+            return Err("the series adds up to more than 16 EiB: give smaller --sizes".into());
+        }
+        if self.block_size_bytes == 0 || self.block_size_bytes > MAX_BLOCK {
+            return Err(format!(
+                "--block-size {} is out of range (1 byte to {})",
+                format_size(self.block_size_bytes as u64),
+                format_size(MAX_BLOCK as u64)
+            ));
         }
         if self.uses_direct() && !self.block_size_bytes.is_multiple_of(DIRECT_ALIGN) {
             return Err(format!(
-                "--block-size {} is not a multiple of {DIRECT_ALIGN}, which O_DIRECT needs (--direct or --read direct)",
-                self.block_size_bytes
+                "--block-size {} is not a multiple of 4 KiB, which O_DIRECT needs (--direct or --read direct)",
+                format_size(self.block_size_bytes as u64)
             ));
         }
         if self.repeat == 0 {
@@ -156,6 +178,16 @@ impl DiskPlan {
             return Err(format!(
                 "--queue-depth {} is out of range (1 to 4096)",
                 self.queue_depth
+            ));
+        }
+        let buffers = self.block_size_bytes as u64 * u64::from(self.queue_depth);
+        if buffers > MAX_BUFFERS {
+            return Err(format!(
+                "--block-size {} times --queue-depth {} needs {} of I/O buffers; keep it under {}",
+                format_size(self.block_size_bytes as u64),
+                self.queue_depth,
+                format_size(buffers),
+                format_size(MAX_BUFFERS)
             ));
         }
         if self.phase.reads() && self.read_modes.is_empty() {

@@ -16,12 +16,12 @@ pub struct SyncEngine {
 
 impl SyncEngine {
     /// An engine moving `block_size` bytes per call, writing data seeded with `seed`.
-    pub fn new(block_size: usize, seed: u64) -> SyncEngine {
-        SyncEngine {
+    pub fn new(block_size: usize, seed: u64) -> std::io::Result<SyncEngine> {
+        Ok(SyncEngine {
             block_size,
-            read_buf: AlignedBuf::new(block_size),
-            data: Pattern::new(1, block_size, seed),
-        }
+            read_buf: AlignedBuf::new(block_size)?,
+            data: Pattern::new(1, block_size, seed)?,
+        })
     }
 }
 

@@ -1,6 +1,7 @@
 //! The `uring` engine: io_uring with up to `--queue-depth` requests in flight, as
 //! fio's io_uring engine without registered files or buffers.
 
+use std::mem::ManuallyDrop;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -10,7 +11,8 @@ use io_uring::{IoUring, opcode, squeue, types};
 use super::buffer::AlignedBuf;
 use super::data::Pattern;
 use super::engine::{
-    Chunk, Engine, ReadJob, WriteJob, read_chunks, short_file, sync_file, write_chunks,
+    Chunk, Engine, ReadJob, WriteJob, buffers_error, read_chunks, short_file, sync_file,
+    write_chunks,
 };
 use crate::run::Cancel;
 use crate::workload::{Error, Progress};
@@ -19,8 +21,20 @@ use crate::workload::{Error, Progress};
 pub struct UringEngine {
     ring: Ring,
     block_size: usize,
-    data: Pattern,
-    read_bufs: Vec<AlignedBuf>,
+    data: ManuallyDrop<Pattern>,
+    read_bufs: ManuallyDrop<Vec<AlignedBuf>>,
+}
+
+impl Drop for UringEngine {
+    fn drop(&mut self) {
+        if !self.ring.poisoned {
+            // SAFETY: dropped once, here; no request of this ring is in flight.
+            unsafe {
+                ManuallyDrop::drop(&mut self.data);
+                ManuallyDrop::drop(&mut self.read_bufs);
+            }
+        }
+    }
 }
 
 impl UringEngine {
@@ -34,10 +48,19 @@ impl UringEngine {
         })?;
         let slots = queue_depth as usize;
         Ok(UringEngine {
-            ring: Ring { ring, slots },
+            ring: Ring {
+                ring,
+                slots,
+                poisoned: false,
+            },
             block_size,
-            data: Pattern::new(slots, block_size, seed),
-            read_bufs: (0..slots).map(|_| AlignedBuf::new(block_size)).collect(),
+            data: ManuallyDrop::new(Pattern::new(slots, block_size, seed).map_err(buffers_error)?),
+            read_bufs: ManuallyDrop::new(
+                (0..slots)
+                    .map(|_| AlignedBuf::new(block_size))
+                    .collect::<std::io::Result<_>>()
+                    .map_err(buffers_error)?,
+            ),
         })
     }
 }
@@ -52,7 +75,7 @@ impl Engine for UringEngine {
         };
         let start = Instant::now();
         self.ring
-            .drive(&chunks, &mut writes, job.progress, job.cancel, job.path)?;
+            .drive(chunks, &mut writes, job.progress, job.cancel, job.path)?;
         sync_file(job)?;
         Ok(start.elapsed())
     }
@@ -65,7 +88,7 @@ impl Engine for UringEngine {
         };
         let start = Instant::now();
         self.ring
-            .drive(&chunks, &mut reads, job.progress, job.cancel, job.path)?;
+            .drive(chunks, &mut reads, job.progress, job.cancel, job.path)?;
         Ok(start.elapsed())
     }
 }
@@ -151,6 +174,9 @@ impl Requests for Reads<'_> {
 struct Ring {
     ring: IoUring,
     slots: usize,
+    /// Set when the ring stopped answering with requests in flight: their buffers may
+    /// still be written by the kernel, so they must never be freed.
+    poisoned: bool,
 }
 
 impl Ring {
@@ -159,7 +185,7 @@ impl Ring {
     /// kernel may still be using their buffers.
     fn drive(
         &mut self,
-        chunks: &[Chunk],
+        chunks: impl Iterator<Item = Chunk>,
         requests: &mut dyn Requests,
         progress: &Progress,
         cancel: &Cancel,
@@ -168,24 +194,21 @@ impl Ring {
         let op = requests.op();
         let mut free: Vec<usize> = (0..self.slots).rev().collect();
         let mut slots: Vec<Option<(Chunk, usize)>> = vec![None; self.slots];
-        let mut next = 0;
+        let mut chunks = chunks.peekable();
         let mut in_flight = 0;
+        let mut failed_waits = 0;
         let mut failure: Option<Error> = None;
         let mut completed = Vec::with_capacity(self.slots);
         loop {
-            while failure.is_none() && next < chunks.len() && !free.is_empty() {
+            while failure.is_none() && chunks.peek().is_some() && !free.is_empty() {
                 if cancel.is_set() {
                     failure = Some(Error::Interrupted);
                     break;
                 }
+                let chunk = chunks.next().expect("a chunk was peeked");
                 let slot = free.pop().expect("a free slot");
-                slots[slot] = Some((chunks[next], 0));
-                self.push(
-                    requests
-                        .entry(slot, &chunks[next], 0)
-                        .user_data(slot as u64),
-                );
-                next += 1;
+                slots[slot] = Some((chunk, 0));
+                self.push(requests.entry(slot, &chunk, 0).user_data(slot as u64));
                 in_flight += 1;
             }
             if in_flight == 0 {
@@ -198,7 +221,17 @@ impl Ring {
                         e.raw_os_error(),
                         Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
                     ) => {}
-                Err(e) => return Err(Error::io(op, path, e)),
+                Err(e) => {
+                    // Requests may still be in flight: keep waiting for them, and if the
+                    // ring never answers, never free their buffers (see `poisoned`).
+                    failed_waits += 1;
+                    if failed_waits > 100 {
+                        self.poisoned = true;
+                        return Err(Error::io(op, path, e));
+                    }
+                    failure.get_or_insert(Error::io(op, path, e));
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
             }
             completed.clear();
             completed.extend(

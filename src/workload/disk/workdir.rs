@@ -51,10 +51,16 @@ pub fn check_target(target: &Path) -> Result<PathBuf, Error> {
 /// Refuses a series that does not fit in the target's free space with a margin.
 pub fn check_space(target: &Path, needed_bytes: u64, files: u64) -> Result<(), Error> {
     let vfs = rustix::fs::statvfs(target).map_err(|e| Error::io("inspect", target, e))?;
+    if vfs.f_blocks == 0 {
+        // ramfs and some pseudo filesystems report no size at all: nothing to check.
+        return Ok(());
+    }
     let available = vfs.f_bavail * vfs.f_frsize;
     // Metadata and allocation slack: 2% of the data, 16 MiB at least, 64 KiB per file.
-    let margin = (needed_bytes / 50).max(16 << 20) + files * (64 << 10);
-    if needed_bytes + margin > available {
+    let margin = (needed_bytes / 50)
+        .max(16 << 20)
+        .saturating_add(files.saturating_mul(64 << 10));
+    if needed_bytes.saturating_add(margin) > available {
         return Err(Error::Space {
             path: target.to_path_buf(),
             needed: format_bytes(needed_bytes),
@@ -88,6 +94,7 @@ pub struct WorkDir {
     path: PathBuf,
     created: Vec<PathBuf>,
     owned: bool,
+    kept: bool,
 }
 
 impl WorkDir {
@@ -96,8 +103,11 @@ impl WorkDir {
         let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
             .to_string()
             .replace([':', '-'], "");
+        // Two workloads of one run may share a target: a counter keeps their folders apart.
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+        let serial = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = target.join(format!(
-            "{WORK_PREFIX}{}-{}",
+            "{WORK_PREFIX}{}-{}-{serial}",
             stamp.trim_end_matches('Z'),
             std::process::id()
         ));
@@ -106,6 +116,7 @@ impl WorkDir {
             path,
             created: Vec::new(),
             owned: true,
+            kept: false,
         })
     }
 
@@ -136,6 +147,7 @@ impl WorkDir {
                 path,
                 created: Vec::new(),
                 owned: false,
+                kept: false,
             },
             files,
         ))
@@ -154,11 +166,18 @@ impl WorkDir {
         if direct {
             options.custom_flags(libc::O_DIRECT);
         }
-        let file = options
-            .open(&path)
-            .map_err(|e| direct_error(e, "create", &path, direct))?;
+        // The kernel can create the file and then refuse O_DIRECT: remember it first.
         self.created.push(path.clone());
-        Ok((path, file))
+        match options.open(&path) {
+            Ok(file) => Ok((path, file)),
+            Err(e) => {
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    // Not ours: never remove it.
+                    self.created.pop();
+                }
+                Err(direct_error(e, "create", &path, direct))
+            }
+        }
     }
 
     /// Removes one file this folder created.
@@ -201,6 +220,28 @@ impl WorkDir {
     pub fn keep(&mut self) {
         self.created.clear();
         self.owned = false;
+        self.kept = true;
+    }
+
+    /// Whether [`WorkDir::keep`] left the files for later.
+    pub fn is_kept(&self) -> bool {
+        self.kept
+    }
+}
+
+/// Refuses a target whose filesystem does not take O_DIRECT, before anything is
+/// created there. Probes with an unnamed O_TMPFILE, which leaves nothing behind;
+/// filesystems without O_TMPFILE are left to the first real open.
+pub fn check_direct(target: &Path) -> Result<(), Error> {
+    let probe = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_TMPFILE | libc::O_DIRECT)
+        .open(target);
+    match probe {
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            Err(direct_error(e, "open", target, true))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -228,7 +269,7 @@ pub fn open_for_tail(path: &Path) -> Result<File, Error> {
 fn direct_error(e: std::io::Error, op: &'static str, path: &Path, direct: bool) -> Error {
     if direct && e.raw_os_error() == Some(libc::EINVAL) {
         Error::Unsupported(format!(
-            "the filesystem of {} does not support O_DIRECT: use --read flushed and writes without --direct",
+            "the filesystem of {} does not support O_DIRECT: use --read flushed, and writes without --direct",
             path.display()
         ))
     } else {
