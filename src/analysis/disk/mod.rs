@@ -1,5 +1,9 @@
-//! Storage analysis: flags on single items, statistics per operation and size, and
-//! verdicts in words about cache, physics and what limits small files.
+//! Storage analysis: flags on single items and statistics per operation and size;
+//! the verdicts in words live in [`verdicts`].
+
+mod verdicts;
+
+pub use verdicts::{link_words, verdicts};
 
 use std::collections::BTreeMap;
 
@@ -7,8 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::stats::Stats;
-use crate::document::{Flag, Severity, Verdict, WorkloadRecord};
-use crate::report::units::{format_rate, format_size};
+use crate::document::Flag;
 use crate::workload::disk::ReadMode;
 use crate::workload::disk::item::{DiskItem, Op};
 
@@ -171,212 +174,17 @@ pub fn summarize(items: &[DiskItem], read_modes: &[ReadMode]) -> Value {
     summary
 }
 
-/// Verdicts about one disk workload.
-pub fn verdicts(workload: usize, record: &WorkloadRecord, items: &[DiskItem]) -> Vec<Verdict> {
-    let verdict = |code: &str, severity, message: String| Verdict {
-        code: code.to_string(),
-        severity,
-        message,
-        workload: Some(workload),
-    };
-    let target = &record.target;
-    let limit = record
-        .context
-        .get("max_bytes_per_sec")
-        .and_then(Value::as_f64);
-    let via = link_words(&record.context);
-    let mut out = Vec::new();
-
-    match limit {
-        Some(limit) => {
-            for ((op, mode), group) in groups(items) {
-                let fast = group.iter().filter(|i| i.flags.contains(&Flag::FasterThanLink)).count();
-                if fast > 0 {
-                    out.push(verdict(
-                        "faster_than_link",
-                        Severity::Warning,
-                        format!(
-                            "{fast} of {} {} ({mode}) on {target} ran faster than its link allows ({via}, at most {}): \
-                             they were served from a cache, not the device",
-                            group.len(),
-                            plural(op),
-                            format_rate(limit)
-                        ),
-                    ));
-                }
-            }
-        }
-        None => out.push(verdict(
-            "link_unknown",
-            Severity::Info,
-            format!("the link limit of {target} is unknown ({via}): no figure could be checked against physics"),
-        )),
-    }
-
-    for ((op, mode), group) in groups(items) {
-        if op != Op::Read || mode == ReadMode::Cached.as_str() {
-            continue;
-        }
-        let leaked: Vec<f64> = group
-            .iter()
-            .filter_map(|i| i.cached_fraction_before)
-            .filter(|&f| f > EVICTED_FRACTION)
-            .collect();
-        if let Some(worst) = leaked.iter().copied().reduce(f64::max) {
-            out.push(verdict(
-                "not_evicted",
-                Severity::Warning,
-                format!(
-                    "{} of {} {mode} reads on {target} found up to {:.0}% of the file in the page cache after eviction: \
-                     those figures include cache hits",
-                    leaked.len(),
-                    group.len(),
-                    worst * 100.0
-                ),
-            ));
-        }
-    }
-
-    if items
-        .iter()
-        .any(|i| i.op == Op::Read && i.mode == ReadMode::Cached.as_str())
-    {
-        out.push(verdict(
-            "cached_reads",
-            Severity::Info,
-            "reads in mode cached come from the page cache: they show memory, not storage".into(),
-        ));
-    }
-    if items.iter().any(|i| i.op == Op::Write && i.mode == "none") {
-        out.push(verdict(
-            "unsynced_writes",
-            Severity::Info,
-            "writes with --sync none end when the data reaches the page cache: they show memory, not storage".into(),
-        ));
-    }
-
-    if let Some(folder) = record.context.get("kept_folder").and_then(Value::as_str) {
-        out.push(verdict(
-            "files_kept",
-            Severity::Info,
-            format!("the files were kept in {folder}: read them later with --phase read, or remove the folder"),
-        ));
-    }
-
-    let headline_read = read_modes_first(record);
-    for (op, mode, cost) in [
-        (Op::Write, None, "creating and syncing each file"),
-        (
-            Op::Read,
-            headline_read.as_deref(),
-            "opening and reaching each file",
-        ),
-    ] {
-        if let Some(message) = size_effect(items, op, mode, cost) {
-            out.push(verdict("small_files_slower", Severity::Info, message));
-        }
-    }
-    out
-}
-
-/// Items grouped by operation and mode.
-fn groups(items: &[DiskItem]) -> BTreeMap<(Op, String), Vec<&DiskItem>> {
-    let mut groups: BTreeMap<(Op, String), Vec<&DiskItem>> = BTreeMap::new();
-    for item in items {
-        groups
-            .entry((item.op, item.mode.clone()))
-            .or_default()
-            .push(item);
-    }
-    groups
-}
-
-/// Says how much slower the smallest files are than the largest, when it is a lot.
-fn size_effect(items: &[DiskItem], op: Op, mode: Option<&str>, cost: &str) -> Option<String> {
-    let rows: Vec<SizeRow> = by_size(items)
-        .into_iter()
-        .filter(|r| r.op == op && mode.is_none_or(|m| r.mode == m))
-        .collect();
-    let (small, large) = (rows.first()?, rows.last()?);
-    if small.size_bytes == large.size_bytes || large.rates.median_bytes_per_sec <= 0.0 {
-        return None;
-    }
-    let ratio = small.rates.median_bytes_per_sec / large.rates.median_bytes_per_sec;
-    (ratio < 0.5).then(|| {
-        format!(
-            "{} of {} files ran at {} of the rate of {} files ({} against {}): {cost} limits small files, not the transfer",
-            plural(op),
-            format_size(small.size_bytes),
-            percent(ratio),
-            format_size(large.size_bytes),
-            format_rate(small.rates.median_bytes_per_sec),
-            format_rate(large.rates.median_bytes_per_sec)
-        )
-    })
-}
-
-/// A share as a percentage with the precision it deserves: `34%`, `0.5%`.
-fn percent(share: f64) -> String {
-    if share >= 0.1 {
-        format!("{:.0}%", share * 100.0)
-    } else {
-        format!("{:.1}%", share * 100.0)
-    }
-}
-
-fn plural(op: Op) -> &'static str {
-    match op {
-        Op::Write => "writes",
-        Op::Read => "reads",
-    }
-}
-
-/// The headline read mode of a stored workload.
-fn read_modes_first(record: &WorkloadRecord) -> Option<String> {
-    record
-        .params
-        .get("read_modes")
-        .and_then(|m| m.get(0))
-        .and_then(Value::as_str)
-        .map(str::to_string)
-}
-
-/// The link in words, from a disk workload's stored context.
-pub fn link_words(context: &Value) -> String {
-    if context.get("limit_source").and_then(Value::as_str) == Some("--link-rate") {
-        return "given with --link-rate".into();
-    }
-    let chain = &context["chain"];
-    if let Some(via) = chain.get("limit_via").and_then(Value::as_str) {
-        return via.to_string();
-    }
-    let steps: Vec<String> = chain
-        .get("steps")
-        .and_then(Value::as_array)
-        .map(|steps| {
-            steps
-                .iter()
-                .filter_map(|s| {
-                    s.get("detail")
-                        .and_then(Value::as_str)
-                        .filter(|d| !d.is_empty())
-                        .map(str::to_string)
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    if steps.is_empty() {
-        "no link found".into()
-    } else {
-        steps.join(", ")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn item(op: Op, mode: &str, size: u64, rate: f64, fraction: Option<f64>) -> DiskItem {
+    pub(super) fn item(
+        op: Op,
+        mode: &str,
+        size: u64,
+        rate: f64,
+        fraction: Option<f64>,
+    ) -> DiskItem {
         DiskItem {
             op,
             mode: mode.into(),
@@ -444,20 +252,5 @@ mod tests {
         let all_cache = summarize(&items[2..], &[ReadMode::Direct]);
         assert_eq!(all_cache["read"]["excluded_faster_than_link"], 1);
         assert!(all_cache["read"].get("median_bytes_per_sec").is_none());
-    }
-
-    #[test]
-    fn small_files_verdict_names_the_sizes() {
-        let items = vec![
-            item(Op::Write, "fsync", 10 << 10, 2e6, None),
-            item(Op::Write, "fsync", 256 << 20, 400e6, None),
-        ];
-        let message =
-            size_effect(&items, Op::Write, None, "creating and syncing each file").unwrap();
-        assert!(
-            message.contains("10 KiB") && message.contains("256 MiB"),
-            "{message}"
-        );
-        assert!(message.contains("at 0.5% of"), "{message}");
     }
 }
