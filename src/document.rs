@@ -66,6 +66,12 @@ pub struct RunDocument {
     pub contention: Option<Value>,
     /// Conclusions in words.
     pub verdicts: Vec<Verdict>,
+    /// CPU seconds the runner's own thread (the sampler, storing, progress) used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_cpu_seconds: Option<f64>,
+    /// Wall seconds the workloads ran for, start to end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_wall_seconds: Option<f64>,
 }
 
 /// One workload of a run: what it was asked to do and everything it measured.
@@ -85,9 +91,67 @@ pub struct WorkloadRecord {
     /// Statistics over the items, keyed by operation.
     #[serde(default)]
     pub summary: Value,
-    /// Time series from the sampler, when one ran.
+    /// Time series from the sampler, on the clock of the workloads that ran with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub series: Option<Value>,
+    pub series: Option<Series>,
+    /// For a workload run alone first (`--alone`), the index of the one it stands for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alone_of: Option<usize>,
+    /// Problems that did not stop the workload (an unreadable file), in words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// A workload's progress sampled on one clock shared with the workloads that ran beside it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    /// The sampling interval asked for.
+    pub interval_s: f64,
+    /// Wall-clock time of the group's common start (t_s = 0), seconds since the Unix
+    /// epoch: what lines a series up with logs and other hosts.
+    pub clock_unix_s: f64,
+    /// When the workload started, in seconds from the group's common start.
+    pub started_at_s: f64,
+    /// When it finished, in seconds from the same start; null if it never did.
+    pub finished_at_s: Option<f64>,
+    /// End of each sample, in seconds from the group's common start.
+    pub t_s: Vec<f64>,
+    /// Bytes moved during each sample.
+    pub bytes: Vec<u64>,
+    /// Operations completed during each sample.
+    pub ops: Vec<u64>,
+    /// Times where the rate changed level for good (sustained runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub knees: Vec<Knee>,
+}
+
+impl Series {
+    /// The rate of each sample, bytes per second (the first sample starts at `started_at_s`).
+    pub fn bytes_per_sec(&self) -> Vec<f64> {
+        let mut previous = self.started_at_s;
+        self.t_s
+            .iter()
+            .zip(&self.bytes)
+            .map(|(&t, &bytes)| {
+                let seconds = (t - previous).max(1e-9);
+                previous = t;
+                bytes as f64 / seconds
+            })
+            .collect()
+    }
+}
+
+/// A lasting change of rate level in a series.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Knee {
+    /// When the level changed, in seconds from the group's start.
+    pub t_s: f64,
+    /// Bytes moved by then.
+    pub bytes_before: u64,
+    /// The level before, bytes per second (median of its samples).
+    pub before_bytes_per_sec: f64,
+    /// The level after.
+    pub after_bytes_per_sec: f64,
 }
 
 /// How serious a verdict is.

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::rig::{self, MIB, SlowDisk};
+use common::rig::{self, MIB, SlowDisk, Throttle};
 use common::{
     RIG_NEEDS, earlier_run, entries, json, root_or_skip, run_json, stored_run, stored_runs,
     wait_for_work_folder,
@@ -51,10 +51,13 @@ fn direct_figures_match_the_rig_rate_with_both_engines() {
         return;
     }
     let _lock = rig::exclusive();
-    let disk = SlowDisk::new(3 << 30).throttle(WRITE_BPS, READ_BPS);
+    let disk = SlowDisk::new(3 << 30);
+    let throttle = Throttle::new();
+    throttle.limit(&disk, WRITE_BPS, READ_BPS);
     for engine in ["sync", "uring"] {
         let doc = run_json(
-            disk.command(bin())
+            throttle
+                .command(bin())
                 .arg("disk")
                 .arg(disk.path())
                 .args([
@@ -107,12 +110,14 @@ fn buffered_fsync_writes_match_fio() {
         "fio is needed to compare buffered writes: install it (.ci/run does)"
     );
     let _lock = rig::exclusive();
-    let disk = SlowDisk::new(2 << 30).throttle(WRITE_BPS, READ_BPS);
+    let disk = SlowDisk::new(2 << 30);
+    let throttle = Throttle::new();
+    throttle.limit(&disk, WRITE_BPS, READ_BPS);
     let fio_file = disk.path().join("fio.dat");
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     // ABAB: each tool writes one 512 MiB file with buffered writes and an fsync at the end.
     for _ in 0..3 {
-        let output = disk
+        let output = throttle
             .command(bin())
             .arg("disk")
             .arg(disk.path())
@@ -136,7 +141,7 @@ fn buffered_fsync_writes_match_fio() {
         );
         ours.push(median_rate(&json(&output.stdout), "write", 0));
 
-        let output = disk
+        let output = throttle
             .command("fio")
             .args([
                 "--name=buffered",
@@ -180,10 +185,12 @@ fn enospc_mid_run_stops_cleans_up_and_keeps_the_run_incomplete() {
     }
     let _lock = rig::exclusive();
     // A small filesystem, slow enough that a filler can take its space mid-run.
-    let disk = SlowDisk::new(160 * MIB).throttle(16 * MIB, 300 * MIB);
+    let disk = SlowDisk::new(160 * MIB);
+    let throttle = Throttle::new();
+    throttle.limit(&disk, 16 * MIB, 300 * MIB);
     let db = disk.scratch().join("results.db");
     earlier_run(disk.path(), &db);
-    let child = disk
+    let child = throttle
         .command(bin())
         .arg("disk")
         .arg(disk.path())

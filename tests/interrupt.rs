@@ -74,6 +74,7 @@ fn sigterm_is_handled_like_sigint() {
             "4K",
         ])
         .args(["--phase", "write", "-q", "--no-store"])
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();

@@ -1,5 +1,7 @@
 //! Pure functions over measured items: statistics, flags and verdicts. Nothing here
 //! does I/O, so every rule can be tested with made-up numbers.
 
+pub mod contention;
 pub mod disk;
+pub mod knees;
 pub mod stats;

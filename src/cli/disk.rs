@@ -7,6 +7,7 @@ use clap::Args;
 use super::MeasureArgs;
 use super::values::{SizeList, parse_rate, parse_size, parse_size_list};
 use crate::exit::{Exit, UsageError};
+use crate::run::Schedule;
 use crate::workload::Workload;
 use crate::workload::disk::{
     DiskPlan, DiskWorkload, EngineKind, Phase, ReadMode, SyncMode, series,
@@ -78,6 +79,16 @@ pub struct DiskArgs {
     /// Seed of the random orders, sizes and data [default: random].
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+    /// Sustained mode: write (or, with --phase read, read) without pause for this long,
+    /// and report the rate over time and its knees, instead of a series of sizes.
+    #[arg(long, value_name = "TIME", value_parser = super::values::parse_time, conflicts_with_all = ["random", "sizes"])]
+    pub duration: Option<std::time::Duration>,
+    /// Sustained mode: the size of each file written in turn.
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size, requires = "duration")]
+    pub file_size: u64,
+    /// Run each target alone first, then all at once, to measure what they do to each other.
+    #[arg(long)]
+    pub alone: bool,
     /// The link's limit, when sysfs cannot tell it (such as 600MB/s or 10Gbit/s).
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     pub link_rate: Option<f64>,
@@ -101,7 +112,13 @@ impl DiskArgs {
                 )));
             }
             Some(count) => series::random_sizes(count, self.min, self.max, seed),
+            None if self.duration.is_some() => Vec::new(),
             None => self.sizes.0.clone(),
+        };
+        // A sustained run writes unless told to read.
+        let phase = match (self.duration, self.phase) {
+            (Some(_), Phase::Both) => Phase::Write,
+            (_, phase) => phase,
         };
         let plan = DiskPlan {
             target,
@@ -115,10 +132,12 @@ impl DiskArgs {
                 UsageError(format!("--block-size {} is too large", self.block_size))
             })?,
             queue_depth: self.queue_depth,
-            phase: self.phase,
+            phase,
             keep: self.keep,
             seed,
             link_rate_bytes_per_sec: self.link_rate,
+            duration_s: self.duration.map(|d| d.as_secs_f64()),
+            file_size_bytes: self.duration.map(|_| self.file_size),
         };
         plan.validate().map_err(UsageError)?;
         Ok(plan)
@@ -139,12 +158,28 @@ fn dedup(modes: &[ReadMode]) -> Vec<ReadMode> {
 /// Runs `ratelab disk`.
 pub fn run(args: DiskArgs) -> anyhow::Result<Exit> {
     let seed = args.seed.unwrap_or_else(rand::random);
-    let workloads = args
+    let plans = args
         .targets
         .iter()
-        .map(|target| {
-            Ok(Box::new(DiskWorkload::new(args.plan(target.clone(), seed)?)) as Box<dyn Workload>)
-        })
+        .map(|target| args.plan(target.clone(), seed))
         .collect::<Result<Vec<_>, UsageError>>()?;
-    super::measure("disk", &args.output, workloads)
+    let n = plans.len();
+    let mut workloads: Vec<Box<dyn Workload>> = plans
+        .iter()
+        .map(|plan| Box::new(DiskWorkload::new(plan.clone())) as Box<dyn Workload>)
+        .collect();
+    let schedule = if args.alone {
+        if n < 2 {
+            return Err(
+                UsageError("--alone needs two targets or more to compare with".into()).into(),
+            );
+        }
+        for (of, plan) in plans.into_iter().enumerate() {
+            workloads.push(Box::new(DiskWorkload::alone_for(plan, of)));
+        }
+        Schedule::alone_then_together(n, &[])
+    } else {
+        Schedule::together(n, &[])
+    };
+    super::measure("disk", &args.output, workloads, schedule)
 }

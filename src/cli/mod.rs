@@ -13,9 +13,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::exit::Exit;
+use crate::exit::{Exit, UsageError};
 use crate::report::{self, Format};
-use crate::run::{self, RunSpec};
+use crate::run::{self, RunSpec, Schedule};
 use crate::store::Store;
 use crate::workload::Workload;
 
@@ -68,6 +68,9 @@ pub struct MeasureArgs {
     /// No progress display on stderr.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Sampling interval of the workloads' rate series (one clock for all).
+    #[arg(long, value_name = "TIME", default_value = "100ms", value_parser = values::parse_time)]
+    pub interval: std::time::Duration,
 }
 
 impl MeasureArgs {
@@ -96,17 +99,24 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
     }
 }
 
-/// Runs workloads as one stored run, prints the report and says how to exit.
+/// Runs workloads as one stored run, in the order `schedule` gives, prints the report
+/// and says how to exit.
 fn measure(
     verb: &str,
     output: &MeasureArgs,
     workloads: Vec<Box<dyn Workload>>,
+    schedule: Schedule,
 ) -> anyhow::Result<Exit> {
+    if output.interval.is_zero() {
+        return Err(UsageError("--interval must be longer than zero".into()).into());
+    }
     let spec = RunSpec {
         verb: verb.to_string(),
         label: output.label.clone(),
         store: output.store()?,
         show_progress: !output.quiet,
+        schedule,
+        interval: output.interval,
     };
     let finished = run::execute(spec, workloads)?;
     // An incomplete run is shown too: what it measured before it stopped is real.

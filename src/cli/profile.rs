@@ -7,6 +7,7 @@ use super::MeasureArgs;
 use super::disk::DEFAULT_SIZES;
 use super::values::parse_size_list;
 use crate::exit::{Exit, UsageError};
+use crate::run::Schedule;
 use crate::workload::Error;
 use crate::workload::disk::{DiskPlan, DiskWorkload, EngineKind, Phase, ReadMode, SyncMode};
 
@@ -49,11 +50,14 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
         keep: false,
         seed: rand::random(),
         link_rate_bytes_per_sec: None,
+        duration_s: None,
+        file_size_bytes: None,
     };
     plan.validate().map_err(UsageError)?;
     super::measure(
         "profile",
         &args.output,
         vec![Box::new(DiskWorkload::new(plan))],
+        Schedule::together(1, &[]),
     )
 }

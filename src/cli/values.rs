@@ -88,6 +88,12 @@ pub fn parse_rate(text: &str) -> Result<f64, String> {
     Ok(bytes)
 }
 
+/// Parses a time: `100ms`, `10s`, `2m`, `1h 30m`.
+pub fn parse_time(text: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(text.trim())
+        .map_err(|e| format!("invalid time \"{text}\" (such as 100ms, 10s or 2m): {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,6 +127,16 @@ mod tests {
         assert!(parse_size("0.3").unwrap_err().contains("whole number"));
         let err = parse_size_list("10K,10Q").unwrap_err();
         assert!(err.contains("\"10Q\""), "{err}");
+    }
+
+    #[test]
+    fn times() {
+        assert_eq!(
+            parse_time("100ms"),
+            Ok(std::time::Duration::from_millis(100))
+        );
+        assert_eq!(parse_time("2m"), Ok(std::time::Duration::from_secs(120)));
+        assert!(parse_time("soon").unwrap_err().contains("\"soon\""));
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! Reports: views of a stored run. Each format turns a [`RunDocument`] into bytes;
 //! [`emit`] alone decides whether they go to a file or to stdout.
 
+mod contention;
 pub mod csv;
 pub mod json;
+mod series;
 pub mod terminal;
 pub mod units;
 

@@ -43,7 +43,20 @@ pub fn render(doc: &RunDocument) -> String {
         m.kernel
     );
     for (index, record) in doc.workloads.iter().enumerate() {
-        let _ = writeln!(out, "\n{} {}: {}", record.kind, index + 1, record.target);
+        let alone = record
+            .alone_of
+            .map(|of| format!(" (alone, for {} {})", record.kind, of + 1))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "\n{} {}{alone}: {}",
+            record.kind,
+            index + 1,
+            record.target
+        );
+        if let Some(series) = &record.series {
+            let _ = writeln!(out, "{}", super::series::describe(series));
+        }
         match workload::kind(&record.kind) {
             Some(kind) => {
                 for table in kind.tables(record) {
@@ -58,6 +71,9 @@ pub fn render(doc: &RunDocument) -> String {
                 );
             }
         }
+    }
+    if let Some(table) = doc.contention.as_ref().and_then(super::contention::table) {
+        let _ = writeln!(out, "\n{}", table_text(&table));
     }
     if !doc.verdicts.is_empty() {
         let _ = writeln!(out, "\nverdicts:");

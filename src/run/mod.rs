@@ -1,9 +1,13 @@
-//! Running workloads: cancellation, progress and the runner that drives workloads,
-//! stores each stage as it ends and turns the result into a run document.
+//! Running workloads: the schedule of who runs with whom, the runner and its groups,
+//! the sampler's one clock, cancellation and progress.
 
 mod cancel;
+mod group;
 mod progress;
 mod runner;
+mod sampler;
+mod schedule;
 
 pub use cancel::Cancel;
-pub use runner::{Finished, RunSpec, execute};
+pub use runner::{DEFAULT_INTERVAL, Finished, RunSpec, execute};
+pub use schedule::{Member, Schedule};

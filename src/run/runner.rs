@@ -1,22 +1,23 @@
-//! The runner: prepares every workload before anything is created, runs them, stores
-//! items as each stage ends, cleans up whatever happens, and finishes the document.
+//! The runner: prepares every workload before anything is created, runs the groups of
+//! the schedule, cleans up whatever happens, analyses, and stores the finished document.
 
-use std::sync::Arc;
-use std::sync::mpsc::{RecvTimeoutError, channel};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use serde_json::Value;
 
 use super::Cancel;
+use super::group::{Shared, run_group};
 use super::progress::ProgressDisplay;
+use super::schedule::Schedule;
+use crate::analysis;
 use crate::document::{RunDocument, RunStatus, WorkloadRecord, now_rfc3339};
 use crate::exit::Interrupted;
 use crate::store::Store;
-use crate::workload::{self, Context, Event, Progress, Sink, Workload};
+use crate::workload::{self, Workload};
 
-/// How often the runner wakes to redraw progress when no event arrives.
-const TICK: Duration = Duration::from_millis(100);
+/// The sampling interval when none is given.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
 
 /// What a run is, beyond its workloads.
 pub struct RunSpec {
@@ -28,6 +29,10 @@ pub struct RunSpec {
     pub store: Option<Store>,
     /// Whether to draw progress on stderr.
     pub show_progress: bool,
+    /// Which workloads run at once, and in what order.
+    pub schedule: Schedule,
+    /// The sampler's interval.
+    pub interval: Duration,
 }
 
 /// A run that started: its document, and the error or interrupt that stopped it early.
@@ -38,7 +43,7 @@ pub struct Finished {
     pub error: Option<anyhow::Error>,
 }
 
-/// Runs `workloads` one after another. Errors before anything is created come back as
+/// Runs `workloads` as the schedule says. Errors before anything is created come back as
 /// `Err`; once the run has started it always comes back as [`Finished`], stored, with
 /// what stopped it.
 pub fn execute(
@@ -65,6 +70,8 @@ pub fn execute(
         workloads: workloads.iter().map(|w| record_of(w.as_ref())).collect(),
         contention: None,
         verdicts: Vec::new(),
+        runner_cpu_seconds: None,
+        runner_wall_seconds: None,
     };
     if let Some(store) = spec.store.as_mut() {
         doc.run_id = Some(store.begin_run(&doc)?);
@@ -75,26 +82,32 @@ pub fn execute(
         spec.show_progress,
     );
     let mut outcome: anyhow::Result<()> = Ok(());
-    let mut moved_before = 0;
-    for (index, workload) in workloads.iter_mut().enumerate() {
+    let cpu_before = thread_cpu_seconds();
+    let wall = Instant::now();
+    for group in &spec.schedule.groups {
         if outcome.is_err() {
             break;
         }
-        outcome = drive(
-            index,
-            workload.as_mut(),
-            &cancel,
-            &mut doc,
-            spec.store.as_mut(),
-            &display,
-            moved_before,
-        );
-        moved_before += doc.workloads[index]
-            .items
+        let moved_before = doc
+            .workloads
             .iter()
+            .flat_map(|w| &w.items)
             .filter_map(|i| i.get("bytes").and_then(Value::as_u64))
-            .sum::<u64>();
+            .sum();
+        let shared = Shared {
+            cancel: &cancel,
+            doc: &mut doc,
+            store: spec.store.as_mut(),
+            display: &display,
+            moved_before,
+            interval: spec.interval,
+        };
+        outcome = run_group(group, &mut workloads, shared);
     }
+    doc.runner_cpu_seconds = thread_cpu_seconds()
+        .zip(cpu_before)
+        .map(|(after, before)| after - before);
+    doc.runner_wall_seconds = Some(wall.elapsed().as_secs_f64());
     display.finish();
 
     for (index, workload) in workloads.iter_mut().enumerate() {
@@ -114,9 +127,19 @@ pub fn execute(
 
     for (index, record) in doc.workloads.iter_mut().enumerate() {
         if let Some(kind) = workload::kind(&record.kind) {
+            if let Some(series) = record.series.as_mut() {
+                series.knees = kind.knees(&record.params, series);
+            }
             record.summary = kind.summarize(record);
             doc.verdicts.extend(kind.verdicts(index, record));
         }
+    }
+    if let Some(group) = spec.schedule.shared().next() {
+        let together: Vec<usize> = group.iter().map(|m| m.workload).collect();
+        let contention = analysis::contention::measure(&doc.workloads, &together);
+        doc.verdicts
+            .extend(analysis::contention::verdicts(&contention));
+        doc.contention = Some(serde_json::to_value(&contention).expect("contention serialises"));
     }
     doc.finished_at = Some(now_rfc3339());
     match &outcome {
@@ -162,81 +185,20 @@ fn record_of(workload: &dyn Workload) -> WorkloadRecord {
         items: Vec::new(),
         summary: Value::Null,
         series: None,
+        alone_of: workload.alone_of(),
+        warnings: Vec::new(),
     }
 }
 
-/// Runs one workload on its own thread while this one collects its events, stores
-/// each finished stage and draws progress.
-fn drive(
-    index: usize,
-    workload: &mut dyn Workload,
-    cancel: &Cancel,
-    doc: &mut RunDocument,
-    mut store: Option<&mut Store>,
-    display: &ProgressDisplay,
-    moved_before: u64,
-) -> anyhow::Result<()> {
-    let (events, received) = channel();
-    let progress = Arc::new(Progress::default());
-    let ctx = Context {
-        cancel: cancel.clone(),
-        sink: Sink::new(index, events, Arc::clone(&progress)),
-    };
-    let run_id = doc.run_id;
-    let mut pending: Vec<Value> = Vec::new();
-    let mut stored = 0;
-    let mut store_error: Option<anyhow::Error> = None;
-    let mut status = String::from("starting");
-    let mut flush =
-        |pending: &mut Vec<Value>, store: &mut Option<&mut Store>| -> anyhow::Result<()> {
-            if let (Some(store), Some(run_id)) = (store.as_deref_mut(), run_id)
-                && !pending.is_empty()
-            {
-                store.append_items(run_id, index, stored, pending)?;
-            }
-            stored += pending.len();
-            pending.clear();
-            Ok(())
-        };
-    let result = std::thread::scope(|scope| {
-        let worker = scope.spawn(move || workload.run(&ctx));
-        loop {
-            match received.recv_timeout(TICK) {
-                Ok(Event::Item { item, .. }) => {
-                    doc.workloads[index].items.push(item.clone());
-                    pending.push(item);
-                }
-                Ok(Event::StageDone { .. }) => {
-                    if let Err(e) = flush(&mut pending, &mut store) {
-                        // Stop measuring what can no longer be stored.
-                        cancel.stop();
-                        store_error.get_or_insert(e);
-                    }
-                }
-                Ok(Event::Status { text, .. }) => status = text,
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
-            display.update(moved_before + progress.bytes(), &status);
-        }
-        worker.join().unwrap_or_else(|panic| {
-            // A bug, not the user's doing; the run still ends with cleanup and storage.
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            Err(workload::Error::Unsupported(format!(
-                "internal error, please report it: {what}"
-            )))
-        })
-    });
-    // Whatever was measured before an error or interrupt is kept. The workload's own
-    // error comes first; a store error is the outcome only when the workload succeeded.
-    let flushed = flush(&mut pending, &mut store);
-    if let Some(e) = store_error {
-        return Err(e);
-    }
-    result?;
-    flushed
+/// CPU time this thread has used, in seconds; `None` where the system will not say.
+fn thread_cpu_seconds() -> Option<f64> {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given; RUSAGE_THREAD is Linux's.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr()) };
+    (rc == 0).then(|| {
+        // SAFETY: initialised by the successful call above.
+        let usage = unsafe { usage.assume_init() };
+        let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        seconds(usage.ru_utime) + seconds(usage.ru_stime)
+    })
 }

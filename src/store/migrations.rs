@@ -5,8 +5,9 @@ use rusqlite_migration::{M, Migrations};
 
 /// Every schema version, oldest first.
 pub fn migrations() -> Migrations<'static> {
-    Migrations::new(vec![M::up(
-        "CREATE TABLE runs (
+    Migrations::new(vec![
+        M::up(
+            "CREATE TABLE runs (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             verb TEXT NOT NULL,
             label TEXT,
@@ -49,7 +50,15 @@ pub fn migrations() -> Migrations<'static> {
             workload_idx INTEGER,
             PRIMARY KEY (run_id, seq)
         );",
-    )])
+        ),
+        // Workloads side by side: the stand-in run alone first, warnings, the runner's cost.
+        M::up(
+            "ALTER TABLE workloads ADD COLUMN alone_of INTEGER;
+             ALTER TABLE workloads ADD COLUMN warnings TEXT;
+             ALTER TABLE runs ADD COLUMN runner_cpu_seconds REAL;
+             ALTER TABLE runs ADD COLUMN runner_wall_seconds REAL;",
+        ),
+    ])
 }
 
 #[cfg(test)]

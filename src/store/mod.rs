@@ -190,9 +190,13 @@ mod tests {
                 items: vec![],
                 summary: Value::Null,
                 series: None,
+                alone_of: None,
+                warnings: vec![],
             }],
             contention: None,
             verdicts: vec![],
+            runner_cpu_seconds: None,
+            runner_wall_seconds: None,
         }
     }
 

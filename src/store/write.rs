@@ -30,14 +30,16 @@ impl Store {
         let run_id = tx.last_insert_rowid();
         for (index, workload) in doc.workloads.iter().enumerate() {
             tx.execute(
-                "INSERT INTO workloads (run_id, idx, kind, target, params, context) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO workloads (run_id, idx, kind, target, params, context, alone_of)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 params![
                     run_id,
                     index as i64,
                     workload.kind,
                     workload.target,
                     to_json(&workload.params),
-                    to_json(&workload.context)
+                    to_json(&workload.context),
+                    workload.alone_of.map(|i| i as i64)
                 ],
             )
             .map_err(|e| sql_err(&self.path, e))?;
@@ -85,25 +87,30 @@ impl Store {
             .transaction()
             .map_err(|e| sql_err(&self.path, e))?;
         tx.execute(
-            "UPDATE runs SET status = ?2, incomplete_reason = ?3, finished_at = ?4, contention = ?5 WHERE id = ?1",
+            "UPDATE runs SET status = ?2, incomplete_reason = ?3, finished_at = ?4, contention = ?5,
+                 runner_cpu_seconds = ?6, runner_wall_seconds = ?7 WHERE id = ?1",
             params![
                 run_id,
                 doc.status.as_str(),
                 doc.incomplete_reason,
                 doc.finished_at,
-                doc.contention.as_ref().map(to_json)
+                doc.contention.as_ref().map(to_json),
+                doc.runner_cpu_seconds,
+                doc.runner_wall_seconds
             ],
         )
         .map_err(|e| sql_err(&self.path, e))?;
         for (index, workload) in doc.workloads.iter().enumerate() {
             tx.execute(
-                "UPDATE workloads SET context = ?3, summary = ?4, series = ?5 WHERE run_id = ?1 AND idx = ?2",
+                "UPDATE workloads SET context = ?3, summary = ?4, series = ?5, warnings = ?6
+                 WHERE run_id = ?1 AND idx = ?2",
                 params![
                     run_id,
                     index as i64,
                     to_json(&workload.context),
                     to_json(&workload.summary),
-                    workload.series.as_ref().map(to_json)
+                    workload.series.as_ref().map(to_json),
+                    to_json(&workload.warnings)
                 ],
             )
             .map_err(|e| sql_err(&self.path, e))?;

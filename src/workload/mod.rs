@@ -39,6 +39,11 @@ pub trait Workload: Send {
         Value::Null
     }
 
+    /// For a workload run alone first (`--alone`), the index of the one it stands for.
+    fn alone_of(&self) -> Option<usize> {
+        None
+    }
+
     /// Bytes the workload plans to move, for progress; 0 when unknown.
     fn planned_bytes(&self) -> u64 {
         0
@@ -46,6 +51,12 @@ pub trait Workload: Send {
 
     /// Checks the environment before anything is created (space, permissions).
     fn prepare(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// Makes what the measurement needs (folders, files to read later), after every
+    /// workload is prepared and before the common start: not timed, not sampled.
+    fn setup(&mut self, _ctx: &Context) -> Result<(), Error> {
         Ok(())
     }
 
@@ -72,6 +83,16 @@ pub trait Kind: Sync {
 
     /// Tables for the terminal and text reports.
     fn tables(&self, record: &WorkloadRecord) -> Vec<crate::report::Table>;
+
+    /// Lasting changes of rate in the workload's series, where the kind's runs make
+    /// them meaningful (sustained runs); none by default.
+    fn knees(
+        &self,
+        _params: &Value,
+        _series: &crate::document::Series,
+    ) -> Vec<crate::document::Knee> {
+        Vec::new()
+    }
 }
 
 /// Every kind ratelab knows; a new kind adds one line here.

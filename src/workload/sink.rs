@@ -4,9 +4,12 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
+use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::Value;
+
+use super::Error;
 
 /// Counters a workload bumps as it moves data; read by the runner on its clock.
 #[derive(Debug, Default)]
@@ -57,6 +60,29 @@ pub enum Event {
         /// The status in words.
         text: String,
     },
+    /// A problem that does not stop the workload (an unreadable file).
+    Warning {
+        /// Index of the workload.
+        workload: usize,
+        /// The problem in words.
+        text: String,
+    },
+    /// The workload began measuring, after its start delay (sent by the runner).
+    Started {
+        /// Index of the workload.
+        workload: usize,
+        /// When.
+        at: Instant,
+    },
+    /// The workload's run returned (sent by the runner).
+    Finished {
+        /// Index of the workload.
+        workload: usize,
+        /// When.
+        at: Instant,
+        /// How it ended.
+        result: Result<(), Error>,
+    },
 }
 
 /// A workload's handle on the runner: events out, counters shared.
@@ -98,6 +124,14 @@ impl Sink {
         let _ = self.events.send(Event::StageDone {
             workload: self.workload,
             stage: stage.into(),
+        });
+    }
+
+    /// Reports a problem that does not stop the workload.
+    pub fn warning(&self, text: impl Into<String>) {
+        let _ = self.events.send(Event::Warning {
+            workload: self.workload,
+            text: text.into(),
         });
     }
 

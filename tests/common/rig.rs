@@ -17,13 +17,12 @@ pub fn exclusive() -> MutexGuard<'static, ()> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// A mounted, throttled loop device.
+/// A mounted loop device with an ext4 filesystem.
 pub struct SlowDisk {
     dir: tempfile::TempDir,
     device: String,
     major_minor: String,
     mount: PathBuf,
-    cgroup: Option<Cgroup>,
     mounted: bool,
 }
 
@@ -47,7 +46,6 @@ impl SlowDisk {
             mount: dir.path().join("mnt"),
             dir,
             device: device.trim().to_string(),
-            cgroup: None,
             mounted: false,
         };
         disk.major_minor = run("lsblk", &["-dno", "MAJ:MIN", &disk.device])
@@ -69,16 +67,6 @@ impl SlowDisk {
         disk
     }
 
-    /// Throttles processes started with [`SlowDisk::command`] to these rates.
-    pub fn throttle(mut self, write_bytes_per_sec: u64, read_bytes_per_sec: u64) -> SlowDisk {
-        self.cgroup = Some(Cgroup::new(
-            &self.major_minor,
-            write_bytes_per_sec,
-            read_bytes_per_sec,
-        ));
-        self
-    }
-
     /// The mounted filesystem.
     pub fn path(&self) -> &Path {
         &self.mount
@@ -93,23 +81,6 @@ impl SlowDisk {
     pub fn scratch(&self) -> &Path {
         self.dir.path()
     }
-
-    /// `program args...` started inside the rig's cgroup, so its I/O is throttled.
-    pub fn command(&self, program: impl AsRef<Path>) -> Command {
-        match &self.cgroup {
-            Some(cgroup) => {
-                let mut command = Command::new("sh");
-                command
-                    .arg("-c")
-                    .arg("echo $$ > \"$1\" && shift && exec \"$@\"")
-                    .arg("sh")
-                    .arg(cgroup.procs())
-                    .arg(program.as_ref());
-                command
-            }
-            None => Command::new(program.as_ref()),
-        }
-    }
 }
 
 impl Drop for SlowDisk {
@@ -121,19 +92,21 @@ impl Drop for SlowDisk {
             }
         }
         let _ = quiet("losetup", &["-d", &self.device]);
-        self.cgroup.take();
     }
 }
 
-/// A blkio (v1) or io (v2) cgroup holding a throttle on one device.
-struct Cgroup {
+/// A blkio (v1) or io (v2) cgroup whose processes are held to set rates on one or more
+/// disks; the rates can change while they run. Declare it after the disks it limits,
+/// so that it goes first.
+pub struct Throttle {
     path: PathBuf,
-    major_minor: String,
     v1: bool,
+    limited: std::cell::RefCell<Vec<String>>,
 }
 
-impl Cgroup {
-    fn new(major_minor: &str, write_bps: u64, read_bps: u64) -> Cgroup {
+impl Throttle {
+    /// An empty cgroup.
+    pub fn new() -> Throttle {
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let name = format!(
             "ratelab-test-{}-{}",
@@ -141,55 +114,80 @@ impl Cgroup {
             NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
         let v1_root = Path::new("/sys/fs/cgroup/blkio");
-        if v1_root.join("blkio.throttle.write_bps_device").exists() {
-            let path = v1_root.join(name);
-            std::fs::create_dir(&path).expect("create a blkio cgroup");
-            write(
-                &path.join("blkio.throttle.write_bps_device"),
-                &format!("{major_minor} {write_bps}"),
-            );
-            write(
-                &path.join("blkio.throttle.read_bps_device"),
-                &format!("{major_minor} {read_bps}"),
-            );
-            Cgroup {
-                path,
-                major_minor: major_minor.into(),
-                v1: true,
-            }
+        let v1 = v1_root.join("blkio.throttle.write_bps_device").exists();
+        let path = if v1 {
+            v1_root.join(name)
         } else {
             let root = Path::new("/sys/fs/cgroup");
             let _ = std::fs::write(root.join("cgroup.subtree_control"), "+io");
-            let path = root.join(name);
-            std::fs::create_dir(&path).expect("create an io cgroup");
-            write(
-                &path.join("io.max"),
-                &format!("{major_minor} rbps={read_bps} wbps={write_bps}"),
-            );
-            Cgroup {
-                path,
-                major_minor: major_minor.into(),
-                v1: false,
-            }
+            root.join(name)
+        };
+        std::fs::create_dir(&path).expect("create a cgroup for the throttle");
+        Throttle {
+            path,
+            v1,
+            limited: std::cell::RefCell::new(Vec::new()),
         }
     }
 
-    fn procs(&self) -> PathBuf {
-        self.path.join("cgroup.procs")
+    /// Holds `disk` to these rates (or changes them, also mid-run).
+    pub fn limit(
+        &self,
+        disk: &SlowDisk,
+        write_bytes_per_sec: u64,
+        read_bytes_per_sec: u64,
+    ) -> &Throttle {
+        let device = &disk.major_minor;
+        if self.v1 {
+            write(
+                &self.path.join("blkio.throttle.write_bps_device"),
+                &format!("{device} {write_bytes_per_sec}"),
+            );
+            write(
+                &self.path.join("blkio.throttle.read_bps_device"),
+                &format!("{device} {read_bytes_per_sec}"),
+            );
+        } else {
+            write(
+                &self.path.join("io.max"),
+                &format!("{device} rbps={read_bytes_per_sec} wbps={write_bytes_per_sec}"),
+            );
+        }
+        self.limited.borrow_mut().push(device.clone());
+        self
+    }
+
+    /// `program args...` started inside the cgroup, so its I/O is throttled.
+    pub fn command(&self, program: impl AsRef<Path>) -> Command {
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg("echo $$ > \"$1\" && shift && exec \"$@\"")
+            .arg("sh")
+            .arg(self.path.join("cgroup.procs"))
+            .arg(program.as_ref());
+        command
     }
 }
 
-impl Drop for Cgroup {
+impl Drop for Throttle {
     fn drop(&mut self) {
-        if self.v1 {
-            let _ = std::fs::write(
-                self.path.join("blkio.throttle.write_bps_device"),
-                format!("{} 0", self.major_minor),
-            );
-            let _ = std::fs::write(
-                self.path.join("blkio.throttle.read_bps_device"),
-                format!("{} 0", self.major_minor),
-            );
+        for device in self.limited.borrow().iter() {
+            if self.v1 {
+                let _ = std::fs::write(
+                    self.path.join("blkio.throttle.write_bps_device"),
+                    format!("{device} 0"),
+                );
+                let _ = std::fs::write(
+                    self.path.join("blkio.throttle.read_bps_device"),
+                    format!("{device} 0"),
+                );
+            } else {
+                let _ = std::fs::write(
+                    self.path.join("io.max"),
+                    format!("{device} rbps=max wbps=max"),
+                );
+            }
         }
         // Processes that ran here have exited; retry briefly while the kernel lets go.
         for _ in 0..50 {

@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::plan::{DIRECT_ALIGN, DiskPlan, EngineKind, SyncMode};
 use crate::run::Cancel;
@@ -27,6 +27,8 @@ pub struct WriteJob<'a> {
     pub progress: &'a Progress,
     /// Stop flag, checked between calls.
     pub cancel: &'a Cancel,
+    /// In sustained runs, when to stop issuing calls (the file is then partly written).
+    pub until: Option<Instant>,
 }
 
 /// One file to read, opened by the caller; the engine times the reads.
@@ -43,16 +45,34 @@ pub struct ReadJob<'a> {
     pub progress: &'a Progress,
     /// Stop flag, checked between calls.
     pub cancel: &'a Cancel,
+    /// In sustained runs, when to stop issuing calls.
+    pub until: Option<Instant>,
+}
+
+/// What one timed write or read moved, and how long it took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transfer {
+    /// First call to the return of the sync (writes) or of the last read.
+    pub elapsed: Duration,
+    /// Bytes moved: the file's size, or less when a deadline cut it short.
+    pub bytes: u64,
 }
 
 /// Moves a file's bytes and says how long it took.
 pub trait Engine: Send {
-    /// Writes the whole file and syncs it; returns the time from the first write call
-    /// to the return of the sync.
-    fn write(&mut self, job: &WriteJob) -> Result<Duration, Error>;
+    /// Writes the file (up to the job's deadline) and syncs it.
+    fn write(&mut self, job: &WriteJob) -> Result<Transfer, Error>;
 
-    /// Reads the whole file; returns the time from the first read call to the last return.
-    fn read(&mut self, job: &ReadJob) -> Result<Duration, Error>;
+    /// Reads the file (up to the job's deadline).
+    fn read(&mut self, job: &ReadJob) -> Result<Transfer, Error>;
+}
+
+/// The chunks issued before `until`, if there is a deadline.
+pub fn until(
+    chunks: impl Iterator<Item = Chunk>,
+    until: Option<Instant>,
+) -> impl Iterator<Item = Chunk> {
+    chunks.take_while(move |_| until.is_none_or(|end| Instant::now() < end))
 }
 
 /// The engine a plan asks for, with its write data made (outside any timing).

@@ -1,9 +1,8 @@
 //! One measured file: the item a storage series stores for every write and read.
 
-use std::time::Duration;
-
 use serde::{Deserialize, Serialize};
 
+use super::engine::Transfer;
 use crate::document::Flag;
 
 /// What an item did.
@@ -54,24 +53,17 @@ pub struct DiskItem {
 }
 
 impl DiskItem {
-    /// A whole file of `size_bytes` moved in `elapsed`, buffered, with no cache state
-    /// and no flags yet.
-    pub fn timed(
-        op: Op,
-        mode: &str,
-        size_bytes: u64,
-        elapsed: Duration,
-        pass: u32,
-        file: &str,
-    ) -> DiskItem {
-        let seconds = elapsed.as_secs_f64();
+    /// A file of which `transfer` moved some or all bytes, buffered, with no cache
+    /// state and no flags yet; its size is what was moved unless the caller says more.
+    pub fn timed(op: Op, mode: &str, transfer: Transfer, pass: u32, file: &str) -> DiskItem {
+        let seconds = transfer.elapsed.as_secs_f64();
         DiskItem {
             op,
             mode: mode.to_string(),
-            size_bytes,
-            bytes: size_bytes,
+            size_bytes: transfer.bytes,
+            bytes: transfer.bytes,
             seconds,
-            bytes_per_sec: size_bytes as f64 / seconds.max(1e-9),
+            bytes_per_sec: transfer.bytes as f64 / seconds.max(1e-9),
             cached_fraction_before: None,
             flags: Vec::new(),
             direct: false,

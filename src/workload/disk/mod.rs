@@ -1,34 +1,37 @@
 //! The storage series: files of a series of sizes written with sync and read back
-//! uncached, each one an item. Engines (sync, uring, null) move the bytes; this module
-//! decides what is written, in what order, and what state the cache is in before a read.
+//! uncached, each one an item; or, in sustained mode, writing or reading without pause
+//! for a while. Engines (sync, uring, null) move the bytes; this module decides what is
+//! written, in what order, and what state the cache is in before a read.
 
 mod buffer;
 pub mod cache;
 mod data;
 pub mod engine;
 pub mod item;
+mod kind;
 mod null;
+mod passes;
 pub mod plan;
 mod present;
 pub mod series;
+mod sustained;
 mod sync;
 mod uring;
 pub mod workdir;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use crate::analysis;
-use crate::document::{Verdict, WorkloadRecord};
 use crate::platform::{self, StorageChain};
-use crate::report::units::format_size;
-use crate::workload::{Context, Error, Kind, Workload};
-use cache::Eviction;
-use engine::{Engine, ReadJob, WriteJob};
-use item::{DiskItem, Op};
+use crate::workload::{Context, Error, Workload};
+use engine::Engine;
+pub use kind::DiskKind;
 pub use plan::{DiskPlan, EngineKind, Phase, ReadMode, SyncMode};
 use workdir::{KeptFile, WorkDir};
+
+/// Most files a sustained run cycles through before it writes over the first again.
+const MAX_RING: u64 = 64;
 
 /// A storage series on one target folder.
 pub struct DiskWorkload {
@@ -36,8 +39,13 @@ pub struct DiskWorkload {
     target: PathBuf,
     chain: Option<StorageChain>,
     workdir: Option<WorkDir>,
-    /// Files of an earlier `--keep` run, for `--phase read`.
+    engine: Option<Box<dyn Engine>>,
+    /// Files of an earlier `--keep` run (`--phase read`), or laid out for a sustained read.
     kept: Vec<KeptFile>,
+    /// Files a sustained run cycles through.
+    ring: usize,
+    /// The workload this one runs alone for (`--alone`).
+    alone_of: Option<usize>,
 }
 
 impl DiskWorkload {
@@ -49,7 +57,18 @@ impl DiskWorkload {
             target,
             chain: None,
             workdir: None,
+            engine: None,
             kept: Vec::new(),
+            ring: 1,
+            alone_of: None,
+        }
+    }
+
+    /// The same series, run alone before the group, standing for workload `of`.
+    pub fn alone_for(plan: DiskPlan, of: usize) -> DiskWorkload {
+        DiskWorkload {
+            alone_of: Some(of),
+            ..DiskWorkload::new(plan)
         }
     }
 
@@ -69,142 +88,38 @@ impl DiskWorkload {
         u64::from(self.plan.repeat)
     }
 
-    fn write_pass(
-        &mut self,
-        ctx: &Context,
-        engine: &mut dyn Engine,
-        pass: u32,
-    ) -> Result<Vec<KeptFile>, Error> {
-        let order = series::shuffled(&self.plan.sizes_bytes, self.plan.seed, pass, 0);
-        let limit = self.limit().0;
-        let workdir = self
-            .workdir
+    /// The work folder, which exists from `setup` on.
+    fn workdir(&mut self) -> &mut WorkDir {
+        self.workdir
             .as_mut()
-            .expect("the work folder exists while writing");
-        let mut written = Vec::with_capacity(order.len());
-        for (index, &size) in order.iter().enumerate() {
-            let name = format!("p{pass}-{:03}-{size}.dat", index + 1);
-            ctx.sink.status(format!(
-                "pass {pass}/{}: write {}",
-                self.plan.repeat,
-                format_size(size)
-            ));
-            let direct = self.plan.direct_writes;
-            let (path, file) = workdir.create_file(&name, direct)?;
-            let tail = if direct && size % plan::DIRECT_ALIGN as u64 != 0 {
-                Some(workdir::open_for_tail(&path)?)
-            } else {
-                None
-            };
-            let job = WriteJob {
-                file: &file,
-                direct,
-                tail_file: tail.as_ref(),
-                path: &path,
-                size,
-                sync: self.plan.sync,
-                progress: ctx.sink.progress(),
-                cancel: &ctx.cancel,
-            };
-            let elapsed = engine.write(&job)?;
-            drop((file, tail));
-            let item = DiskItem {
-                direct,
-                ..DiskItem::timed(
-                    Op::Write,
-                    self.plan.sync.as_str(),
-                    size,
-                    elapsed,
-                    pass,
-                    &name,
-                )
-            };
-            ctx.sink.item(&analysis::disk::flagged(item, limit));
-            written.push(KeptFile {
-                name,
-                size_bytes: size,
-            });
-        }
-        ctx.sink.stage_done(format!("pass {pass} write"));
-        Ok(written)
+            .expect("the work folder exists once set up")
     }
 
-    fn read_pass(
-        &mut self,
-        ctx: &Context,
-        engine: &mut dyn Engine,
-        files: &[KeptFile],
-        pass: u32,
-    ) -> Result<(), Error> {
-        let folder = self
-            .workdir
-            .as_ref()
-            .expect("the work folder exists while reading")
-            .path()
-            .to_path_buf();
-        let limit = self.limit().0;
-        for (stage, &mode) in self.plan.read_modes.iter().enumerate() {
-            let order = series::shuffled(files, self.plan.seed, pass, stage as u32 + 1);
-            for kept in &order {
-                ctx.sink.status(format!(
-                    "pass {pass}/{}: read {} {}",
-                    self.plan.repeat,
-                    mode.as_str(),
-                    format_size(kept.size_bytes)
-                ));
-                let item = read_one(ctx, engine, &folder.join(&kept.name), kept, mode, pass)?;
-                ctx.sink.item(&analysis::disk::flagged(item, limit));
+    /// Checks that a series fits, or sizes the ring of a sustained run to what fits.
+    fn check_space(&mut self) -> Result<(), Error> {
+        match self
+            .plan
+            .file_size_bytes
+            .filter(|_| self.plan.sustained().is_some())
+        {
+            Some(file_size) => {
+                let ring = if self.plan.phase.writes() {
+                    MAX_RING
+                } else {
+                    2
+                };
+                self.ring = workdir::files_that_fit(&self.target, file_size, ring)? as usize;
             }
-            ctx.sink
-                .stage_done(format!("pass {pass} read {}", mode.as_str()));
+            None if self.plan.phase.writes() => {
+                let series: u64 = self.plan.sizes_bytes.iter().sum();
+                let copies = if self.plan.keep { self.passes() } else { 1 };
+                let files = self.plan.sizes_bytes.len() as u64 * copies;
+                workdir::check_space(&self.target, series * copies, files)?;
+            }
+            None => {}
         }
         Ok(())
     }
-}
-
-/// Puts one file in the cache state `mode` asks for, proves it, and times its read.
-fn read_one(
-    ctx: &Context,
-    engine: &mut dyn Engine,
-    path: &Path,
-    kept: &KeptFile,
-    mode: ReadMode,
-    pass: u32,
-) -> Result<DiskItem, Error> {
-    let probe = workdir::open_for_read(path, false)?;
-    match mode {
-        ReadMode::Direct => cache::evict(&probe, path, kept.size_bytes, Eviction::Advise)?,
-        ReadMode::Flushed => cache::evict(&probe, path, kept.size_bytes, Eviction::Force)?,
-        ReadMode::Cached => cache::warm(&probe, path, kept.size_bytes)?,
-    }
-    let fraction = cache::resident_fraction(&probe, path, kept.size_bytes)?;
-    let direct = mode == ReadMode::Direct;
-    let reader = if direct {
-        workdir::open_for_read(path, true)?
-    } else {
-        probe
-    };
-    let job = ReadJob {
-        file: &reader,
-        path,
-        size: kept.size_bytes,
-        direct,
-        progress: ctx.sink.progress(),
-        cancel: &ctx.cancel,
-    };
-    let elapsed = engine.read(&job)?;
-    Ok(DiskItem {
-        cached_fraction_before: Some(fraction),
-        direct,
-        ..DiskItem::timed(
-            Op::Read,
-            mode.as_str(),
-            kept.size_bytes,
-            elapsed,
-            pass,
-            &kept.name,
-        )
-    })
 }
 
 impl Workload for DiskWorkload {
@@ -214,6 +129,10 @@ impl Workload for DiskWorkload {
 
     fn target(&self) -> String {
         self.target.display().to_string()
+    }
+
+    fn alone_of(&self) -> Option<usize> {
+        self.alone_of
     }
 
     fn params(&self) -> Value {
@@ -235,6 +154,9 @@ impl Workload for DiskWorkload {
     }
 
     fn planned_bytes(&self) -> u64 {
+        if self.plan.sustained().is_some() {
+            return 0;
+        }
         // Saturating: this only sizes a progress bar.
         let series: u64 = self
             .plan
@@ -256,12 +178,8 @@ impl Workload for DiskWorkload {
             workdir::check_direct(&self.target)?;
         }
         self.chain = platform::probe_path(&self.target).ok();
-        if self.plan.phase.writes() {
-            let series: u64 = self.plan.sizes_bytes.iter().sum();
-            let copies = if self.plan.keep { self.passes() } else { 1 };
-            let files = self.plan.sizes_bytes.len() as u64 * copies;
-            workdir::check_space(&self.target, series * copies, files)?;
-        } else {
+        self.check_space()?;
+        if !self.plan.phase.writes() && self.plan.sustained().is_none() {
             let (workdir, files) = WorkDir::open_kept(&self.target)?;
             self.plan.sizes_bytes = files.iter().map(|f| f.size_bytes).collect();
             self.workdir = Some(workdir);
@@ -270,38 +188,25 @@ impl Workload for DiskWorkload {
         Ok(())
     }
 
-    fn run(&mut self, ctx: &Context) -> Result<(), Error> {
-        let mut engine = engine::make(&self.plan)?;
-
-        if self.plan.phase.writes() {
+    fn setup(&mut self, ctx: &Context) -> Result<(), Error> {
+        self.engine = Some(engine::make(&self.plan)?);
+        if self.workdir.is_none() {
             self.workdir = Some(WorkDir::create(&self.target)?);
         }
-        let mut kept = Vec::new();
-        for pass in 1..=self.plan.repeat {
-            let files = if self.plan.phase.writes() {
-                self.write_pass(ctx, engine.as_mut(), pass)?
-            } else {
-                self.kept.clone()
-            };
-            if self.plan.phase.reads() {
-                self.read_pass(ctx, engine.as_mut(), &files, pass)?;
-            }
-            if self.plan.phase.writes() && !self.plan.keep {
-                let workdir = self.workdir.as_mut().expect("the work folder exists");
-                for file in &files {
-                    workdir.remove_file(&workdir.path().join(&file.name))?;
-                }
-            }
-            kept.extend(files);
-        }
-        if self.plan.keep
-            && self.plan.phase.writes()
-            && let Some(workdir) = self.workdir.as_mut()
-        {
-            workdir.write_manifest(&kept)?;
-            workdir.keep();
+        if self.plan.sustained().is_some() && self.plan.phase.reads() {
+            self.lay_out(ctx)?;
         }
         Ok(())
+    }
+
+    fn run(&mut self, ctx: &Context) -> Result<(), Error> {
+        let mut engine = self.engine.take().expect("the engine is made in setup");
+        let result = match self.plan.sustained() {
+            Some(duration) => self.run_sustained(ctx, engine.as_mut(), duration),
+            None => self.run_series(ctx, engine.as_mut()),
+        };
+        self.engine = Some(engine);
+        result
     }
 
     fn cleanup(&mut self) -> Result<(), Error> {
@@ -310,43 +215,4 @@ impl Workload for DiskWorkload {
             None => Ok(()),
         }
     }
-}
-
-/// How ratelab summarises, judges and shows stored disk workloads.
-pub struct DiskKind;
-
-impl Kind for DiskKind {
-    fn name(&self) -> &'static str {
-        "disk"
-    }
-
-    fn summarize(&self, record: &WorkloadRecord) -> Value {
-        analysis::disk::summarize(&items_of(record), &read_modes_of(record))
-    }
-
-    fn verdicts(&self, workload: usize, record: &WorkloadRecord) -> Vec<Verdict> {
-        analysis::disk::verdicts(workload, record, &items_of(record))
-    }
-
-    fn tables(&self, record: &WorkloadRecord) -> Vec<crate::report::Table> {
-        present::tables(record, &items_of(record))
-    }
-}
-
-/// The stored items of a disk workload, typed; items that do not parse are skipped.
-fn items_of(record: &WorkloadRecord) -> Vec<DiskItem> {
-    record
-        .items
-        .iter()
-        .filter_map(|v| serde_json::from_value(v.clone()).ok())
-        .collect()
-}
-
-/// The read modes a stored plan asked for, in order.
-fn read_modes_of(record: &WorkloadRecord) -> Vec<ReadMode> {
-    record
-        .params
-        .get("read_modes")
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
-        .unwrap_or_default()
 }

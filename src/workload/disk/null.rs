@@ -1,34 +1,44 @@
 //! The `null` engine: no I/O at all, so the series, the store and the reports can be
 //! tested fast, as with fio's null engine. Its figures say nothing about storage.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use super::engine::{Engine, ReadJob, WriteJob, read_chunks, write_chunks};
-use crate::workload::Error;
+use super::engine::{Engine, ReadJob, Transfer, WriteJob, read_chunks, until, write_chunks};
+use crate::run::Cancel;
+use crate::workload::{Error, Progress};
 
 /// Counts the bytes a real engine would move, and moves none.
 pub struct NullEngine;
 
 impl Engine for NullEngine {
-    fn write(&mut self, job: &WriteJob) -> Result<Duration, Error> {
-        let start = Instant::now();
-        for chunk in write_chunks(job.size, 1 << 20, job.direct) {
-            if job.cancel.is_set() {
-                return Err(Error::Interrupted);
-            }
-            job.progress.add(chunk.len as u64);
-        }
-        Ok(start.elapsed())
+    fn write(&mut self, job: &WriteJob) -> Result<Transfer, Error> {
+        let chunks = until(write_chunks(job.size, 1 << 20, job.direct), job.until);
+        count(chunks.map(|c| c.len), job.progress, job.cancel)
     }
 
-    fn read(&mut self, job: &ReadJob) -> Result<Duration, Error> {
-        let start = Instant::now();
-        for chunk in read_chunks(job.size, 1 << 20, job.direct) {
-            if job.cancel.is_set() {
-                return Err(Error::Interrupted);
-            }
-            job.progress.add(chunk.expect as u64);
-        }
-        Ok(start.elapsed())
+    fn read(&mut self, job: &ReadJob) -> Result<Transfer, Error> {
+        let chunks = until(read_chunks(job.size, 1 << 20, job.direct), job.until);
+        count(chunks.map(|c| c.expect), job.progress, job.cancel)
     }
+}
+
+/// Counts the bytes of every call, as if each had moved them at once.
+fn count(
+    calls: impl Iterator<Item = usize>,
+    progress: &Progress,
+    cancel: &Cancel,
+) -> Result<Transfer, Error> {
+    let start = Instant::now();
+    let mut bytes = 0;
+    for len in calls {
+        if cancel.is_set() {
+            return Err(Error::Interrupted);
+        }
+        progress.add(len as u64);
+        bytes += len as u64;
+    }
+    Ok(Transfer {
+        elapsed: start.elapsed(),
+        bytes,
+    })
 }

@@ -128,6 +128,12 @@ pub struct DiskPlan {
     pub seed: u64,
     /// The link limit given with --link-rate, overriding what sysfs says.
     pub link_rate_bytes_per_sec: Option<f64>,
+    /// Sustained mode: write (or read) without pause for this long instead of a series.
+    #[serde(default)]
+    pub duration_s: Option<f64>,
+    /// Sustained mode: the size of each file written in turn.
+    #[serde(default)]
+    pub file_size_bytes: Option<u64>,
 }
 
 impl DiskPlan {
@@ -137,9 +143,25 @@ impl DiskPlan {
             || (self.phase.reads() && self.read_modes.contains(&ReadMode::Direct))
     }
 
+    /// In sustained mode, how long to go on.
+    pub fn sustained(&self) -> Option<std::time::Duration> {
+        self.duration_s.map(std::time::Duration::from_secs_f64)
+    }
+
     /// Checks what clap cannot: values that only make sense together.
     pub fn validate(&self) -> Result<(), String> {
-        if self.sizes_bytes.is_empty() && self.phase.writes() {
+        if let Some(seconds) = self.duration_s {
+            if seconds.is_nan() || seconds <= 0.0 {
+                return Err("--duration must be longer than zero".into());
+            }
+            if self.phase == Phase::Both {
+                return Err("a sustained run writes or reads: give --phase write or --phase read with --duration".into());
+            }
+            if self.file_size_bytes.is_none_or(|size| size == 0) {
+                return Err("--file-size must be at least 1 byte".into());
+            }
+        }
+        if self.sizes_bytes.is_empty() && self.phase.writes() && self.duration_s.is_none() {
             return Err("the series has no sizes: give at least one with --sizes".into());
         }
         if let Some(zero) = self.sizes_bytes.iter().position(|&s| s == 0) {

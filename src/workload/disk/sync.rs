@@ -1,10 +1,12 @@
 //! The `sync` engine: one pwrite or pread call at a time, as fio's psync engine.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::buffer::AlignedBuf;
 use super::data::Pattern;
-use super::engine::{Engine, ReadJob, WriteJob, read_chunks, short_file, sync_file, write_chunks};
+use super::engine::{
+    Engine, ReadJob, Transfer, WriteJob, read_chunks, short_file, sync_file, until, write_chunks,
+};
 use crate::workload::Error;
 
 /// pread/pwrite in a loop, one block per call.
@@ -26,8 +28,12 @@ impl SyncEngine {
 }
 
 impl Engine for SyncEngine {
-    fn write(&mut self, job: &WriteJob) -> Result<Duration, Error> {
-        let chunks = write_chunks(job.size, self.block_size, job.direct);
+    fn write(&mut self, job: &WriteJob) -> Result<Transfer, Error> {
+        let chunks = until(
+            write_chunks(job.size, self.block_size, job.direct),
+            job.until,
+        );
+        let mut bytes = 0;
         let start = Instant::now();
         for chunk in chunks {
             if job.cancel.is_set() {
@@ -51,14 +57,22 @@ impl Engine for SyncEngine {
                 }
             }
             job.progress.add(chunk.len as u64);
+            bytes += chunk.len as u64;
         }
         sync_file(job)?;
-        Ok(start.elapsed())
+        Ok(Transfer {
+            elapsed: start.elapsed(),
+            bytes,
+        })
     }
 
-    fn read(&mut self, job: &ReadJob) -> Result<Duration, Error> {
-        let chunks = read_chunks(job.size, self.block_size, job.direct);
+    fn read(&mut self, job: &ReadJob) -> Result<Transfer, Error> {
+        let chunks = until(
+            read_chunks(job.size, self.block_size, job.direct),
+            job.until,
+        );
         let buf = self.read_buf.as_mut_slice();
+        let mut bytes = 0;
         let start = Instant::now();
         for chunk in chunks {
             if job.cancel.is_set() {
@@ -88,7 +102,11 @@ impl Engine for SyncEngine {
                 }
             }
             job.progress.add(chunk.expect as u64);
+            bytes += chunk.expect as u64;
         }
-        Ok(start.elapsed())
+        Ok(Transfer {
+            elapsed: start.elapsed(),
+            bytes,
+        })
     }
 }

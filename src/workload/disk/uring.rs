@@ -4,15 +4,15 @@
 use std::mem::ManuallyDrop;
 use std::os::fd::AsRawFd;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use io_uring::{IoUring, opcode, squeue, types};
 
 use super::buffer::AlignedBuf;
 use super::data::Pattern;
 use super::engine::{
-    Chunk, Engine, ReadJob, WriteJob, buffers_error, read_chunks, short_file, sync_file,
-    write_chunks,
+    Chunk, Engine, ReadJob, Transfer, WriteJob, buffers_error, read_chunks, short_file, sync_file,
+    until, write_chunks,
 };
 use crate::run::Cancel;
 use crate::workload::{Error, Progress};
@@ -66,30 +66,44 @@ impl UringEngine {
 }
 
 impl Engine for UringEngine {
-    fn write(&mut self, job: &WriteJob) -> Result<Duration, Error> {
-        let chunks = write_chunks(job.size, self.block_size, job.direct);
+    fn write(&mut self, job: &WriteJob) -> Result<Transfer, Error> {
+        let chunks = until(
+            write_chunks(job.size, self.block_size, job.direct),
+            job.until,
+        );
         let mut writes = Writes {
             job,
             data: &mut self.data,
             blocks: vec![std::ptr::null(); self.ring.slots],
         };
         let start = Instant::now();
-        self.ring
+        let bytes = self
+            .ring
             .drive(chunks, &mut writes, job.progress, job.cancel, job.path)?;
         sync_file(job)?;
-        Ok(start.elapsed())
+        Ok(Transfer {
+            elapsed: start.elapsed(),
+            bytes,
+        })
     }
 
-    fn read(&mut self, job: &ReadJob) -> Result<Duration, Error> {
-        let chunks = read_chunks(job.size, self.block_size, job.direct);
+    fn read(&mut self, job: &ReadJob) -> Result<Transfer, Error> {
+        let chunks = until(
+            read_chunks(job.size, self.block_size, job.direct),
+            job.until,
+        );
         let mut reads = Reads {
             job,
             bufs: &mut self.read_bufs,
         };
         let start = Instant::now();
-        self.ring
+        let bytes = self
+            .ring
             .drive(chunks, &mut reads, job.progress, job.cancel, job.path)?;
-        Ok(start.elapsed())
+        Ok(Transfer {
+            elapsed: start.elapsed(),
+            bytes,
+        })
     }
 }
 
@@ -180,7 +194,8 @@ struct Ring {
 }
 
 impl Ring {
-    /// Keeps up to one chunk per slot in flight until all are done. On an error or a
+    /// Keeps up to one chunk per slot in flight until all are done; returns the bytes
+    /// moved. On an error or a
     /// cancel it stops submitting but waits for every request in flight, because the
     /// kernel may still be using their buffers.
     fn drive(
@@ -190,13 +205,14 @@ impl Ring {
         progress: &Progress,
         cancel: &Cancel,
         path: &Path,
-    ) -> Result<(), Error> {
+    ) -> Result<u64, Error> {
         let op = requests.op();
         let mut free: Vec<usize> = (0..self.slots).rev().collect();
         let mut slots: Vec<Option<(Chunk, usize)>> = vec![None; self.slots];
         let mut chunks = chunks.peekable();
         let mut in_flight = 0;
         let mut failed_waits = 0;
+        let mut moved = 0;
         let mut failure: Option<Error> = None;
         let mut completed = Vec::with_capacity(self.slots);
         loop {
@@ -250,6 +266,7 @@ impl Ring {
                     ))
                 } else if done >= chunk.expect {
                     progress.add(chunk.expect as u64);
+                    moved += chunk.expect as u64;
                     Ok(())
                 } else if result == 0 || requests.short_is_final() || failure.is_some() {
                     Err(short_file(op, path, chunk.offset + done as u64))
@@ -267,7 +284,7 @@ impl Ring {
                 }
             }
         }
-        failure.map_or(Ok(()), Err)
+        failure.map_or(Ok(moved), Err)
     }
 
     fn push(&mut self, entry: squeue::Entry) {

@@ -48,6 +48,27 @@ pub fn check_target(target: &Path) -> Result<PathBuf, Error> {
     std::fs::canonicalize(target).map_err(|e| refuse(&e.to_string()))
 }
 
+/// Metadata and allocation slack for `files` files of `needed_bytes` in all: 2% of
+/// the data, 16 MiB at least, and 64 KiB per file.
+fn margin(needed_bytes: u64, files: u64) -> u64 {
+    (needed_bytes / 50)
+        .max(16 << 20)
+        .saturating_add(files.saturating_mul(64 << 10))
+}
+
+/// How many files of `file_size` fit in the target's free space with the margin, up to
+/// `most`; refuses the run if not even one does.
+pub fn files_that_fit(target: &Path, file_size: u64, most: u64) -> Result<u64, Error> {
+    let mut files = most.max(1);
+    loop {
+        match check_space(target, file_size.saturating_mul(files), files) {
+            Ok(()) => return Ok(files),
+            Err(e) if files == 1 => return Err(e),
+            Err(_) => files -= 1,
+        }
+    }
+}
+
 /// Refuses a series that does not fit in the target's free space with a margin.
 pub fn check_space(target: &Path, needed_bytes: u64, files: u64) -> Result<(), Error> {
     let vfs = rustix::fs::statvfs(target).map_err(|e| Error::io("inspect", target, e))?;
@@ -56,10 +77,7 @@ pub fn check_space(target: &Path, needed_bytes: u64, files: u64) -> Result<(), E
         return Ok(());
     }
     let available = vfs.f_bavail * vfs.f_frsize;
-    // Metadata and allocation slack: 2% of the data, 16 MiB at least, 64 KiB per file.
-    let margin = (needed_bytes / 50)
-        .max(16 << 20)
-        .saturating_add(files.saturating_mul(64 << 10));
+    let margin = margin(needed_bytes, files);
     if needed_bytes.saturating_add(margin) > available {
         return Err(Error::Space {
             path: target.to_path_buf(),
@@ -249,6 +267,18 @@ pub fn check_direct(target: &Path) -> Result<(), Error> {
 pub fn open_for_read(path: &Path, direct: bool) -> Result<File, Error> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
+    if direct {
+        options.custom_flags(libc::O_DIRECT);
+    }
+    options
+        .open(path)
+        .map_err(|e| direct_error(e, "open", path, direct))
+}
+
+/// Opens an existing file to write over it in place (sustained runs reuse their files).
+pub fn open_for_overwrite(path: &Path, direct: bool) -> Result<File, Error> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true);
     if direct {
         options.custom_flags(libc::O_DIRECT);
     }

@@ -1,0 +1,348 @@
+//! Contention: what workloads that ran at once did to each other. Rates over the time
+//! all were active, the aggregate, Jain's fairness index, and, when each also ran
+//! alone first, how much each slowed down and whether they share one bottleneck.
+
+use serde::{Deserialize, Serialize};
+
+use crate::document::{Series, Severity, Verdict, WorkloadRecord};
+use crate::report::units::format_rate;
+
+/// Aggregate together below this share of the best alone rate means one shared limit.
+const SHARED_BOTTLENECK: f64 = 1.25;
+/// Aggregate together above this share of the sum alone means no shared limit.
+const INDEPENDENT: f64 = 0.85;
+/// Jain's index below this is an unfair share.
+const UNFAIR: f64 = 0.8;
+
+/// The contention report of one group of workloads that ran at once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Contention {
+    /// Seconds during which every workload of the group was active.
+    pub overlap_s: f64,
+    /// Start of that window, seconds from the group's start.
+    pub overlap_start_s: f64,
+    /// End of that window.
+    pub overlap_end_s: f64,
+    /// All workloads' bytes per second over the window.
+    pub aggregate_bytes_per_sec: f64,
+    /// The sum of their rates alone, with `--alone`.
+    pub alone_sum_bytes_per_sec: Option<f64>,
+    /// Jain's fairness index over their rates in the window: 1 is an even share.
+    pub jain_index: f64,
+    /// The workload that finished first.
+    pub first_finished: Option<usize>,
+    /// Each workload's figures.
+    pub workloads: Vec<WorkloadContention>,
+}
+
+/// One workload's part in a contention report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadContention {
+    /// Index of the workload in the run.
+    pub workload: usize,
+    /// Its target.
+    pub target: String,
+    /// Its rate while all were active.
+    pub together_bytes_per_sec: f64,
+    /// Its rate when it ran alone, with `--alone`.
+    pub alone_bytes_per_sec: Option<f64>,
+    /// Alone rate over together rate: 2 means it ran at half speed.
+    pub slowdown: Option<f64>,
+    /// When it started, seconds from the group's start.
+    pub started_at_s: f64,
+    /// When it finished.
+    pub finished_at_s: Option<f64>,
+}
+
+/// The contention report for the workloads `together` of `records`, using the records
+/// that ran alone for them (`alone_of`) when there are any.
+pub fn measure(records: &[WorkloadRecord], together: &[usize]) -> Contention {
+    let active: Vec<(usize, &Series)> = together
+        .iter()
+        .filter_map(|&i| records.get(i)?.series.as_ref().map(|s| (i, s)))
+        .collect();
+    let start = active
+        .iter()
+        .map(|(_, s)| s.started_at_s)
+        .fold(0.0, f64::max);
+    let end = active
+        .iter()
+        .map(|(_, s)| end_of(s))
+        .fold(f64::INFINITY, f64::min);
+    let (start, end) = if end > start {
+        (start, end)
+    } else {
+        (start, start)
+    };
+    let overlap_s = end - start;
+    let workloads: Vec<WorkloadContention> = active
+        .iter()
+        .map(|&(index, series)| {
+            let together = if overlap_s > 0.0 {
+                bytes_within(series, start, end) / overlap_s
+            } else {
+                whole_rate(series)
+            };
+            let alone = records
+                .iter()
+                .find(|r| r.alone_of == Some(index))
+                .and_then(|r| r.series.as_ref())
+                .map(whole_rate);
+            WorkloadContention {
+                workload: index,
+                target: records[index].target.clone(),
+                together_bytes_per_sec: together,
+                alone_bytes_per_sec: alone,
+                slowdown: alone.filter(|_| together > 0.0).map(|a| a / together),
+                started_at_s: series.started_at_s,
+                finished_at_s: series.finished_at_s,
+            }
+        })
+        .collect();
+    let rates: Vec<f64> = workloads.iter().map(|w| w.together_bytes_per_sec).collect();
+    let alone: Option<Vec<f64>> = workloads.iter().map(|w| w.alone_bytes_per_sec).collect();
+    let first_finished = workloads
+        .iter()
+        .filter_map(|w| w.finished_at_s.map(|t| (w.workload, t)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(workload, _)| workload);
+    Contention {
+        overlap_s,
+        overlap_start_s: start,
+        overlap_end_s: end,
+        aggregate_bytes_per_sec: rates.iter().sum(),
+        alone_sum_bytes_per_sec: alone.map(|a| a.iter().sum()),
+        jain_index: jain(&rates),
+        first_finished,
+        workloads,
+    }
+}
+
+/// Jain's fairness index, (Σx)² / (n Σx²): 1 for an even share, 1/n when one takes all.
+pub fn jain(rates: &[f64]) -> f64 {
+    let sum: f64 = rates.iter().sum();
+    let squares: f64 = rates.iter().map(|r| r * r).sum();
+    if squares == 0.0 {
+        1.0
+    } else {
+        sum * sum / (rates.len() as f64 * squares)
+    }
+}
+
+/// When a series ends: its finish, or its last sample if it never finished.
+fn end_of(series: &Series) -> f64 {
+    series
+        .finished_at_s
+        .or_else(|| series.t_s.last().copied())
+        .unwrap_or(series.started_at_s)
+}
+
+/// Bytes moved between `from` and `to`, taking a share of each sample as it overlaps
+/// (bytes are taken as even within a sample).
+pub fn bytes_within(series: &Series, from: f64, to: f64) -> f64 {
+    let mut previous = series.started_at_s;
+    let mut total = 0.0;
+    for (&t, &bytes) in series.t_s.iter().zip(&series.bytes) {
+        let length = t - previous;
+        let inside = (t.min(to) - previous.max(from)).max(0.0);
+        if length > 0.0 {
+            total += bytes as f64 * inside / length;
+        }
+        previous = t;
+    }
+    total
+}
+
+/// A series' bytes over its whole active time.
+fn whole_rate(series: &Series) -> f64 {
+    let seconds = end_of(series) - series.started_at_s;
+    let bytes: u64 = series.bytes.iter().sum();
+    if seconds > 0.0 {
+        bytes as f64 / seconds
+    } else {
+        0.0
+    }
+}
+
+/// What the contention report says, in words.
+pub fn verdicts(report: &Contention) -> Vec<Verdict> {
+    let verdict = |code: &str, severity, message: String| Verdict {
+        code: code.to_string(),
+        severity,
+        message,
+        workload: None,
+    };
+    let n = report.workloads.len();
+    let mut out = Vec::new();
+    if report.overlap_s <= 0.0 {
+        out.push(verdict(
+            "no_overlap",
+            Severity::Info,
+            "the workloads never ran at the same time: their rates are each one's own".into(),
+        ));
+        return out;
+    }
+    let aggregate = report.aggregate_bytes_per_sec;
+    match (
+        report.alone_sum_bytes_per_sec,
+        best_alone(report),
+    ) {
+        (Some(sum), Some((best, rate))) if aggregate <= rate * SHARED_BOTTLENECK => out.push(verdict(
+            "shared_bottleneck",
+            Severity::Warning,
+            format!(
+                "together the {n} workloads moved {} in all, about what workload {} moved alone ({}), \
+                 against {} for the sum of each alone: they share one bottleneck (a hub, a link or a device)",
+                format_rate(aggregate),
+                best + 1,
+                format_rate(rate),
+                format_rate(sum)
+            ),
+        )),
+        (Some(sum), Some(_)) if aggregate >= sum * INDEPENDENT => out.push(verdict(
+            "independent",
+            Severity::Info,
+            format!(
+                "together the {n} workloads moved {}, {:.0}% of the sum of each alone ({}): they do not share a bottleneck",
+                format_rate(aggregate),
+                aggregate / sum * 100.0,
+                format_rate(sum)
+            ),
+        )),
+        (Some(sum), Some(_)) => out.push(verdict(
+            "partly_shared",
+            Severity::Info,
+            format!(
+                "together the {n} workloads moved {}, {:.0}% of the sum of each alone ({}): they slow each other down in part",
+                format_rate(aggregate),
+                aggregate / sum * 100.0,
+                format_rate(sum)
+            ),
+        )),
+        _ => out.push(verdict(
+            "contention",
+            Severity::Info,
+            format!(
+                "together the {n} workloads moved {} over {:.1} s at once (Jain index {:.2}); \
+                 run with --alone to compare with each alone",
+                format_rate(aggregate),
+                report.overlap_s,
+                report.jain_index
+            ),
+        )),
+    }
+    if report.jain_index < UNFAIR
+        && let Some(slowest) = report.workloads.iter().min_by(|a, b| {
+            a.together_bytes_per_sec
+                .total_cmp(&b.together_bytes_per_sec)
+        })
+    {
+        out.push(verdict(
+            "unfair_share",
+            Severity::Warning,
+            format!(
+                "the share was uneven (Jain index {:.2}): workload {} on {} got only {}",
+                report.jain_index,
+                slowest.workload + 1,
+                slowest.target,
+                format_rate(slowest.together_bytes_per_sec)
+            ),
+        ));
+    }
+    out
+}
+
+/// The workload with the highest rate alone, and that rate.
+fn best_alone(report: &Contention) -> Option<(usize, f64)> {
+    report
+        .workloads
+        .iter()
+        .filter_map(|w| w.alone_bytes_per_sec.map(|r| (w.workload, r)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    /// A workload moving `rate` bytes per second from `from` to `to`, sampled every 0.1 s.
+    fn record(from: f64, to: f64, rate: f64, alone_of: Option<usize>) -> WorkloadRecord {
+        let mut t_s = Vec::new();
+        let mut bytes = Vec::new();
+        let mut previous = from;
+        let mut t = (from / 0.1).floor() * 0.1 + 0.1;
+        while previous < to {
+            let end = t.min(to);
+            t_s.push(end);
+            bytes.push(((end - previous) * rate).round() as u64);
+            previous = end;
+            t += 0.1;
+        }
+        WorkloadRecord {
+            kind: "disk".into(),
+            target: "/x".into(),
+            params: Value::Null,
+            context: Value::Null,
+            items: vec![],
+            summary: Value::Null,
+            series: Some(Series {
+                interval_s: 0.1,
+                clock_unix_s: 0.0,
+                started_at_s: from,
+                finished_at_s: Some(to),
+                t_s,
+                bytes,
+                ops: vec![],
+                knees: vec![],
+            }),
+            alone_of,
+            warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn jain_index_bounds() {
+        assert!((jain(&[5.0, 5.0]) - 1.0).abs() < 1e-12);
+        assert!((jain(&[10.0, 0.0]) - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn two_on_one_device_share_it() {
+        let records = vec![
+            record(0.0, 10.0, 100e6, None),
+            record(0.0, 8.0, 100e6, None),
+            record(0.0, 4.0, 200e6, Some(0)),
+            record(0.0, 4.0, 200e6, Some(1)),
+        ];
+        let report = measure(&records, &[0, 1]);
+        assert!((report.overlap_s - 8.0).abs() < 1e-9);
+        assert!((report.aggregate_bytes_per_sec - 200e6).abs() < 1e3);
+        assert!((report.jain_index - 1.0).abs() < 1e-6);
+        assert_eq!(report.first_finished, Some(1));
+        assert!((report.workloads[0].slowdown.unwrap() - 2.0).abs() < 1e-6);
+        let codes: Vec<String> = verdicts(&report).into_iter().map(|v| v.code).collect();
+        assert_eq!(codes, vec!["shared_bottleneck"]);
+    }
+
+    #[test]
+    fn two_devices_keep_their_rates() {
+        let records = vec![
+            record(0.0, 5.0, 200e6, None),
+            record(0.0, 5.0, 100e6, None),
+            record(0.0, 5.0, 200e6, Some(0)),
+            record(0.0, 5.0, 100e6, Some(1)),
+        ];
+        let report = measure(&records, &[0, 1]);
+        assert!((report.aggregate_bytes_per_sec - 300e6).abs() < 1e3);
+        let codes: Vec<String> = verdicts(&report).into_iter().map(|v| v.code).collect();
+        assert_eq!(codes, vec!["independent"]);
+    }
+
+    #[test]
+    fn partial_samples_count_by_their_share() {
+        let series = record(0.05, 1.0, 1000.0, None).series.unwrap();
+        assert!((bytes_within(&series, 0.5, 1.0) - 500.0).abs() < 1.0);
+        assert!((bytes_within(&series, 0.0, 0.1) - 50.0).abs() < 1.0);
+    }
+}

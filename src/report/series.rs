@@ -1,0 +1,74 @@
+//! A rate series in one line of text: a sparkline of the rate over time, with its
+//! scale and any knees, so a run's shape shows in a terminal.
+
+use crate::document::Series;
+use crate::report::units::{format_rate, format_seconds};
+
+/// Marks from low to high.
+const MARKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+/// Widest sparkline, in marks.
+const WIDTH: usize = 60;
+
+/// "rate over 12.3 s (0.2 s per mark, top 1.20 GB/s): ▁▃▇▇▇▆▃", and the knees.
+pub fn describe(series: &Series) -> String {
+    let rates = series.bytes_per_sec();
+    if rates.len() < 2 {
+        return format!("rate series: {} sample", rates.len());
+    }
+    let per_mark = rates.len().div_ceil(WIDTH);
+    let marks: Vec<f64> = rates
+        .chunks(per_mark)
+        .map(|chunk| chunk.iter().sum::<f64>() / chunk.len() as f64)
+        .collect();
+    let top = marks.iter().copied().fold(0.0, f64::max);
+    let line: String = marks
+        .iter()
+        .map(|&rate| {
+            let level = if top > 0.0 {
+                (rate / top * 7.0).round() as usize
+            } else {
+                0
+            };
+            MARKS[level.min(7)]
+        })
+        .collect();
+    let span = series.t_s.last().copied().unwrap_or(0.0) - series.started_at_s;
+    let mut text = format!(
+        "rate over {} ({} per mark, top {}): {line}",
+        format_seconds(span),
+        format_seconds(series.interval_s * per_mark as f64),
+        format_rate(top)
+    );
+    for knee in &series.knees {
+        text.push_str(&format!(
+            "\nknee at {}: {} → {} after {} MB",
+            format_seconds(knee.t_s),
+            format_rate(knee.before_bytes_per_sec),
+            format_rate(knee.after_bytes_per_sec),
+            knee.bytes_before / 1_000_000
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_down_shows() {
+        let series = Series {
+            interval_s: 0.1,
+            clock_unix_s: 0.0,
+            started_at_s: 0.0,
+            finished_at_s: Some(0.4),
+            t_s: vec![0.1, 0.2, 0.3, 0.4],
+            bytes: vec![100, 100, 25, 25],
+            ops: vec![],
+            knees: vec![],
+        };
+        let text = describe(&series);
+        assert!(text.ends_with("██▃▃"), "{text}");
+        assert!(text.contains("top 1.00 kB/s"), "{text}");
+    }
+}

@@ -1,0 +1,241 @@
+//! A series run: each pass writes the sizes in a new random order, then reads them back
+//! in each read mode; and the single-file steps a sustained run shares with it.
+
+use std::path::Path;
+use std::time::Instant;
+
+use super::cache::{self, Eviction};
+use super::engine::{Engine, ReadJob, Transfer, WriteJob};
+use super::item::{DiskItem, Op};
+use super::plan::{DIRECT_ALIGN, ReadMode};
+use super::workdir::{self, KeptFile, WorkDir};
+use super::{DiskWorkload, series};
+use crate::analysis;
+use crate::report::units::format_size;
+use crate::workload::{Context, Error};
+
+/// How one file is written.
+pub(super) struct WriteSpec<'a> {
+    /// Its name in the work folder.
+    pub name: &'a str,
+    /// Bytes to write.
+    pub size: u64,
+    /// Create it (true) or write over an existing one.
+    pub create: bool,
+    /// Stop issuing writes then (sustained runs).
+    pub until: Option<Instant>,
+}
+
+impl DiskWorkload {
+    /// Every pass of the series, then `--keep` or removal of the files.
+    pub(super) fn run_series(
+        &mut self,
+        ctx: &Context,
+        engine: &mut dyn Engine,
+    ) -> Result<(), Error> {
+        let mut kept = Vec::new();
+        for pass in 1..=self.plan.repeat {
+            let files = if self.plan.phase.writes() {
+                self.write_pass(ctx, engine, pass)?
+            } else {
+                self.kept.clone()
+            };
+            if self.plan.phase.reads() {
+                self.read_pass(ctx, engine, &files, pass)?;
+            }
+            if self.plan.phase.writes() && !self.plan.keep {
+                let workdir = self.workdir();
+                for file in &files {
+                    workdir.remove_file(&workdir.path().join(&file.name))?;
+                }
+            }
+            kept.extend(files);
+        }
+        if self.plan.keep && self.plan.phase.writes() {
+            self.keep(&kept)?;
+        }
+        Ok(())
+    }
+
+    /// Leaves `files` in the work folder with a manifest for a later `--phase read`.
+    pub(super) fn keep(&mut self, files: &[KeptFile]) -> Result<(), Error> {
+        let workdir = self.workdir();
+        workdir.write_manifest(files)?;
+        workdir.keep();
+        Ok(())
+    }
+
+    fn write_pass(
+        &mut self,
+        ctx: &Context,
+        engine: &mut dyn Engine,
+        pass: u32,
+    ) -> Result<Vec<KeptFile>, Error> {
+        let order = series::shuffled(&self.plan.sizes_bytes, self.plan.seed, pass, 0);
+        let mut written = Vec::with_capacity(order.len());
+        for (index, &size) in order.iter().enumerate() {
+            let name = format!("p{pass}-{:03}-{size}.dat", index + 1);
+            ctx.sink.status(format!(
+                "pass {pass}/{}: write {}",
+                self.plan.repeat,
+                format_size(size)
+            ));
+            let spec = WriteSpec {
+                name: &name,
+                size,
+                create: true,
+                until: None,
+            };
+            let item = self.write_file(ctx, engine, &spec, pass)?;
+            ctx.sink.item(&item);
+            written.push(KeptFile {
+                name,
+                size_bytes: size,
+            });
+        }
+        ctx.sink.stage_done(format!("pass {pass} write"));
+        Ok(written)
+    }
+
+    fn read_pass(
+        &mut self,
+        ctx: &Context,
+        engine: &mut dyn Engine,
+        files: &[KeptFile],
+        pass: u32,
+    ) -> Result<(), Error> {
+        for (stage, &mode) in self.plan.read_modes.clone().iter().enumerate() {
+            let order = series::shuffled(files, self.plan.seed, pass, stage as u32 + 1);
+            for kept in &order {
+                ctx.sink.status(format!(
+                    "pass {pass}/{}: read {} {}",
+                    self.plan.repeat,
+                    mode.as_str(),
+                    format_size(kept.size_bytes)
+                ));
+                let item = self.read_file(ctx, engine, kept, mode, pass, None)?;
+                ctx.sink.item(&item);
+            }
+            ctx.sink
+                .stage_done(format!("pass {pass} read {}", mode.as_str()));
+        }
+        Ok(())
+    }
+
+    /// Writes one file (the part O_DIRECT cannot cover goes through a buffered handle)
+    /// and returns its item, flagged.
+    pub(super) fn write_file(
+        &mut self,
+        ctx: &Context,
+        engine: &mut dyn Engine,
+        spec: &WriteSpec,
+        pass: u32,
+    ) -> Result<DiskItem, Error> {
+        let (direct, sync) = (self.plan.direct_writes, self.plan.sync);
+        let transfer = write_one(self.workdir(), ctx, engine, spec, direct, sync)?;
+        let item = DiskItem {
+            direct,
+            size_bytes: spec.size,
+            ..DiskItem::timed(
+                Op::Write,
+                self.plan.sync.as_str(),
+                transfer,
+                pass,
+                spec.name,
+            )
+        };
+        Ok(analysis::disk::flagged(item, self.limit().0))
+    }
+
+    /// Puts one file in the cache state `mode` asks for, proves it, times its read and
+    /// returns its item, flagged.
+    pub(super) fn read_file(
+        &mut self,
+        ctx: &Context,
+        engine: &mut dyn Engine,
+        kept: &KeptFile,
+        mode: ReadMode,
+        pass: u32,
+        until: Option<Instant>,
+    ) -> Result<DiskItem, Error> {
+        let path = self.workdir().path().join(&kept.name);
+        let (transfer, fraction) = read_one(ctx, engine, &path, kept.size_bytes, mode, until)?;
+        let item = DiskItem {
+            cached_fraction_before: Some(fraction),
+            direct: mode == ReadMode::Direct,
+            size_bytes: kept.size_bytes,
+            ..DiskItem::timed(Op::Read, mode.as_str(), transfer, pass, &kept.name)
+        };
+        Ok(analysis::disk::flagged(item, self.limit().0))
+    }
+}
+
+/// Opens, writes and closes one file; open and close stay outside the timed span.
+pub(super) fn write_one(
+    workdir: &mut WorkDir,
+    ctx: &Context,
+    engine: &mut dyn Engine,
+    spec: &WriteSpec,
+    direct: bool,
+    sync: super::SyncMode,
+) -> Result<Transfer, Error> {
+    let (path, file) = if spec.create {
+        workdir.create_file(spec.name, direct)?
+    } else {
+        let path = workdir.path().join(spec.name);
+        let file = workdir::open_for_overwrite(&path, direct)?;
+        (path, file)
+    };
+    let tail = if direct && !spec.size.is_multiple_of(DIRECT_ALIGN as u64) {
+        Some(workdir::open_for_tail(&path)?)
+    } else {
+        None
+    };
+    let job = WriteJob {
+        file: &file,
+        direct,
+        tail_file: tail.as_ref(),
+        path: &path,
+        size: spec.size,
+        sync,
+        progress: ctx.sink.progress(),
+        cancel: &ctx.cancel,
+        until: spec.until,
+    };
+    engine.write(&job)
+}
+
+/// Puts one file in the cache state `mode` asks for, measures how much of it is
+/// resident, and times its read.
+fn read_one(
+    ctx: &Context,
+    engine: &mut dyn Engine,
+    path: &Path,
+    size: u64,
+    mode: ReadMode,
+    until: Option<Instant>,
+) -> Result<(Transfer, f64), Error> {
+    let probe = workdir::open_for_read(path, false)?;
+    match mode {
+        ReadMode::Direct => cache::evict(&probe, path, size, Eviction::Advise)?,
+        ReadMode::Flushed => cache::evict(&probe, path, size, Eviction::Force)?,
+        ReadMode::Cached => cache::warm(&probe, path, size)?,
+    }
+    let fraction = cache::resident_fraction(&probe, path, size)?;
+    let direct = mode == ReadMode::Direct;
+    let reader = if direct {
+        workdir::open_for_read(path, true)?
+    } else {
+        probe
+    };
+    let job = ReadJob {
+        file: &reader,
+        path,
+        size,
+        direct,
+        progress: ctx.sink.progress(),
+        cancel: &ctx.cancel,
+        until,
+    };
+    Ok((engine.read(&job)?, fraction))
+}

@@ -1,0 +1,248 @@
+//! Workloads side by side on real rigs: two folders on one throttled device share it as
+//! fio's two jobs do; two devices with their own limits keep their own rates; and a
+//! sustained write whose limit changes mid-run shows one knee where it changed. These
+//! need root; without it they say why they skip.
+
+mod common;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use common::rig::{self, MIB, SlowDisk, Throttle};
+use common::{RIG_NEEDS, json, root_or_skip, run_json, wait_for_work_folder};
+use serde_json::Value;
+
+fn bin() -> std::path::PathBuf {
+    assert_cmd::cargo::cargo_bin!("ratelab").to_path_buf()
+}
+
+fn contention(doc: &Value) -> &Value {
+    doc.get("contention")
+        .unwrap_or_else(|| panic!("no contention report in {doc}"))
+}
+
+fn codes(doc: &Value) -> Vec<String> {
+    doc["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["code"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn two_folders_on_one_device_share_it_as_fio_jobs_do() {
+    if !root_or_skip(
+        "two_folders_on_one_device_share_it_as_fio_jobs_do",
+        RIG_NEEDS,
+    ) {
+        return;
+    }
+    if !common::have("fio") {
+        eprintln!(
+            "skipping two_folders_on_one_device_share_it_as_fio_jobs_do: fio is not installed (.ci/run installs it)"
+        );
+        return;
+    }
+    let _lock = rig::exclusive();
+    let disk = SlowDisk::new(2 << 30);
+    let throttle = Throttle::new();
+    throttle.limit(&disk, 200 * MIB, 300 * MIB);
+    let (a, b) = (disk.path().join("a"), disk.path().join("b"));
+    std::fs::create_dir(&a).unwrap();
+    std::fs::create_dir(&b).unwrap();
+
+    let doc = run_json(throttle.command(bin()).args(["disk"]).args([&a, &b]).args([
+        "--sizes",
+        "256M,256M",
+        "--direct",
+        "--phase",
+        "write",
+        "--alone",
+        "--json",
+        "--no-store",
+        "-q",
+    ]));
+    let report = contention(&doc);
+
+    // fio: two jobs, one per folder, the same work, in the same cgroup.
+    let mut fio = throttle.command("fio");
+    fio.args([
+        "--group_reporting",
+        "--output-format=json",
+        "--ioengine=psync",
+        "--direct=1",
+    ])
+    .args([
+        "--rw=write",
+        "--bs=1M",
+        "--size=512M",
+        "--end_fsync=1",
+        "--fallocate=none",
+    ]);
+    for (name, folder) in [("a", &a), ("b", &b)] {
+        fio.arg(format!("--name={name}"))
+            .arg(format!("--directory={}", folder.display()));
+    }
+    let output = fio.output().unwrap();
+    assert!(
+        output.status.success(),
+        "fio: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let fio_aggregate = json(&output.stdout)["jobs"][0]["write"]["bw_bytes"]
+        .as_f64()
+        .unwrap();
+
+    let aggregate = report["aggregate_bytes_per_sec"].as_f64().unwrap();
+    let ratio = aggregate / fio_aggregate;
+    let jain = report["jain_index"].as_f64().unwrap();
+    let slowdowns: Vec<f64> = report["workloads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["slowdown"].as_f64().unwrap())
+        .collect();
+    eprintln!(
+        "one device: ratelab together {:.1} MiB/s, fio two jobs {:.1} MiB/s (ratio {ratio:.3}), Jain {jain:.3}, slowdowns {slowdowns:?}",
+        aggregate / MIB as f64,
+        fio_aggregate / MIB as f64
+    );
+    assert!(
+        (ratio - 1.0).abs() <= 0.07,
+        "aggregate at {ratio:.3} of fio's"
+    );
+    assert!(jain >= 0.9, "Jain index {jain}");
+    for slowdown in &slowdowns {
+        assert!(
+            (1.6..=2.8).contains(slowdown),
+            "slowdowns {slowdowns:?}: not about half"
+        );
+    }
+    assert!(
+        codes(&doc).contains(&"shared_bottleneck".to_string()),
+        "{:?}",
+        codes(&doc)
+    );
+}
+
+#[test]
+fn two_devices_with_their_own_limits_keep_their_own_rates() {
+    if !root_or_skip(
+        "two_devices_with_their_own_limits_keep_their_own_rates",
+        RIG_NEEDS,
+    ) {
+        return;
+    }
+    let _lock = rig::exclusive();
+    let (fast, slow) = (SlowDisk::new(1 << 30), SlowDisk::new(1 << 30));
+    let throttle = Throttle::new();
+    throttle
+        .limit(&fast, 200 * MIB, 300 * MIB)
+        .limit(&slow, 100 * MIB, 300 * MIB);
+    let doc = run_json(
+        throttle
+            .command(bin())
+            .args(["disk"])
+            .args([fast.path(), slow.path()])
+            .args([
+                "--sizes",
+                "256M",
+                "--direct",
+                "--phase",
+                "write",
+                "--alone",
+                "--json",
+                "--no-store",
+                "-q",
+            ]),
+    );
+    let report = contention(&doc);
+    for workload in report["workloads"].as_array().unwrap() {
+        let slowdown = workload["slowdown"].as_f64().unwrap();
+        eprintln!(
+            "two devices: {} alone {:.1} MiB/s, together {:.1} MiB/s",
+            workload["target"],
+            workload["alone_bytes_per_sec"].as_f64().unwrap() / MIB as f64,
+            workload["together_bytes_per_sec"].as_f64().unwrap() / MIB as f64
+        );
+        assert!(
+            (slowdown - 1.0).abs() <= 0.1,
+            "{workload}: slowed {slowdown:.2}x"
+        );
+    }
+    assert!(
+        codes(&doc).contains(&"independent".to_string()),
+        "{:?}",
+        codes(&doc)
+    );
+}
+
+#[test]
+fn a_limit_changed_mid_run_gives_one_knee_where_it_changed() {
+    if !root_or_skip(
+        "a_limit_changed_mid_run_gives_one_knee_where_it_changed",
+        RIG_NEEDS,
+    ) {
+        return;
+    }
+    let _lock = rig::exclusive();
+    let disk = SlowDisk::new(2 << 30);
+    let throttle = Throttle::new();
+    throttle.limit(&disk, 400 * MIB, 400 * MIB);
+    let child = throttle
+        .command(bin())
+        .arg("disk")
+        .arg(disk.path())
+        .args([
+            "--duration",
+            "6s",
+            "--file-size",
+            "256M",
+            "--direct",
+            "--interval",
+            "100ms",
+            "--json",
+        ])
+        .args(["--no-store", "-q"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_work_folder(disk.path());
+    std::thread::sleep(Duration::from_millis(2500));
+    throttle.limit(&disk, 100 * MIB, 400 * MIB);
+    let changed = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let doc = json(&output.stdout);
+    let series = &doc["workloads"][0]["series"];
+    let changed_at = changed - series["clock_unix_s"].as_f64().unwrap();
+    let knees = series["knees"].as_array().unwrap();
+    eprintln!("limit changed at {changed_at:.3} s; knees: {knees:?}");
+    assert_eq!(knees.len(), 1, "{knees:?}");
+    let knee = &knees[0];
+    let interval = series["interval_s"].as_f64().unwrap();
+    let at = knee["t_s"].as_f64().unwrap();
+    assert!(
+        (at - changed_at).abs() <= interval + 0.01,
+        "knee at {at:.3} s, change at {changed_at:.3} s"
+    );
+    let before = knee["before_bytes_per_sec"].as_f64().unwrap() / (400 * MIB) as f64;
+    let after = knee["after_bytes_per_sec"].as_f64().unwrap() / (100 * MIB) as f64;
+    assert!(
+        (before - 1.0).abs() <= 0.07,
+        "before at {before:.3} of 400 MiB/s"
+    );
+    assert!(
+        (after - 1.0).abs() <= 0.07,
+        "after at {after:.3} of 100 MiB/s"
+    );
+    assert!(knee["bytes_before"].as_u64().unwrap() > 0);
+}
