@@ -7,6 +7,8 @@ pub mod generate;
 pub mod info;
 pub mod profile;
 pub mod results;
+pub mod run;
+pub mod scenario;
 pub mod values;
 
 use std::path::PathBuf;
@@ -15,7 +17,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::exit::{Exit, UsageError};
 use crate::report::{self, Format};
-use crate::run::{self, RunSpec, Schedule};
+use crate::run::{RunSpec, Schedule};
 use crate::store::Store;
 use crate::workload::Workload;
 
@@ -40,6 +42,8 @@ pub enum Command {
     Disk(disk::DiskArgs),
     /// The main job: a profile of this machine, stored, with verdicts.
     Profile(profile::ProfileArgs),
+    /// A scenario: the workloads of a TOML file side by side, with the contention report.
+    Run(run::RunArgs),
     /// The machine: CPU, memory, kernel, and each filesystem's chain down to its link.
     Info(info::InfoArgs),
     /// The results database: list, show and export stored runs.
@@ -68,9 +72,9 @@ pub struct MeasureArgs {
     /// No progress display on stderr.
     #[arg(long, short)]
     pub quiet: bool,
-    /// Sampling interval of the workloads' rate series (one clock for all).
-    #[arg(long, value_name = "TIME", default_value = "100ms", value_parser = values::parse_time)]
-    pub interval: std::time::Duration,
+    /// Sampling interval of the workloads' rate series, one clock for all [default: 100ms].
+    #[arg(long, value_name = "TIME", value_parser = values::parse_time)]
+    pub interval: Option<std::time::Duration>,
 }
 
 impl MeasureArgs {
@@ -92,6 +96,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
     match cli.command {
         Command::Disk(args) => disk::run(args),
         Command::Profile(args) => profile::run(args),
+        Command::Run(args) => run::run(args),
         Command::Info(args) => info::run(args),
         Command::Results(args) => results::run(args),
         Command::Completions(args) => generate::completions(args),
@@ -107,7 +112,8 @@ fn measure(
     workloads: Vec<Box<dyn Workload>>,
     schedule: Schedule,
 ) -> anyhow::Result<Exit> {
-    if output.interval.is_zero() {
+    let interval = output.interval.unwrap_or(crate::run::DEFAULT_INTERVAL);
+    if interval.is_zero() {
         return Err(UsageError("--interval must be longer than zero".into()).into());
     }
     let spec = RunSpec {
@@ -116,9 +122,9 @@ fn measure(
         store: output.store()?,
         show_progress: !output.quiet,
         schedule,
-        interval: output.interval,
+        interval,
     };
-    let finished = run::execute(spec, workloads)?;
+    let finished = crate::run::execute(spec, workloads)?;
     // An incomplete run is shown too: what it measured before it stopped is real.
     let format = if output.json {
         Format::Json

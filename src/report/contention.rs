@@ -28,12 +28,16 @@ pub fn table(stored: &Value) -> Option<Table> {
         .alone_sum_bytes_per_sec
         .map(|sum| format!(" (sum alone {})", format_rate(sum)))
         .unwrap_or_default();
+    let overlap = if report.overlap_s > 0.0 {
+        format!("all active for {}", format_seconds(report.overlap_s))
+    } else {
+        "never all active at once".to_string()
+    };
     Some(Table {
         title: format!(
-            "contention · together {}{alone} · Jain index {:.2} · all active for {}",
+            "contention · together {}{alone} · Jain index {:.2} · {overlap}",
             format_rate(report.aggregate_bytes_per_sec),
             report.jain_index,
-            format_seconds(report.overlap_s)
         ),
         header: [
             "workload",

@@ -11,7 +11,21 @@ const WIDTH: usize = 60;
 
 /// "rate over 12.3 s (0.2 s per mark, top 1.20 GB/s): ▁▃▇▇▇▆▃", and the knees.
 pub fn describe(series: &Series) -> String {
-    let rates = series.bytes_per_sec();
+    let mut rates = series.bytes_per_sec();
+    // A last sample cut short by the end of the run says little and can spike.
+    let last = series
+        .t_s
+        .len()
+        .checked_sub(2)
+        .map(|i| series.t_s[i])
+        .unwrap_or(series.started_at_s);
+    if series
+        .t_s
+        .last()
+        .is_some_and(|&end| end - last < series.interval_s / 2.0)
+    {
+        rates.pop();
+    }
     if rates.len() < 2 {
         return format!("rate series: {} sample", rates.len());
     }

@@ -131,7 +131,19 @@ pub fn execute(
                 series.knees = kind.knees(&record.params, series);
             }
             record.summary = kind.summarize(record);
-            doc.verdicts.extend(kind.verdicts(index, record));
+            // A workload run alone first speaks through the contention report.
+            if record.alone_of.is_none() {
+                for verdict in kind.verdicts(index, record) {
+                    // Several targets on one filesystem would say the same thing each.
+                    if !doc
+                        .verdicts
+                        .iter()
+                        .any(|v| v.code == verdict.code && v.message == verdict.message)
+                    {
+                        doc.verdicts.push(verdict);
+                    }
+                }
+            }
         }
     }
     if let Some(group) = spec.schedule.shared().next() {

@@ -1,0 +1,317 @@
+//! Scenario files: TOML that lists workloads of any kind to run side by side. Each
+//! workload's fields are its verb's own flags (`sizes = "1G"` is `--sizes 1G`), parsed
+//! by the same clap definitions, so a flag is defined once; errors name the line and
+//! the field.
+
+use std::path::Path;
+use std::time::Duration;
+
+use clap::Parser;
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+use super::{Cli, Command};
+use crate::exit::UsageError;
+use crate::workload::Workload;
+use crate::workload::disk::DiskWorkload;
+
+/// Run-level settings a scenario may hold besides its workloads.
+const SETTINGS: [&str; 4] = ["interval", "alone", "label", "workload"];
+/// Workload fields that are not flags of the kind's verb.
+const OWN_FIELDS: [&str; 3] = ["kind", "target", "start_delay"];
+/// Flags of the run, not of one workload.
+const RUN_FLAGS: [&str; 6] = ["json", "db", "label", "no_store", "quiet", "interval"];
+
+/// Makes a workload from a scenario entry; given `Some(i)`, the copy run alone for `i`.
+pub type Maker = Box<dyn Fn(Option<usize>) -> Box<dyn Workload>>;
+
+/// A parsed scenario.
+pub struct Scenario {
+    /// One maker per workload, in file order.
+    pub workloads: Vec<Maker>,
+    /// Each workload's start delay.
+    pub delays: Vec<Duration>,
+    /// Sampling interval, if the file sets one.
+    pub interval: Option<Duration>,
+    /// Whether each workload runs alone first.
+    pub alone: bool,
+    /// The run's label, if the file sets one.
+    pub label: Option<String>,
+}
+
+/// Reads and checks the scenario at `path`.
+pub fn load(path: &Path) -> Result<Scenario, UsageError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| UsageError(format!("cannot read the scenario {}: {e}", path.display())))?;
+    parse(&text, &path.display().to_string())
+}
+
+/// Parses a scenario; `name` is how errors refer to the file.
+pub fn parse(text: &str, name: &str) -> Result<Scenario, UsageError> {
+    let at = |span: std::ops::Range<usize>, message: String| {
+        let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+        UsageError(format!("{name}, line {line}: {message}"))
+    };
+    let table = DeTable::parse(text)
+        .map_err(|e| UsageError(format!("{name}: {}", e.to_string().trim_end())))?;
+    let mut scenario = Scenario {
+        workloads: Vec::new(),
+        delays: Vec::new(),
+        interval: None,
+        alone: false,
+        label: None,
+    };
+    for (key, value) in table.get_ref() {
+        let field = key.get_ref().as_ref();
+        match field {
+            "interval" => {
+                let text = string(value).ok_or_else(|| {
+                    at(
+                        value.span(),
+                        "interval must be a time such as \"100ms\"".into(),
+                    )
+                })?;
+                let interval = super::values::parse_time(text).map_err(|e| at(value.span(), e))?;
+                scenario.interval = Some(interval);
+            }
+            "alone" => {
+                scenario.alone = value
+                    .get_ref()
+                    .as_bool()
+                    .ok_or_else(|| at(value.span(), "alone must be true or false".into()))?;
+            }
+            "label" => {
+                scenario.label = Some(
+                    string(value)
+                        .ok_or_else(|| at(value.span(), "label must be a string".into()))?
+                        .to_string(),
+                );
+            }
+            "workload" => {
+                let DeValue::Array(entries) = value.get_ref() else {
+                    return Err(at(
+                        value.span(),
+                        "workload must be a list of [[workload]] tables".into(),
+                    ));
+                };
+                for entry in entries.iter() {
+                    let DeValue::Table(fields) = entry.get_ref() else {
+                        return Err(at(
+                            entry.span(),
+                            "each workload must be a [[workload]] table".into(),
+                        ));
+                    };
+                    let (maker, delay) = workload(fields, entry.span(), &at)?;
+                    scenario.workloads.push(maker);
+                    scenario.delays.push(delay);
+                }
+            }
+            other => {
+                return Err(at(
+                    key.span(),
+                    format!(
+                        "unknown setting \"{other}\" (settings: {})",
+                        SETTINGS.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    if scenario.workloads.is_empty() {
+        return Err(UsageError(format!(
+            "{name}: no [[workload]] tables: nothing to run"
+        )));
+    }
+    Ok(scenario)
+}
+
+/// One `[[workload]]` table: its maker and start delay.
+fn workload(
+    fields: &DeTable,
+    span: std::ops::Range<usize>,
+    at: &dyn Fn(std::ops::Range<usize>, String) -> UsageError,
+) -> Result<(Maker, Duration), UsageError> {
+    let get = |name: &str| fields.iter().find(|(k, _)| k.get_ref().as_ref() == name);
+    let (_, kind_value) = get("kind").ok_or_else(|| {
+        at(
+            span.clone(),
+            "a workload needs a kind (kind = \"disk\")".into(),
+        )
+    })?;
+    let kind = string(kind_value).ok_or_else(|| {
+        at(
+            kind_value.span(),
+            "kind must be a string such as \"disk\"".into(),
+        )
+    })?;
+    if kind != "disk" {
+        return Err(at(
+            kind_value.span(),
+            format!("unknown kind \"{kind}\" (kinds: disk)"),
+        ));
+    }
+    let (_, target_value) = get("target")
+        .ok_or_else(|| at(span.clone(), format!("a {kind} workload needs a target")))?;
+    let target = string(target_value)
+        .ok_or_else(|| at(target_value.span(), "target must be a path string".into()))?;
+    let delay = match get("start_delay") {
+        Some((_, value)) => {
+            let text = string(value).ok_or_else(|| {
+                at(
+                    value.span(),
+                    "start_delay must be a time such as \"2s\"".into(),
+                )
+            })?;
+            super::values::parse_time(text)
+                .map_err(|e| at(value.span(), format!("field start_delay: {e}")))?
+        }
+        None => Duration::ZERO,
+    };
+
+    // Each field alone first, so an error names its line; then all together.
+    let base = ["ratelab".to_string(), kind.to_string(), target.to_string()];
+    let mut argv = base.to_vec();
+    for (key, value) in fields.iter() {
+        let field = key.get_ref().as_ref();
+        if OWN_FIELDS.contains(&field) {
+            continue;
+        }
+        if RUN_FLAGS.contains(&field) {
+            return Err(at(
+                key.span(),
+                format!("{field} is a setting of the whole run, not of one workload"),
+            ));
+        }
+        let flag = flag_args(field, value).ok_or_else(|| {
+            at(
+                value.span(),
+                format!("field {field}: give a string, a number, true or false, or a list"),
+            )
+        })?;
+        let mut alone = base.to_vec();
+        alone.extend(flag.iter().cloned());
+        if let Err(e) = Cli::try_parse_from(&alone) {
+            return Err(at(key.span(), field_error(kind, field, &e)));
+        }
+        argv.extend(flag);
+    }
+    let cli = Cli::try_parse_from(&argv).map_err(|e| at(span.clone(), clap_message(&e)))?;
+    let Command::Disk(args) = cli.command else {
+        unreachable!("the kind is disk");
+    };
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let plan = args.plan(target.into(), seed).map_err(|e| at(span, e.0))?;
+    let maker: Maker = Box::new(move |alone_of| match alone_of {
+        Some(of) => Box::new(DiskWorkload::alone_for(plan.clone(), of)),
+        None => Box::new(DiskWorkload::new(plan.clone())),
+    });
+    Ok((maker, delay))
+}
+
+/// The command-line words for one field: `--sizes 1G`, `--direct`, or nothing.
+fn flag_args(field: &str, value: &Spanned<DeValue>) -> Option<Vec<String>> {
+    let flag = format!("--{}", field.replace('_', "-"));
+    let text = match value.get_ref() {
+        DeValue::Boolean(true) => return Some(vec![flag]),
+        DeValue::Boolean(false) => return Some(vec![]),
+        DeValue::String(s) => s.to_string(),
+        DeValue::Integer(i) => i.as_str().to_string(),
+        DeValue::Float(f) => f.as_str().to_string(),
+        DeValue::Array(items) => items
+            .iter()
+            .map(|item| match item.get_ref() {
+                DeValue::String(s) => Some(s.to_string()),
+                DeValue::Integer(i) => Some(i.as_str().to_string()),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?
+            .join(","),
+        _ => return None,
+    };
+    Some(vec![flag, text])
+}
+
+fn string<'a>(value: &'a Spanned<DeValue>) -> Option<&'a str> {
+    value.get_ref().as_str()
+}
+
+/// A clap error about one field, in the scenario's words.
+fn field_error(kind: &str, field: &str, error: &clap::Error) -> String {
+    match error.kind() {
+        clap::error::ErrorKind::UnknownArgument => {
+            format!("unknown field \"{field}\" for a {kind} workload")
+        }
+        _ => format!("field {field}: {}", clap_message(error)),
+    }
+}
+
+/// The first line of a clap error, without its "error: " prefix.
+fn clap_message(error: &clap::Error) -> String {
+    let text = error.render().to_string();
+    let first = text.lines().next().unwrap_or_default();
+    first.strip_prefix("error: ").unwrap_or(first).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(text: &str) -> String {
+        match parse(text, "s.toml") {
+            Ok(_) => panic!("parsed: {text}"),
+            Err(e) => e.0,
+        }
+    }
+
+    #[test]
+    fn a_good_scenario() {
+        let scenario = parse(
+            "interval = \"250ms\"\nalone = true\n\n[[workload]]\nkind = \"disk\"\ntarget = \"/a\"\n\
+             sizes = \"1M,2M\"\ndirect = true\n\n[[workload]]\nkind = \"disk\"\ntarget = \"/b\"\n\
+             start_delay = \"2s\"\nread = [\"direct\", \"cached\"]\n",
+            "s.toml",
+        )
+        .unwrap();
+        assert_eq!(scenario.workloads.len(), 2);
+        assert_eq!(
+            scenario.delays,
+            vec![Duration::ZERO, Duration::from_secs(2)]
+        );
+        assert_eq!(scenario.interval, Some(Duration::from_millis(250)));
+        assert!(scenario.alone);
+        let made = (scenario.workloads[0])(None);
+        assert_eq!(
+            made.params()["sizes_bytes"],
+            serde_json::json!([1 << 20, 2 << 20])
+        );
+        assert_eq!((scenario.workloads[1])(Some(1)).alone_of(), Some(1));
+    }
+
+    #[test]
+    fn errors_name_the_line_and_the_field() {
+        let typo = error("[[workload]]\nkind = \"disk\"\ntarget = \"/a\"\nsizez = \"1M\"\n");
+        assert_eq!(
+            typo,
+            "s.toml, line 4: unknown field \"sizez\" for a disk workload"
+        );
+        let kind = error("[[workload]]\nkind = \"gpu\"\ntarget = \"/a\"\n");
+        assert_eq!(kind, "s.toml, line 2: unknown kind \"gpu\" (kinds: disk)");
+        let size = error("[[workload]]\nkind = \"disk\"\ntarget = \"/a\"\n\nsizes = \"10Q\"\n");
+        assert!(
+            size.starts_with("s.toml, line 5: field sizes: ") && size.contains("\"10Q\""),
+            "{size}"
+        );
+        let setting = error("intervall = \"1s\"\n");
+        assert!(
+            setting.starts_with("s.toml, line 1: unknown setting \"intervall\""),
+            "{setting}"
+        );
+        let syntax = error("[[workload]\n");
+        assert!(syntax.contains("line 1"), "{syntax}");
+        let run_flag = error("[[workload]]\nkind = \"disk\"\ntarget = \"/a\"\njson = true\n");
+        assert!(
+            run_flag.contains("line 4") && run_flag.contains("whole run"),
+            "{run_flag}"
+        );
+    }
+}
