@@ -7,6 +7,7 @@ use clap::Args;
 use super::MeasureArgs;
 use super::values::{SizeList, parse_rate, parse_size, parse_size_list};
 use crate::exit::{Exit, UsageError};
+use crate::platform::ioprio::IoPriority;
 use crate::run::Schedule;
 use crate::workload::Workload;
 use crate::workload::disk::{
@@ -86,6 +87,11 @@ pub struct DiskArgs {
     /// Sustained mode: the size of each file written in turn.
     #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size, requires = "duration")]
     pub file_size: u64,
+    /// I/O priority of the workload: idle, be:0..7 or rt:0..7 (rt needs root). The
+    /// disk's I/O scheduler must honour priorities (bfq, mq-deadline); with none, it has
+    /// no effect.
+    #[arg(long, value_name = "CLASS", value_parser = IoPriority::parse)]
+    pub ioprio: Option<IoPriority>,
     /// Run each target alone first, then all at once, to measure what they do to each other.
     #[arg(long)]
     pub alone: bool,
@@ -138,6 +144,7 @@ impl DiskArgs {
             link_rate_bytes_per_sec: self.link_rate,
             duration_s: self.duration.map(|d| d.as_secs_f64()),
             file_size_bytes: self.duration.map(|_| self.file_size),
+            ioprio: self.ioprio,
         };
         plan.validate().map_err(UsageError)?;
         Ok(plan)

@@ -6,6 +6,8 @@ pub mod disk;
 pub mod generate;
 pub mod info;
 pub mod profile;
+pub mod quick;
+pub mod readdir;
 pub mod results;
 pub mod run;
 pub mod scenario;
@@ -44,6 +46,10 @@ pub enum Command {
     Profile(profile::ProfileArgs),
     /// A scenario: the workloads of a TOML file side by side, with the contention report.
     Run(run::RunArgs),
+    /// Destination check: one 50 MB file, then 500 files of 4 KiB written at once.
+    Quick(quick::QuickArgs),
+    /// Read every file (10 KB and up) of a folder uncached, summarised by size band.
+    Readdir(readdir::ReaddirArgs),
     /// The machine: CPU, memory, kernel, and each filesystem's chain down to its link.
     Info(info::InfoArgs),
     /// The results database: list, show and export stored runs.
@@ -97,6 +103,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Disk(args) => disk::run(args),
         Command::Profile(args) => profile::run(args),
         Command::Run(args) => run::run(args),
+        Command::Quick(args) => quick::run(args),
+        Command::Readdir(args) => readdir::run(args),
         Command::Info(args) => info::run(args),
         Command::Results(args) => results::run(args),
         Command::Completions(args) => generate::completions(args),

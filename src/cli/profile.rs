@@ -52,6 +52,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
         link_rate_bytes_per_sec: None,
         duration_s: None,
         file_size_bytes: None,
+        ioprio: None,
     };
     plan.validate().map_err(UsageError)?;
     super::measure(

@@ -9,8 +9,9 @@ const MARKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'
 /// Widest sparkline, in marks.
 const WIDTH: usize = 60;
 
-/// "rate over 12.3 s (0.2 s per mark, top 1.20 GB/s): ▁▃▇▇▇▆▃", and the knees.
-pub fn describe(series: &Series) -> String {
+/// "rate over 12.3 s (0.2 s per mark, top 1.20 GB/s): ▁▃▇▇▇▆▃", and the knees; `None`
+/// for a run too short to have a shape.
+pub fn describe(series: &Series) -> Option<String> {
     let mut rates = series.bytes_per_sec();
     // A last sample cut short by the end of the run says little and can spike.
     let last = series
@@ -27,7 +28,7 @@ pub fn describe(series: &Series) -> String {
         rates.pop();
     }
     if rates.len() < 2 {
-        return format!("rate series: {} sample", rates.len());
+        return None;
     }
     let per_mark = rates.len().div_ceil(WIDTH);
     let marks: Vec<f64> = rates
@@ -62,7 +63,7 @@ pub fn describe(series: &Series) -> String {
             knee.bytes_before / 1_000_000
         ));
     }
-    text
+    Some(text)
 }
 
 #[cfg(test)]
@@ -81,7 +82,7 @@ mod tests {
             ops: vec![],
             knees: vec![],
         };
-        let text = describe(&series);
+        let text = describe(&series).unwrap();
         assert!(text.ends_with("██▃▃"), "{text}");
         assert!(text.contains("top 1.00 kB/s"), "{text}");
     }

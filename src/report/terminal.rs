@@ -54,8 +54,8 @@ pub fn render(doc: &RunDocument) -> String {
             index + 1,
             record.target
         );
-        if let Some(series) = &record.series {
-            let _ = writeln!(out, "{}", super::series::describe(series));
+        if let Some(shape) = record.series.as_ref().and_then(super::series::describe) {
+            let _ = writeln!(out, "{shape}");
         }
         match workload::kind(&record.kind) {
             Some(kind) => {

@@ -4,6 +4,7 @@
 
 pub mod disk;
 mod error;
+pub mod readdir;
 mod sink;
 
 use serde_json::Value;
@@ -96,7 +97,7 @@ pub trait Kind: Sync {
 }
 
 /// Every kind ratelab knows; a new kind adds one line here.
-const KINDS: &[&dyn Kind] = &[&disk::DiskKind];
+const KINDS: &[&dyn Kind] = &[&disk::DiskKind, &readdir::ReaddirKind];
 
 /// The kind named `name`, if ratelab knows it.
 pub fn kind(name: &str) -> Option<&'static dyn Kind> {

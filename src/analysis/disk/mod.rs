@@ -197,6 +197,7 @@ mod tests {
             direct: false,
             pass: 1,
             file: "f".into(),
+            files: None,
         }
     }
 

@@ -103,6 +103,10 @@ pub fn verdicts(workload: usize, record: &WorkloadRecord, items: &[DiskItem]) ->
         ));
     }
 
+    for message in slower_than_before(record, items) {
+        out.push(verdict("slower_than_before", Severity::Warning, message));
+    }
+
     let headline_read = read_modes_first(record);
     for (op, mode, cost) in [
         (Op::Write, None, "creating and syncing each file"),
@@ -114,6 +118,44 @@ pub fn verdicts(workload: usize, record: &WorkloadRecord, items: &[DiskItem]) ->
     ] {
         if let Some(message) = size_effect(items, op, mode, cost) {
             out.push(verdict("small_files_slower", Severity::Info, message));
+        }
+    }
+    out
+}
+
+/// Below this share of the earlier median, a quick check is slower than before.
+const SLOWER_THAN_BEFORE: f64 = 0.5;
+
+/// For a quick check with earlier checks of the same target: which parts ran at less
+/// than half their earlier median.
+fn slower_than_before(record: &WorkloadRecord, items: &[DiskItem]) -> Vec<String> {
+    let baseline = &record.context["baseline"];
+    let Some(runs) = baseline["runs"].as_u64() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (part, before, now) in [
+        (
+            "the 50 MB file",
+            baseline["large_bytes_per_sec"].as_f64(),
+            items.iter().find(|i| i.files.is_none()),
+        ),
+        (
+            "the small files",
+            baseline["small_bytes_per_sec"].as_f64(),
+            items.iter().find(|i| i.files.is_some()),
+        ),
+    ] {
+        if let (Some(before), Some(now)) = (before, now)
+            && now.bytes_per_sec < before * SLOWER_THAN_BEFORE
+        {
+            out.push(format!(
+                "{part} went to {} at {}, {:.0}% of the median of the {runs} earlier checks ({})",
+                record.target,
+                format_rate(now.bytes_per_sec),
+                now.bytes_per_sec / before * 100.0,
+                format_rate(before)
+            ));
         }
     }
     out

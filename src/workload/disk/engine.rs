@@ -91,6 +91,13 @@ pub fn make(plan: &DiskPlan) -> Result<Box<dyn Engine>, Error> {
     })
 }
 
+/// A `sync` engine moving `block_size` bytes per call, for workloads that only read.
+pub fn sync_engine(block_size: usize) -> Result<Box<dyn Engine>, Error> {
+    Ok(Box::new(
+        super::sync::SyncEngine::new(block_size, 0).map_err(buffers_error)?,
+    ))
+}
+
 /// The error for I/O buffers the system would not give.
 pub fn buffers_error(e: std::io::Error) -> Error {
     Error::Unsupported(format!(

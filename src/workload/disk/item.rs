@@ -50,6 +50,9 @@ pub struct DiskItem {
     pub pass: u32,
     /// The file's name in the work folder.
     pub file: String,
+    /// For an item that stands for many small files written at once, how many.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<u64>,
 }
 
 impl DiskItem {
@@ -69,6 +72,7 @@ impl DiskItem {
             direct: false,
             pass,
             file: file.to_string(),
+            files: None,
         }
     }
 }

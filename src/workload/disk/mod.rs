@@ -13,6 +13,7 @@ mod null;
 mod passes;
 pub mod plan;
 mod present;
+pub mod quick;
 pub mod series;
 mod sustained;
 mod sync;
@@ -27,6 +28,7 @@ use crate::platform::{self, StorageChain};
 use crate::workload::{Context, Error, Workload};
 use engine::Engine;
 pub use kind::DiskKind;
+pub use passes::read_one;
 pub use plan::{DiskPlan, EngineKind, Phase, ReadMode, SyncMode};
 use workdir::{KeptFile, WorkDir};
 
@@ -200,6 +202,14 @@ impl Workload for DiskWorkload {
     }
 
     fn run(&mut self, ctx: &Context) -> Result<(), Error> {
+        if let Some(priority) = self.plan.ioprio {
+            // Per thread: this workload's own, not the other workloads'.
+            priority.apply().map_err(|e| {
+                Error::Unsupported(format!(
+                    "cannot set --ioprio {priority:?} on this thread: {e}"
+                ))
+            })?;
+        }
         let mut engine = self.engine.take().expect("the engine is made in setup");
         let result = match self.plan.sustained() {
             Some(duration) => self.run_sustained(ctx, engine.as_mut(), duration),

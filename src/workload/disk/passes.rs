@@ -207,7 +207,7 @@ pub(super) fn write_one(
 
 /// Puts one file in the cache state `mode` asks for, measures how much of it is
 /// resident, and times its read.
-fn read_one(
+pub fn read_one(
     ctx: &Context,
     engine: &mut dyn Engine,
     path: &Path,

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::platform::ioprio::IoPriority;
 use crate::report::units::format_size;
 
 /// How a file is read back.
@@ -134,6 +135,9 @@ pub struct DiskPlan {
     /// Sustained mode: the size of each file written in turn.
     #[serde(default)]
     pub file_size_bytes: Option<u64>,
+    /// I/O priority of the workload's thread (`--ioprio`); the system's when absent.
+    #[serde(default)]
+    pub ioprio: Option<IoPriority>,
 }
 
 impl DiskPlan {

@@ -176,6 +176,11 @@ impl WorkDir {
         &self.path
     }
 
+    /// Remembers files that other threads created here, for removal.
+    pub fn adopt(&mut self, paths: impl IntoIterator<Item = PathBuf>) {
+        self.created.extend(paths);
+    }
+
     /// Creates a new file in the folder and remembers it for removal.
     pub fn create_file(&mut self, name: &str, direct: bool) -> Result<(PathBuf, File), Error> {
         let path = self.path.join(name);

@@ -1,0 +1,96 @@
+//! `ratelab quick TARGET`: the destination check, compared with earlier checks of the
+//! same target in the results database.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde_json::{Value, json};
+
+use super::MeasureArgs;
+use crate::analysis::stats::Stats;
+use crate::exit::Exit;
+use crate::run::Schedule;
+use crate::store::Store;
+use crate::workload::disk::quick::QuickWorkload;
+
+/// Earlier checks looked at for the comparison.
+const BASELINE_RUNS: usize = 10;
+
+/// Options of `ratelab quick`.
+#[derive(Debug, Args)]
+#[command(
+    after_long_help = "Writes one 50 MB file, then 500 files of 4 KiB from 16 threads at \
+once, each file synced, and times each part as a whole. A verdict says when either part ran at \
+less than half the median of earlier checks of the same target."
+)]
+pub struct QuickArgs {
+    /// The folder to check; ratelab writes only inside a work folder it creates there.
+    #[arg(value_name = "TARGET")]
+    pub target: PathBuf,
+    /// Output and storage options.
+    #[command(flatten)]
+    pub output: MeasureArgs,
+}
+
+/// Runs `ratelab quick`.
+pub fn run(args: QuickArgs) -> anyhow::Result<Exit> {
+    let baseline = baseline(&args.output, &args.target);
+    let workload = QuickWorkload::new(args.target.clone(), rand::random(), baseline);
+    super::measure(
+        "quick",
+        &args.output,
+        vec![Box::new(workload)],
+        Schedule::together(1, &[]),
+    )
+}
+
+/// The medians of earlier complete checks of the same target, or null when there are
+/// none (or no database to look in).
+fn baseline(output: &MeasureArgs, target: &Path) -> Value {
+    let Some(target) = std::fs::canonicalize(target).ok() else {
+        return Value::Null;
+    };
+    let path = match output.db.clone() {
+        Some(path) => path,
+        None => match Store::default_path() {
+            Ok(path) => path,
+            Err(_) => return Value::Null,
+        },
+    };
+    if !path.exists() {
+        return Value::Null;
+    }
+    let Ok(store) = Store::open(&path) else {
+        return Value::Null;
+    };
+    let target = target.display().to_string();
+    let runs: Vec<i64> = store
+        .list_runs()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| r.verb == "quick" && r.status == "complete" && r.targets.contains(&target))
+        .take(BASELINE_RUNS)
+        .map(|r| r.run_id)
+        .collect();
+    let (mut large, mut small) = (Vec::new(), Vec::new());
+    for run in &runs {
+        let Ok(doc) = store.load_run(*run) else {
+            continue;
+        };
+        for item in doc.workloads.iter().flat_map(|w| &w.items) {
+            let rate = item["bytes_per_sec"].as_f64().unwrap_or(0.0);
+            match item.get("files") {
+                Some(_) => small.push(rate),
+                None => large.push(rate),
+            }
+        }
+    }
+    match (Stats::of(&large), Stats::of(&small)) {
+        (Some(large), Some(small)) => json!({
+            "runs": runs.len(),
+            "large_bytes_per_sec": large.median,
+            "small_bytes_per_sec": small.median,
+        }),
+        _ => Value::Null,
+    }
+}

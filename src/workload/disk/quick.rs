@@ -1,0 +1,199 @@
+//! The destination check backup tools make: one 50 MB file, then 500 files of 4 KiB
+//! written at once by several threads, each timed as a whole, and compared with earlier
+//! checks of the same target.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use super::data::Pattern;
+use super::engine::Transfer;
+use super::item::{DiskItem, Op};
+use super::{DiskPlan, DiskWorkload, EngineKind, Phase, ReadMode, SyncMode, workdir};
+use crate::analysis;
+use crate::workload::{Context, Error, Workload};
+
+/// The large file: 50 MB, as the check is usually described.
+pub const LARGE_BYTES: u64 = 50_000_000;
+/// The small files.
+pub const SMALL_FILES: u64 = 500;
+/// Each small file's size.
+pub const SMALL_BYTES: u64 = 4096;
+/// Threads writing small files at once.
+pub const THREADS: usize = 16;
+
+/// The quick destination check on one target.
+pub struct QuickWorkload {
+    large: DiskWorkload,
+    baseline: Value,
+}
+
+impl QuickWorkload {
+    /// A check of `target`; `baseline` holds earlier checks' figures for the verdict
+    /// (`{"runs", "large_bytes_per_sec", "small_bytes_per_sec"}`), or null.
+    pub fn new(target: PathBuf, seed: u64, baseline: Value) -> QuickWorkload {
+        let plan = DiskPlan {
+            target,
+            sizes_bytes: vec![LARGE_BYTES],
+            repeat: 1,
+            read_modes: vec![ReadMode::Direct],
+            sync: SyncMode::Fsync,
+            direct_writes: false,
+            engine: EngineKind::Sync,
+            block_size_bytes: 1 << 20,
+            queue_depth: 1,
+            phase: Phase::Write,
+            keep: false,
+            seed,
+            link_rate_bytes_per_sec: None,
+            duration_s: None,
+            file_size_bytes: None,
+            ioprio: None,
+        };
+        QuickWorkload {
+            large: DiskWorkload::new(plan),
+            baseline,
+        }
+    }
+
+    /// Writes the small files from `THREADS` threads at once, each file created, written
+    /// and synced; returns the whole span. Every file created is handed to the work
+    /// folder for removal, also when a thread fails.
+    fn small_files(&mut self, ctx: &Context) -> Result<Transfer, Error> {
+        let folder = self.large.workdir().path().to_path_buf();
+        let seed = self.large.plan.seed;
+        let start = Instant::now();
+        let results: Vec<(Vec<PathBuf>, Result<(), Error>)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..THREADS)
+                .map(|thread| {
+                    let folder = &folder;
+                    scope.spawn(move || {
+                        let mut created = Vec::new();
+                        let result = write_small(folder, thread, seed, ctx, &mut created);
+                        (created, result)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a small-file writer panicked"))
+                .collect()
+        });
+        let elapsed = start.elapsed();
+        let mut outcome = Ok(());
+        for (created, result) in results {
+            self.large.workdir().adopt(created);
+            if let Err(e) = result {
+                outcome = outcome.and(Err(e));
+            }
+        }
+        outcome.map(|()| Transfer {
+            elapsed,
+            bytes: SMALL_FILES * SMALL_BYTES,
+        })
+    }
+}
+
+/// One thread's share of the small files: every `THREADS`-th of them.
+fn write_small(
+    folder: &std::path::Path,
+    thread: usize,
+    seed: u64,
+    ctx: &Context,
+    created: &mut Vec<PathBuf>,
+) -> Result<(), Error> {
+    let mut data = Pattern::new(1, SMALL_BYTES as usize, seed ^ thread as u64)
+        .map_err(super::engine::buffers_error)?;
+    for index in (thread as u64..SMALL_FILES).step_by(THREADS) {
+        if ctx.cancel.is_set() {
+            return Err(Error::Interrupted);
+        }
+        let path = folder.join(format!("small-{index:04}.dat"));
+        created.push(path.clone());
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(&path)
+            .map_err(|e| Error::io("create", &path, e))?;
+        file.write_all(data.block(0, SMALL_BYTES as usize))
+            .map_err(|e| Error::io("write", &path, e))?;
+        rustix::fs::fsync(&file).map_err(|e| Error::io("sync", &path, e))?;
+        ctx.sink.progress().add(SMALL_BYTES);
+    }
+    Ok(())
+}
+
+impl Workload for QuickWorkload {
+    fn kind(&self) -> &'static str {
+        "disk"
+    }
+
+    fn target(&self) -> String {
+        self.large.target()
+    }
+
+    fn params(&self) -> Value {
+        let mut params = self.large.params();
+        params["quick"] = json!({
+            "large_bytes": LARGE_BYTES,
+            "small_files": SMALL_FILES,
+            "small_bytes": SMALL_BYTES,
+            "threads": THREADS,
+        });
+        params
+    }
+
+    fn context(&self) -> Value {
+        let mut context = self.large.context();
+        context["baseline"] = self.baseline.clone();
+        context
+    }
+
+    fn planned_bytes(&self) -> u64 {
+        LARGE_BYTES + SMALL_FILES * SMALL_BYTES
+    }
+
+    fn prepare(&mut self) -> Result<(), Error> {
+        self.large.prepare()?;
+        workdir::check_space(
+            &self.large.target,
+            LARGE_BYTES + SMALL_FILES * SMALL_BYTES,
+            SMALL_FILES + 1,
+        )
+    }
+
+    fn setup(&mut self, ctx: &Context) -> Result<(), Error> {
+        self.large.setup(ctx)
+    }
+
+    fn run(&mut self, ctx: &Context) -> Result<(), Error> {
+        ctx.sink.status("write one 50 MB file");
+        self.large.run(ctx)?;
+        ctx.sink
+            .status(format!("write {SMALL_FILES} files of 4 KiB at once"));
+        let transfer = self.small_files(ctx)?;
+        let item = DiskItem {
+            files: Some(SMALL_FILES),
+            size_bytes: SMALL_BYTES,
+            ..DiskItem::timed(
+                Op::Write,
+                SyncMode::Fsync.as_str(),
+                transfer,
+                1,
+                "small-*.dat",
+            )
+        };
+        ctx.sink
+            .item(&analysis::disk::flagged(item, self.large.limit().0));
+        ctx.sink.stage_done("small files");
+        Ok(())
+    }
+
+    fn cleanup(&mut self) -> Result<(), Error> {
+        self.large.cleanup()
+    }
+}

@@ -1,0 +1,197 @@
+//! How ratelab summarises and shows a stored readdir run: rates by size band, since
+//! the files of a real folder rarely share a size.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::analysis::disk::Headline;
+use crate::document::{Severity, Verdict, WorkloadRecord};
+use crate::report::Table;
+use crate::report::units::{format_bytes, format_rate, mb_per_sec};
+use crate::workload::Kind;
+use crate::workload::disk::item::DiskItem;
+
+/// Upper edges of the size bands, decimal as SPEC.md's "10 KB".
+const BANDS: [u64; 5] = [100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000];
+
+/// One size band's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Band {
+    /// The band in words (`1 MB to 10 MB`).
+    pub band: String,
+    /// Smallest size in the band.
+    pub from_bytes: u64,
+    /// First size past the band; null for the last band.
+    pub to_bytes: Option<u64>,
+    /// Bytes read in the band.
+    pub bytes: u64,
+    /// Rates of its files.
+    #[serde(flatten)]
+    pub rates: Headline,
+}
+
+/// The bands of `items`, smallest first; empty bands are left out.
+pub fn by_band(items: &[DiskItem], min_size: u64) -> Vec<Band> {
+    let mut edges = vec![min_size];
+    edges.extend(BANDS.iter().copied().filter(|&edge| edge > min_size));
+    edges
+        .iter()
+        .enumerate()
+        .filter_map(|(index, &from)| {
+            let to = edges.get(index + 1).copied();
+            let inside: Vec<&DiskItem> = items
+                .iter()
+                .filter(|i| i.size_bytes >= from && to.is_none_or(|to| i.size_bytes < to))
+                .collect();
+            let bytes = inside.iter().map(|i| i.bytes).sum();
+            Some(Band {
+                band: match to {
+                    Some(to) => format!("{} to {}", format_bytes(from), format_bytes(to)),
+                    None => format!("{} and up", format_bytes(from)),
+                },
+                from_bytes: from,
+                to_bytes: to,
+                bytes,
+                rates: Headline::of(inside)?,
+            })
+        })
+        .collect()
+}
+
+/// How ratelab summarises, judges and shows stored readdir workloads.
+pub struct ReaddirKind;
+
+fn items_of(record: &WorkloadRecord) -> Vec<DiskItem> {
+    record
+        .items
+        .iter()
+        .filter_map(|v| serde_json::from_value(v.clone()).ok())
+        .collect()
+}
+
+fn min_size(record: &WorkloadRecord) -> u64 {
+    record.params["min_size_bytes"].as_u64().unwrap_or(0)
+}
+
+impl Kind for ReaddirKind {
+    fn name(&self) -> &'static str {
+        "readdir"
+    }
+
+    fn summarize(&self, record: &WorkloadRecord) -> Value {
+        let items = items_of(record);
+        json!({
+            "read": Headline::of(&items),
+            "by_band": by_band(&items, min_size(record)),
+            "files_read": items.len(),
+            "unreadable": record.warnings.len(),
+        })
+    }
+
+    fn verdicts(&self, workload: usize, record: &WorkloadRecord) -> Vec<Verdict> {
+        let mut out = Vec::new();
+        if !record.warnings.is_empty() {
+            out.push(Verdict {
+                code: "unreadable_files".into(),
+                severity: Severity::Warning,
+                message: format!(
+                    "{} files or folders under {} could not be read and are left out (see the warnings)",
+                    record.warnings.len(),
+                    record.target
+                ),
+                workload: Some(workload),
+            });
+        }
+        let items = items_of(record);
+        if let Some(flushed) =
+            Some(items.iter().filter(|i| i.mode == "flushed").count()).filter(|&n| n > 0)
+            && record.params["read_mode"] == "direct"
+        {
+            out.push(Verdict {
+                code: "direct_refused".into(),
+                severity: Severity::Info,
+                message: format!("{flushed} files were on a filesystem without O_DIRECT: they were evicted first and read through the cache"),
+                workload: Some(workload),
+            });
+        }
+        out
+    }
+
+    fn tables(&self, record: &WorkloadRecord) -> Vec<Table> {
+        let items = items_of(record);
+        let rows = by_band(&items, min_size(record))
+            .into_iter()
+            .map(|band| {
+                let rates = band.rates.rates.as_ref();
+                vec![
+                    band.band,
+                    rates.map_or(0, |r| r.n).to_string(),
+                    format_bytes(band.bytes),
+                    rates.map_or("-".into(), |r| mb_per_sec(r.median_bytes_per_sec)),
+                    rates.map_or("-".into(), |r| mb_per_sec(r.min_bytes_per_sec)),
+                    rates.map_or("-".into(), |r| mb_per_sec(r.max_bytes_per_sec)),
+                    rates.map_or("-".into(), |r| mb_per_sec(r.aggregate_bytes_per_sec)),
+                ]
+            })
+            .collect();
+        let context = &record.context;
+        vec![Table {
+            title: format!(
+                "files read uncached by size band ({} read, {} smaller than {} and {} not regular files skipped){}",
+                items.len(),
+                context["skipped_too_small"].as_u64().unwrap_or(0),
+                format_bytes(min_size(record)),
+                context["skipped_not_regular"].as_u64().unwrap_or(0),
+                context["max_bytes_per_sec"]
+                    .as_f64()
+                    .map(|l| format!(" · link limit {}", format_rate(l)))
+                    .unwrap_or_default()
+            ),
+            header: [
+                "size band",
+                "files",
+                "bytes",
+                "median MB/s",
+                "min MB/s",
+                "max MB/s",
+                "all bytes MB/s",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows,
+            numeric: vec![1, 2, 3, 4, 5, 6],
+        }]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::disk::engine::Transfer;
+    use crate::workload::disk::item::Op;
+
+    fn item(size: u64) -> DiskItem {
+        let transfer = Transfer {
+            elapsed: std::time::Duration::from_millis(10),
+            bytes: size,
+        };
+        DiskItem::timed(Op::Read, "direct", transfer, 1, "f")
+    }
+
+    #[test]
+    fn files_fall_in_their_bands() {
+        let items = [
+            item(10_000),
+            item(99_999),
+            item(100_000),
+            item(5_000_000_000),
+        ];
+        let bands = by_band(&items, 10_000);
+        let counts: Vec<(u64, usize)> = bands
+            .iter()
+            .map(|b| (b.from_bytes, b.rates.rates.as_ref().unwrap().n))
+            .collect();
+        assert_eq!(counts, vec![(10_000, 2), (100_000, 1), (1_000_000_000, 1)]);
+        assert_eq!(bands.last().unwrap().to_bytes, None);
+    }
+}
