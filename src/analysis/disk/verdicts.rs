@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::{EVICTED_FRACTION, SizeRow, by_size};
 use crate::document::{Flag, Severity, Verdict, WorkloadRecord};
-use crate::report::units::{format_rate, format_size};
+use crate::report::units::{format_bytes, format_rate, format_seconds, format_size};
 use crate::workload::disk::ReadMode;
 use crate::workload::disk::item::{DiskItem, Op};
 
@@ -103,6 +103,20 @@ pub fn verdicts(workload: usize, record: &WorkloadRecord, items: &[DiskItem]) ->
         ));
     }
 
+    for knee in record.series.iter().flat_map(|s| &s.knees) {
+        out.push(verdict(
+            "knee",
+            Severity::Info,
+            format!(
+                "the rate on {target} changed for good at {}, after {}: from {} to {} \
+                 (a cache filling up, or a thermal or link throttle, does this)",
+                format_seconds(knee.t_s),
+                format_bytes(knee.bytes_before),
+                format_rate(knee.before_bytes_per_sec),
+                format_rate(knee.after_bytes_per_sec)
+            ),
+        ));
+    }
     for message in slower_than_before(record, items) {
         out.push(verdict("slower_than_before", Severity::Warning, message));
     }
