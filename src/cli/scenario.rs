@@ -290,9 +290,13 @@ mod tests {
     #[test]
     fn the_readme_example_parses() {
         let readme = include_str!("../../README.md");
-        let start = readme.find("```toml\n").expect("a TOML example in the README") + 8;
+        let start = readme
+            .find("```toml\n")
+            .expect("a TOML example in the README")
+            + 8;
         let end = start + readme[start..].find("```").unwrap();
-        let scenario = parse(&readme[start..end], "README.md").unwrap_or_else(|e| panic!("{}", e.0));
+        let scenario =
+            parse(&readme[start..end], "README.md").unwrap_or_else(|e| panic!("{}", e.0));
         assert_eq!(scenario.workloads.len(), 2);
         assert_eq!(scenario.delays[1], Duration::from_secs(2));
     }
