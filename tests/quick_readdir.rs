@@ -229,6 +229,33 @@ fn quick_says_when_a_target_is_slower_than_before() {
     );
     assert_eq!(slow["workloads"][0]["context"]["baseline"]["runs"], 1);
     assert!(entries(disk.path()).iter().all(|e| e == "lost+found"));
+
+    // readdir on the same rig, its reads held to 10 MiB/s: uncached, so at the limit.
+    let folder = disk.path().join("made");
+    std::fs::create_dir(&folder).unwrap();
+    made_folder(&folder);
+    throttle.limit(&disk, 300 * MIB, 10 * MIB);
+    let read = run_json(
+        throttle
+            .command(assert_cmd::cargo::cargo_bin!("ratelab"))
+            .arg("readdir")
+            .arg(&folder)
+            .args(["-r", "--json", "--no-store", "-q"]),
+    );
+    assert_eq!(
+        files_read(&read),
+        vec!["exactly-10KB", "one-MiB", "sub/two-MiB"]
+    );
+    let two = items(&read)
+        .iter()
+        .find(|i| i["file"] == "sub/two-MiB")
+        .unwrap();
+    let rate = two["bytes_per_sec"].as_f64().unwrap() / MIB as f64;
+    eprintln!("readdir on the rig: a 2 MiB file at {rate:.1} MiB/s through a 10 MiB/s limit");
+    assert!(
+        rate < 15.0,
+        "a 2 MiB file read at {rate:.1} MiB/s through a 10 MiB/s limit: not uncached?"
+    );
 }
 
 #[test]
