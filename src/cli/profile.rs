@@ -9,7 +9,7 @@ use super::values::parse_size_list;
 use crate::exit::{Exit, UsageError};
 use crate::run::Schedule;
 use crate::workload::Error;
-use crate::workload::disk::{DiskPlan, DiskWorkload, EngineKind, Phase, ReadMode, SyncMode};
+use crate::workload::disk::{DiskPlan, DiskWorkload};
 
 /// The quick profile's storage series: up to 256 MiB, three passes.
 const QUICK_SIZES: &str = "10K,100K,1M,10M,64M,256M";
@@ -33,26 +33,14 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
     } else {
         (DEFAULT_SIZES, 1)
     };
+    let target = std::env::current_dir().map_err(|e| Error::Target {
+        path: ".".into(),
+        reason: e.to_string(),
+    })?;
+    let sizes = parse_size_list(sizes).expect("built-in sizes parse").0;
     let plan = DiskPlan {
-        target: std::env::current_dir().map_err(|e| Error::Target {
-            path: ".".into(),
-            reason: e.to_string(),
-        })?,
-        sizes_bytes: parse_size_list(sizes).expect("built-in sizes parse").0,
         repeat,
-        read_modes: vec![ReadMode::Direct],
-        sync: SyncMode::Fsync,
-        direct_writes: false,
-        engine: EngineKind::Sync,
-        block_size_bytes: 1 << 20,
-        queue_depth: 1,
-        phase: Phase::Both,
-        keep: false,
-        seed: rand::random(),
-        link_rate_bytes_per_sec: None,
-        duration_s: None,
-        file_size_bytes: None,
-        ioprio: None,
+        ..DiskPlan::new(target, sizes, rand::random())
     };
     plan.validate().map_err(UsageError)?;
     super::measure(

@@ -76,3 +76,12 @@ impl DiskItem {
         }
     }
 }
+
+/// The stored items of a workload record, typed; items that do not parse are skipped.
+pub fn items_of(record: &crate::document::WorkloadRecord) -> Vec<DiskItem> {
+    record
+        .items
+        .iter()
+        .filter_map(|v| serde_json::from_value(v.clone()).ok())
+        .collect()
+}

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::ReadMode;
-use super::item::DiskItem;
+use super::item::items_of;
 use super::present;
 use crate::analysis;
 use crate::document::{Knee, Series, Verdict, WorkloadRecord};
@@ -38,15 +38,6 @@ impl Kind for DiskKind {
             None => Vec::new(),
         }
     }
-}
-
-/// The stored items of a disk workload, typed; items that do not parse are skipped.
-fn items_of(record: &WorkloadRecord) -> Vec<DiskItem> {
-    record
-        .items
-        .iter()
-        .filter_map(|v| serde_json::from_value(v.clone()).ok())
-        .collect()
 }
 
 /// The read modes a stored plan asked for, in order.

@@ -141,6 +141,29 @@ pub struct DiskPlan {
 }
 
 impl DiskPlan {
+    /// A series of `sizes_bytes` on `target` with everyday settings: one pass, buffered
+    /// writes with fsync, direct reads, the sync engine, 1 MiB calls.
+    pub fn new(target: PathBuf, sizes_bytes: Vec<u64>, seed: u64) -> DiskPlan {
+        DiskPlan {
+            target,
+            sizes_bytes,
+            repeat: 1,
+            read_modes: vec![ReadMode::Direct],
+            sync: SyncMode::Fsync,
+            direct_writes: false,
+            engine: EngineKind::Sync,
+            block_size_bytes: 1 << 20,
+            queue_depth: 1,
+            phase: Phase::Both,
+            keep: false,
+            seed,
+            link_rate_bytes_per_sec: None,
+            duration_s: None,
+            file_size_bytes: None,
+            ioprio: None,
+        }
+    }
+
     /// Whether any I/O of the plan uses O_DIRECT, which needs aligned block sizes.
     pub fn uses_direct(&self) -> bool {
         (self.phase.writes() && self.direct_writes)

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::data::Pattern;
 use super::engine::Transfer;
 use super::item::{DiskItem, Op};
-use super::{DiskPlan, DiskWorkload, EngineKind, Phase, ReadMode, SyncMode, workdir};
+use super::{DiskPlan, DiskWorkload, Phase, SyncMode, workdir};
 use crate::analysis;
 use crate::workload::{Context, Error, Workload};
 
@@ -36,22 +36,8 @@ impl QuickWorkload {
     /// (`{"runs", "large_bytes_per_sec", "small_bytes_per_sec"}`), or null.
     pub fn new(target: PathBuf, seed: u64, baseline: Value) -> QuickWorkload {
         let plan = DiskPlan {
-            target,
-            sizes_bytes: vec![LARGE_BYTES],
-            repeat: 1,
-            read_modes: vec![ReadMode::Direct],
-            sync: SyncMode::Fsync,
-            direct_writes: false,
-            engine: EngineKind::Sync,
-            block_size_bytes: 1 << 20,
-            queue_depth: 1,
             phase: Phase::Write,
-            keep: false,
-            seed,
-            link_rate_bytes_per_sec: None,
-            duration_s: None,
-            file_size_bytes: None,
-            ioprio: None,
+            ..DiskPlan::new(target, vec![LARGE_BYTES], seed)
         };
         QuickWorkload {
             large: DiskWorkload::new(plan),

@@ -9,7 +9,7 @@ use crate::document::{Severity, Verdict, WorkloadRecord};
 use crate::report::Table;
 use crate::report::units::{format_bytes, format_rate, mb_per_sec};
 use crate::workload::Kind;
-use crate::workload::disk::item::DiskItem;
+use crate::workload::disk::item::{DiskItem, items_of};
 
 /// Upper edges of the size bands, decimal as SPEC.md's "10 KB".
 const BANDS: [u64; 5] = [100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000];
@@ -60,14 +60,6 @@ pub fn by_band(items: &[DiskItem], min_size: u64) -> Vec<Band> {
 
 /// How ratelab summarises, judges and shows stored readdir workloads.
 pub struct ReaddirKind;
-
-fn items_of(record: &WorkloadRecord) -> Vec<DiskItem> {
-    record
-        .items
-        .iter()
-        .filter_map(|v| serde_json::from_value(v.clone()).ok())
-        .collect()
-}
 
 fn min_size(record: &WorkloadRecord) -> u64 {
     record.params["min_size_bytes"].as_u64().unwrap_or(0)
