@@ -253,6 +253,26 @@ fn results_list_show_and_export() {
     }
     assert_eq!(lines.count(), 4);
 
+    let series = ratelab()
+        .args(["results", "export", "1", "--format", "series", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let series = String::from_utf8(series.stdout).unwrap();
+    let mut rows = series.lines();
+    assert_eq!(
+        rows.next(),
+        Some("run_id,workload,target,t_s,bytes,ops,bytes_per_sec")
+    );
+    let moved: u64 = rows
+        .map(|r| r.split(',').nth(4).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(
+        moved,
+        2 * ((10 << 10) + (1 << 20)),
+        "the series add up to the bytes written and read"
+    );
+
     let mut show = ratelab();
     show.args(["results", "show", "99", "--db"]).arg(&db);
     refused(&mut show, 2, &["no run 99"]);

@@ -37,7 +37,7 @@ pub enum Action {
         #[arg(long)]
         json: bool,
     },
-    /// One run as JSON (the document) or CSV (a row per item).
+    /// One run as JSON (the document), CSV (a row per item) or series (CSV, a row per sample).
     Export {
         /// The run id (see `results list`).
         #[arg(value_name = "ID")]
@@ -58,6 +58,8 @@ pub enum ExportFormat {
     Json,
     /// One row per item.
     Csv,
+    /// One row per sample of each workload's rate series.
+    Series,
 }
 
 /// Runs `ratelab results`.
@@ -120,6 +122,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
             let format = match format {
                 ExportFormat::Json => Format::Json,
                 ExportFormat::Csv => Format::Csv,
+                ExportFormat::Series => Format::SeriesCsv,
             };
             report::emit(&report::render(&doc, format)?, out.as_deref())?;
         }

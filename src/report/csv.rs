@@ -45,6 +45,39 @@ pub fn render(runs: &[RunDocument]) -> anyhow::Result<Vec<u8>> {
     Ok(writer.into_inner()?)
 }
 
+/// Every workload's rate series, one row per sample, on the group's common clock: the
+/// log people keep of a copy's speed, ready for a spreadsheet or gnuplot.
+pub fn series(run: &RunDocument) -> anyhow::Result<Vec<u8>> {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    writer.write_record([
+        "run_id",
+        "workload",
+        "target",
+        "t_s",
+        "bytes",
+        "ops",
+        "bytes_per_sec",
+    ])?;
+    for (index, workload) in run.workloads.iter().enumerate() {
+        let Some(series) = &workload.series else {
+            continue;
+        };
+        let rates = series.bytes_per_sec();
+        for (i, &t) in series.t_s.iter().enumerate() {
+            writer.write_record([
+                run.run_id.map(|id| id.to_string()).unwrap_or_default(),
+                index.to_string(),
+                workload.target.clone(),
+                format!("{t:.6}"),
+                series.bytes[i].to_string(),
+                series.ops.get(i).map(|o| o.to_string()).unwrap_or_default(),
+                format!("{:.1}", rates[i]),
+            ])?;
+        }
+    }
+    Ok(writer.into_inner()?)
+}
+
 /// A JSON value as one CSV cell: arrays joined with `;`, null as empty.
 fn cell(value: Option<&Value>) -> String {
     match value {

@@ -35,6 +35,8 @@ pub enum Format {
     Json,
     /// One row per item.
     Csv,
+    /// One row per sample of every workload's rate series.
+    SeriesCsv,
 }
 
 /// Renders a run in `format`.
@@ -43,6 +45,7 @@ pub fn render(doc: &RunDocument, format: Format) -> anyhow::Result<Vec<u8>> {
         Format::Table => terminal::render(doc).into_bytes(),
         Format::Json => json::render(doc),
         Format::Csv => csv::render(std::slice::from_ref(doc))?,
+        Format::SeriesCsv => csv::series(doc)?,
     })
 }
 
