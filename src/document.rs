@@ -120,9 +120,10 @@ pub struct Series {
     pub bytes: Vec<u64>,
     /// Operations completed during each sample.
     pub ops: Vec<u64>,
-    /// Times where the rate changed level for good (sustained runs).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub knees: Vec<Knee>,
+    /// Times where the rate changed level for good: present, maybe empty, for runs that
+    /// look for them (sustained runs); absent for the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knees: Option<Vec<Knee>>,
 }
 
 impl Series {

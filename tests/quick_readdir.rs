@@ -24,7 +24,14 @@ fn codes(doc: &Value) -> Vec<&str> {
 
 /// A folder holding files that readdir must read, and files and things it must not.
 fn made_folder(dir: &Path) {
-    let write = |name: &str, size: usize| std::fs::write(dir.join(name), vec![7u8; size]).unwrap();
+    // Files at rest: synced, as a folder someone reads later would be.
+    let write = |name: &str, size: usize| {
+        std::fs::write(dir.join(name), vec![7u8; size]).unwrap();
+        std::fs::File::open(dir.join(name))
+            .unwrap()
+            .sync_all()
+            .unwrap();
+    };
     write("exactly-10KB", 10_000);
     write("just-under", 9_999);
     write("small", 5_000);

@@ -13,6 +13,8 @@ const SHARED_BOTTLENECK: f64 = 1.25;
 const INDEPENDENT: f64 = 0.85;
 /// Jain's index below this is an unfair share.
 const UNFAIR: f64 = 0.8;
+/// Verdicts need the workloads to overlap for at least this many sampling intervals.
+const MIN_OVERLAP_INTERVALS: f64 = 5.0;
 
 /// The contention report of one group of workloads that ran at once.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -27,8 +29,14 @@ pub struct Contention {
     pub aggregate_bytes_per_sec: f64,
     /// The sum of their rates alone, with `--alone`.
     pub alone_sum_bytes_per_sec: Option<f64>,
-    /// Jain's fairness index over their rates in the window: 1 is an even share.
+    /// Jain's fairness index over their rates in the window (each as a share of its rate
+    /// alone, with `--alone`): 1 is an even share.
     pub jain_index: f64,
+    /// Sampling interval of the group, which bounds how short an overlap can be read.
+    pub interval_s: f64,
+    /// Workloads of the group that never started (stopped before their delay ran out).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub never_ran: Vec<usize>,
     /// The workload that finished first.
     pub first_finished: Option<usize>,
     /// Each workload's figures.
@@ -42,11 +50,13 @@ pub struct WorkloadContention {
     pub workload: usize,
     /// Its target.
     pub target: String,
-    /// Its rate while all were active.
+    /// Its rate over its whole run in the group: the same work as its run alone.
     pub together_bytes_per_sec: f64,
+    /// Its rate while all were active.
+    pub overlap_bytes_per_sec: f64,
     /// Its rate when it ran alone, with `--alone`.
     pub alone_bytes_per_sec: Option<f64>,
-    /// Alone rate over together rate: 2 means it ran at half speed.
+    /// Alone rate over together rate, for the same work: 2 means it ran at half speed.
     pub slowdown: Option<f64>,
     /// When it started, seconds from the group's start.
     pub started_at_s: f64,
@@ -55,11 +65,20 @@ pub struct WorkloadContention {
 }
 
 /// The contention report for the workloads `together` of `records`, using the records
-/// that ran alone for them (`alone_of`) when there are any.
-pub fn measure(records: &[WorkloadRecord], together: &[usize]) -> Contention {
+/// that ran alone for them (`alone_of`) when there are any; `None` unless two of them
+/// ran.
+pub fn measure(records: &[WorkloadRecord], together: &[usize]) -> Option<Contention> {
     let active: Vec<(usize, &Series)> = together
         .iter()
         .filter_map(|&i| records.get(i)?.series.as_ref().map(|s| (i, s)))
+        .collect();
+    if active.len() < 2 {
+        return None;
+    }
+    let never_ran = together
+        .iter()
+        .copied()
+        .filter(|i| !active.iter().any(|(a, _)| a == i))
         .collect();
     let start = active
         .iter()
@@ -78,11 +97,7 @@ pub fn measure(records: &[WorkloadRecord], together: &[usize]) -> Contention {
     let workloads: Vec<WorkloadContention> = active
         .iter()
         .map(|&(index, series)| {
-            let together = if overlap_s > 0.0 {
-                bytes_within(series, start, end) / overlap_s
-            } else {
-                whole_rate(series)
-            };
+            let together = whole_rate(series);
             let alone = records
                 .iter()
                 .find(|r| r.alone_of == Some(index))
@@ -92,6 +107,11 @@ pub fn measure(records: &[WorkloadRecord], together: &[usize]) -> Contention {
                 workload: index,
                 target: records[index].target.clone(),
                 together_bytes_per_sec: together,
+                overlap_bytes_per_sec: if overlap_s > 0.0 {
+                    bytes_within(series, start, end) / overlap_s
+                } else {
+                    0.0
+                },
                 alone_bytes_per_sec: alone,
                 slowdown: alone.filter(|_| together > 0.0).map(|a| a / together),
                 started_at_s: series.started_at_s,
@@ -99,23 +119,35 @@ pub fn measure(records: &[WorkloadRecord], together: &[usize]) -> Contention {
             }
         })
         .collect();
-    let rates: Vec<f64> = workloads.iter().map(|w| w.together_bytes_per_sec).collect();
+    let overlap_rates: Vec<f64> = workloads.iter().map(|w| w.overlap_bytes_per_sec).collect();
+    // With each one's rate alone known, fairness is about shares of what each could do:
+    // a slow disk beside a fast one is not treated unfairly by being slower.
+    let shares: Option<Vec<f64>> = workloads
+        .iter()
+        .map(|w| {
+            w.alone_bytes_per_sec
+                .filter(|&a| a > 0.0)
+                .map(|a| w.overlap_bytes_per_sec / a)
+        })
+        .collect();
     let alone: Option<Vec<f64>> = workloads.iter().map(|w| w.alone_bytes_per_sec).collect();
     let first_finished = workloads
         .iter()
         .filter_map(|w| w.finished_at_s.map(|t| (w.workload, t)))
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(workload, _)| workload);
-    Contention {
+    Some(Contention {
         overlap_s,
         overlap_start_s: start,
         overlap_end_s: end,
-        aggregate_bytes_per_sec: rates.iter().sum(),
+        aggregate_bytes_per_sec: overlap_rates.iter().sum(),
         alone_sum_bytes_per_sec: alone.map(|a| a.iter().sum()),
-        jain_index: jain(&rates),
+        jain_index: jain(shares.as_deref().unwrap_or(&overlap_rates)),
+        interval_s: active[0].1.interval_s,
+        never_ran,
         first_finished,
         workloads,
-    }
+    })
 }
 
 /// Jain's fairness index, (Σx)² / (n Σx²): 1 for an even share, 1/n when one takes all.
@@ -174,19 +206,44 @@ pub fn verdicts(report: &Contention) -> Vec<Verdict> {
     };
     let n = report.workloads.len();
     let mut out = Vec::new();
-    if report.overlap_s <= 0.0 {
+    if !report.never_ran.is_empty() {
+        let never: Vec<String> = report
+            .never_ran
+            .iter()
+            .map(|w| (w + 1).to_string())
+            .collect();
+        out.push(verdict(
+            "not_all_ran",
+            Severity::Warning,
+            format!(
+                "workloads {} never started: the figures are for the others only",
+                never.join(", ")
+            ),
+        ));
+    }
+    if report.overlap_s < MIN_OVERLAP_INTERVALS * report.interval_s {
         out.push(verdict(
             "no_overlap",
             Severity::Info,
-            "the workloads never ran at the same time: their rates are each one's own".into(),
+            format!(
+                "the workloads ran at the same time for {:.2} s only, too short to say what they did to each other",
+                report.overlap_s
+            ),
         ));
         return out;
     }
     let aggregate = report.aggregate_bytes_per_sec;
-    match (
-        report.alone_sum_bytes_per_sec,
-        best_alone(report),
-    ) {
+    match (report.alone_sum_bytes_per_sec, best_alone(report)) {
+        (Some(sum), Some(_)) if aggregate >= sum * INDEPENDENT => out.push(verdict(
+            "independent",
+            Severity::Info,
+            format!(
+                "together the {n} workloads moved {}, {:.0}% of the sum of each alone ({}): they do not share a bottleneck",
+                format_rate(aggregate),
+                aggregate / sum * 100.0,
+                format_rate(sum)
+            ),
+        )),
         (Some(sum), Some((best, rate))) if aggregate <= rate * SHARED_BOTTLENECK => out.push(verdict(
             "shared_bottleneck",
             Severity::Warning,
@@ -196,16 +253,6 @@ pub fn verdicts(report: &Contention) -> Vec<Verdict> {
                 format_rate(aggregate),
                 best + 1,
                 format_rate(rate),
-                format_rate(sum)
-            ),
-        )),
-        (Some(sum), Some(_)) if aggregate >= sum * INDEPENDENT => out.push(verdict(
-            "independent",
-            Severity::Info,
-            format!(
-                "together the {n} workloads moved {}, {:.0}% of the sum of each alone ({}): they do not share a bottleneck",
-                format_rate(aggregate),
-                aggregate / sum * 100.0,
                 format_rate(sum)
             ),
         )),
@@ -232,10 +279,10 @@ pub fn verdicts(report: &Contention) -> Vec<Verdict> {
         )),
     }
     if report.jain_index < UNFAIR
-        && let Some(slowest) = report.workloads.iter().min_by(|a, b| {
-            a.together_bytes_per_sec
-                .total_cmp(&b.together_bytes_per_sec)
-        })
+        && let Some(slowest) = report
+            .workloads
+            .iter()
+            .min_by(|a, b| a.overlap_bytes_per_sec.total_cmp(&b.overlap_bytes_per_sec))
     {
         out.push(verdict(
             "unfair_share",
@@ -245,7 +292,7 @@ pub fn verdicts(report: &Contention) -> Vec<Verdict> {
                 report.jain_index,
                 slowest.workload + 1,
                 slowest.target,
-                format_rate(slowest.together_bytes_per_sec)
+                format_rate(slowest.overlap_bytes_per_sec)
             ),
         ));
     }
@@ -294,7 +341,7 @@ mod tests {
                 t_s,
                 bytes,
                 ops: vec![],
-                knees: vec![],
+                knees: None,
             }),
             alone_of,
             warnings: vec![],
@@ -315,7 +362,7 @@ mod tests {
             record(0.0, 4.0, 200e6, Some(0)),
             record(0.0, 4.0, 200e6, Some(1)),
         ];
-        let report = measure(&records, &[0, 1]);
+        let report = measure(&records, &[0, 1]).unwrap();
         assert!((report.overlap_s - 8.0).abs() < 1e-9);
         assert!((report.aggregate_bytes_per_sec - 200e6).abs() < 1e3);
         assert!((report.jain_index - 1.0).abs() < 1e-6);
@@ -333,10 +380,41 @@ mod tests {
             record(0.0, 5.0, 200e6, Some(0)),
             record(0.0, 5.0, 100e6, Some(1)),
         ];
-        let report = measure(&records, &[0, 1]);
+        let report = measure(&records, &[0, 1]).unwrap();
         assert!((report.aggregate_bytes_per_sec - 300e6).abs() < 1e3);
         let codes: Vec<String> = verdicts(&report).into_iter().map(|v| v.code).collect();
         assert_eq!(codes, vec!["independent"]);
+    }
+
+    #[test]
+    fn a_fast_and_a_slow_device_are_independent_and_fairly_treated() {
+        let records = vec![
+            record(0.0, 5.0, 1000e6, None),
+            record(0.0, 5.0, 100e6, None),
+            record(0.0, 5.0, 1000e6, Some(0)),
+            record(0.0, 5.0, 100e6, Some(1)),
+        ];
+        let report = measure(&records, &[0, 1]).unwrap();
+        assert!(
+            (report.jain_index - 1.0).abs() < 1e-6,
+            "shares of each alone rate are even"
+        );
+        let codes: Vec<String> = verdicts(&report).into_iter().map(|v| v.code).collect();
+        assert_eq!(codes, vec!["independent"]);
+    }
+
+    #[test]
+    fn too_short_an_overlap_says_so_and_one_run_is_no_report() {
+        let records = vec![
+            record(0.0, 1.0, 100e6, None),
+            record(0.95, 2.0, 100e6, None),
+        ];
+        let report = measure(&records, &[0, 1]).unwrap();
+        let codes: Vec<String> = verdicts(&report).into_iter().map(|v| v.code).collect();
+        assert_eq!(codes, vec!["no_overlap"]);
+        let mut stopped = records.clone();
+        stopped[1].series = None;
+        assert!(measure(&stopped, &[0, 1]).is_none());
     }
 
     #[test]

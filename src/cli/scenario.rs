@@ -19,6 +19,8 @@ use crate::workload::disk::DiskWorkload;
 const SETTINGS: [&str; 4] = ["interval", "alone", "label", "workload"];
 /// Workload fields that are not flags of the kind's verb.
 const OWN_FIELDS: [&str; 3] = ["kind", "target", "start_delay"];
+/// Words clap knows that are not fields of a workload.
+const NOT_FIELDS: [&str; 2] = ["help", "version"];
 /// Flags of the run, not of one workload.
 const RUN_FLAGS: [&str; 6] = ["json", "db", "label", "no_store", "quiet", "interval"];
 
@@ -71,7 +73,8 @@ pub fn parse(text: &str, name: &str) -> Result<Scenario, UsageError> {
                         "interval must be a time such as \"100ms\"".into(),
                     )
                 })?;
-                let interval = super::values::parse_time(text).map_err(|e| at(value.span(), e))?;
+                let interval =
+                    super::values::parse_interval(text).map_err(|e| at(value.span(), e))?;
                 scenario.interval = Some(interval);
             }
             "alone" => {
@@ -122,6 +125,11 @@ pub fn parse(text: &str, name: &str) -> Result<Scenario, UsageError> {
             "{name}: no [[workload]] tables: nothing to run"
         )));
     }
+    if scenario.alone && scenario.workloads.len() < 2 {
+        return Err(UsageError(format!(
+            "{name}: alone = true needs two workloads or more to compare with"
+        )));
+    }
     Ok(scenario)
 }
 
@@ -153,6 +161,7 @@ fn workload(
     let (_, target_value) = get("target")
         .ok_or_else(|| at(span.clone(), format!("a {kind} workload needs a target")))?;
     let target = string(target_value)
+        .filter(|t| !t.is_empty())
         .ok_or_else(|| at(target_value.span(), "target must be a path string".into()))?;
     let delay = match get("start_delay") {
         Some((_, value)) => {
@@ -168,18 +177,30 @@ fn workload(
         None => Duration::ZERO,
     };
 
-    // Each field alone first, so an error names its line; then all together.
-    let base = ["ratelab".to_string(), kind.to_string(), target.to_string()];
-    let mut argv = base.to_vec();
+    // Each field alone first, so an error names its line; then all together. The
+    // target goes after "--", so no path is ever read as a flag.
+    let argv_with = |flags: &[String]| {
+        let mut argv = vec!["ratelab".to_string(), kind.to_string()];
+        argv.extend(flags.iter().cloned());
+        argv.extend(["--".to_string(), target.to_string()]);
+        argv
+    };
+    let mut flags = Vec::new();
     for (key, value) in fields.iter() {
         let field = key.get_ref().as_ref();
         if OWN_FIELDS.contains(&field) {
             continue;
         }
-        if RUN_FLAGS.contains(&field) {
+        if RUN_FLAGS.contains(&field) || field == "alone" {
             return Err(at(
                 key.span(),
                 format!("{field} is a setting of the whole run, not of one workload"),
+            ));
+        }
+        if NOT_FIELDS.contains(&field) {
+            return Err(at(
+                key.span(),
+                format!("unknown field \"{field}\" for a {kind} workload"),
             ));
         }
         let flag = flag_args(field, value).ok_or_else(|| {
@@ -188,14 +209,33 @@ fn workload(
                 format!("field {field}: give a string, a number, true or false, or a list"),
             )
         })?;
-        let mut alone = base.to_vec();
-        alone.extend(flag.iter().cloned());
-        if let Err(e) = Cli::try_parse_from(&alone) {
-            return Err(at(key.span(), field_error(kind, field, &e)));
+        match flag {
+            Some(flag) => {
+                if let Err(e) = Cli::try_parse_from(argv_with(std::slice::from_ref(&flag))) {
+                    return Err(at(key.span(), field_error(kind, field, &e)));
+                }
+                flags.push(flag);
+            }
+            // false: a switch left off; a flag that takes a value cannot be false.
+            None => {
+                let switch = format!("--{}", field.replace('_', "-"));
+                match Cli::try_parse_from(argv_with(&[switch])) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == clap::error::ErrorKind::UnknownArgument => {
+                        return Err(at(key.span(), field_error(kind, field, &e)));
+                    }
+                    Err(_) => {
+                        return Err(at(
+                            value.span(),
+                            format!("field {field} takes a value, not false"),
+                        ));
+                    }
+                }
+            }
         }
-        argv.extend(flag);
     }
-    let cli = Cli::try_parse_from(&argv).map_err(|e| at(span.clone(), clap_message(&e)))?;
+    let cli =
+        Cli::try_parse_from(argv_with(&flags)).map_err(|e| at(span.clone(), clap_message(&e)))?;
     let Command::Disk(args) = cli.command else {
         unreachable!("the kind is disk");
     };
@@ -208,27 +248,45 @@ fn workload(
     Ok((maker, delay))
 }
 
-/// The command-line words for one field: `--sizes 1G`, `--direct`, or nothing.
-fn flag_args(field: &str, value: &Spanned<DeValue>) -> Option<Vec<String>> {
+/// The command-line word for one field: `--sizes=1G`, `--direct`, or, for `false`,
+/// `Some(None)`; `None` for a value no flag takes. One word, so a value that starts
+/// with "-" is never taken for a flag.
+fn flag_args(field: &str, value: &Spanned<DeValue>) -> Option<Option<String>> {
     let flag = format!("--{}", field.replace('_', "-"));
     let text = match value.get_ref() {
-        DeValue::Boolean(true) => return Some(vec![flag]),
-        DeValue::Boolean(false) => return Some(vec![]),
+        DeValue::Boolean(true) => return Some(Some(flag)),
+        DeValue::Boolean(false) => return Some(None),
         DeValue::String(s) => s.to_string(),
-        DeValue::Integer(i) => i.as_str().to_string(),
+        DeValue::Integer(i) => integer(i)?,
         DeValue::Float(f) => f.as_str().to_string(),
         DeValue::Array(items) => items
             .iter()
             .map(|item| match item.get_ref() {
                 DeValue::String(s) => Some(s.to_string()),
-                DeValue::Integer(i) => Some(i.as_str().to_string()),
+                DeValue::Integer(i) => integer(i),
                 _ => None,
             })
             .collect::<Option<Vec<_>>>()?
             .join(","),
         _ => return None,
     };
-    Some(vec![flag, text])
+    Some(Some(format!("{flag}={text}")))
+}
+
+/// A TOML integer in decimal, whatever base the file wrote it in.
+fn integer(value: &toml::de::DeInteger) -> Option<String> {
+    let digits = value.as_str().replace('_', "");
+    let (negative, digits) = match digits.strip_prefix('-') {
+        Some(rest) => (true, rest.to_string()),
+        None => (false, digits.trim_start_matches('+').to_string()),
+    };
+    let digits = digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0o"))
+        .or_else(|| digits.strip_prefix("0b"))
+        .unwrap_or(&digits);
+    let number = i128::from_str_radix(digits, value.radix()).ok()?;
+    Some((if negative { -number } else { number }).to_string())
 }
 
 fn string<'a>(value: &'a Spanned<DeValue>) -> Option<&'a str> {
@@ -261,6 +319,19 @@ mod tests {
             Ok(_) => panic!("parsed: {text}"),
             Err(e) => e.0,
         }
+    }
+
+    #[test]
+    fn integers_in_any_base_and_dashed_values() {
+        let scenario = parse(
+            "[[workload]]\nkind = \"disk\"\ntarget = \"-odd-folder\"\nrepeat = 0x10\nqueue_depth = 0b11\n",
+            "s.toml",
+        )
+        .unwrap_or_else(|e| panic!("{}", e.0));
+        let params = (scenario.workloads[0])(None).params();
+        assert_eq!(params["repeat"], 16);
+        assert_eq!(params["queue_depth"], 3);
+        assert_eq!(params["target"], "-odd-folder");
     }
 
     #[test]
@@ -322,6 +393,28 @@ mod tests {
         );
         let syntax = error("[[workload]\n");
         assert!(syntax.contains("line 1"), "{syntax}");
+        let negative = error("[[workload]]\nkind = \"disk\"\ntarget = \"/a\"\nrepeat = -1\n");
+        assert!(
+            negative.starts_with("s.toml, line 4: field repeat: "),
+            "{negative}"
+        );
+        let value_false = error("[[workload]]\nkind = \"disk\"\ntarget = \"/a\"\nsizes = false\n");
+        assert_eq!(
+            value_false,
+            "s.toml, line 4: field sizes takes a value, not false"
+        );
+        let inner_alone = error("[[workload]]\nkind = \"disk\"\ntarget = \"/a\"\nalone = true\n");
+        assert!(
+            inner_alone.contains("line 4") && inner_alone.contains("whole run"),
+            "{inner_alone}"
+        );
+        let lonely = error("alone = true\n[[workload]]\nkind = \"disk\"\ntarget = \"/a\"\n");
+        assert!(lonely.contains("two workloads"), "{lonely}");
+        let empty_target = error("[[workload]]\nkind = \"disk\"\ntarget = \"\"\n");
+        assert!(
+            empty_target.contains("line 3") && empty_target.contains("target"),
+            "{empty_target}"
+        );
         let run_flag = error("[[workload]]\nkind = \"disk\"\ntarget = \"/a\"\njson = true\n");
         assert!(
             run_flag.contains("line 4") && run_flag.contains("whole run"),

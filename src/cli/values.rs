@@ -88,10 +88,28 @@ pub fn parse_rate(text: &str) -> Result<f64, String> {
     Ok(bytes)
 }
 
-/// Parses a time: `100ms`, `10s`, `2m`, `1h 30m`.
+/// Longest time any flag takes: longer is a typo, and would overflow clocks.
+const LONGEST: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+
+/// Parses a time: `100ms`, `10s`, `2m`, `1h 30m`, up to 30 days.
 pub fn parse_time(text: &str) -> Result<std::time::Duration, String> {
-    humantime::parse_duration(text.trim())
-        .map_err(|e| format!("invalid time \"{text}\" (such as 100ms, 10s or 2m): {e}"))
+    let time = humantime::parse_duration(text.trim())
+        .map_err(|e| format!("invalid time \"{text}\" (such as 100ms, 10s or 2m): {e}"))?;
+    if time > LONGEST {
+        return Err(format!("time \"{text}\" is too long (30 days at most)"));
+    }
+    Ok(time)
+}
+
+/// Parses a sampling interval: a time from 1 ms to 1 hour.
+pub fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
+    let interval = parse_time(text)?;
+    if interval < std::time::Duration::from_millis(1)
+        || interval > std::time::Duration::from_secs(3600)
+    {
+        return Err(format!("interval \"{text}\" is out of range (1ms to 1h)"));
+    }
+    Ok(interval)
 }
 
 #[cfg(test)]
@@ -137,6 +155,16 @@ mod tests {
         );
         assert_eq!(parse_time("2m"), Ok(std::time::Duration::from_secs(120)));
         assert!(parse_time("soon").unwrap_err().contains("\"soon\""));
+        assert!(
+            parse_time("500000000000y")
+                .unwrap_err()
+                .contains("too long")
+        );
+        assert!(parse_interval("1us").unwrap_err().contains("out of range"));
+        assert_eq!(
+            parse_interval("10ms"),
+            Ok(std::time::Duration::from_millis(10))
+        );
     }
 
     #[test]

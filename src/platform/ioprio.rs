@@ -71,6 +71,26 @@ impl IoPriority {
     }
 }
 
+impl std::fmt::Display for IoPriority {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IoPriority::Rt(level) => write!(f, "rt:{level}"),
+            IoPriority::Be(level) => write!(f, "be:{level}"),
+            IoPriority::Idle => write!(f, "idle"),
+        }
+    }
+}
+
+impl IoPriority {
+    /// Whether this process may use the priority: tried on a short-lived thread, so
+    /// the answer comes before any workload starts.
+    pub fn check(self) -> std::io::Result<()> {
+        std::thread::spawn(move || self.apply())
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the check thread failed")))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,6 +19,7 @@ pub fn table(stored: &Value) -> Option<Table> {
                 w.target.clone(),
                 w.alone_bytes_per_sec.map_or("-".into(), mb_per_sec),
                 mb_per_sec(w.together_bytes_per_sec),
+                mb_per_sec(w.overlap_bytes_per_sec),
                 w.slowdown.map_or("-".into(), |s| format!("{s:.2}x")),
                 w.finished_at_s.map_or("-".into(), format_seconds),
             ]

@@ -54,7 +54,7 @@ pub fn describe(series: &Series) -> Option<String> {
         format_seconds(series.interval_s * per_mark as f64),
         format_rate(top)
     );
-    for knee in &series.knees {
+    for knee in series.knees.iter().flatten() {
         text.push_str(&format!(
             "\nknee at {}: {} → {} after {} MB",
             format_seconds(knee.t_s),
@@ -80,7 +80,7 @@ mod tests {
             t_s: vec![0.1, 0.2, 0.3, 0.4],
             bytes: vec![100, 100, 25, 25],
             ops: vec![],
-            knees: vec![],
+            knees: None,
         };
         let text = describe(&series).unwrap();
         assert!(text.ends_with("██▃▃"), "{text}");

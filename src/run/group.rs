@@ -1,11 +1,12 @@
-//! One group of workloads run at once: a thread each, released together by a barrier,
-//! while this thread samples their counters on one clock, stores each finished stage,
-//! shows progress, and stops the others when one fails.
+//! One group of workloads run at once: a thread each, set up first, then released
+//! together through a gate that also fixes the group's clock, while this thread samples
+//! their counters on that clock, stores each finished stage, shows progress, and stops
+//! the others when one fails.
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc::{RecvTimeoutError, Sender, channel};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -37,6 +38,56 @@ pub struct Shared<'a> {
     pub interval: Duration,
 }
 
+/// The start line: workers wait at it after their setup; the runner opens it once all
+/// are there, taking the group's clock start just before, or aborts it.
+#[derive(Default)]
+struct Gate {
+    state: Mutex<GateState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct GateState {
+    arrived: usize,
+    start: Option<Instant>,
+    aborted: bool,
+}
+
+impl Gate {
+    fn lock(&self) -> std::sync::MutexGuard<'_, GateState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A worker is set up: waits for the start, which it gets, or for an abort (`None`).
+    fn arrive(&self) -> Option<Instant> {
+        let mut state = self.lock();
+        state.arrived += 1;
+        self.changed.notify_all();
+        while state.start.is_none() && !state.aborted {
+            state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+        state.start
+    }
+
+    /// Waits until `workers` have arrived; then starts the clock and lets them go.
+    fn open(&self, workers: usize) -> Instant {
+        let mut state = self.lock();
+        while state.arrived < workers && !state.aborted {
+            state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+        let start = Instant::now();
+        state.start = Some(start);
+        self.changed.notify_all();
+        start
+    }
+
+    /// Lets every waiting worker go without starting.
+    fn abort(&self) {
+        self.lock().aborted = true;
+        self.changed.notify_all();
+    }
+}
+
 /// Runs the members of one group at once; returns how the group ended: the first real
 /// error (a workload's or the store's), or an interrupt.
 pub fn run_group(
@@ -53,11 +104,6 @@ pub fn run_group(
         interval,
     } = shared;
     let (events, received) = channel();
-    let counters: HashMap<usize, Arc<Progress>> = members
-        .iter()
-        .map(|m| (m.workload, Arc::new(Progress::default())))
-        .collect();
-    let barrier = Barrier::new(members.len() + 1);
     let mut chosen: Vec<(Member, &mut Box<dyn Workload>)> = workloads
         .iter_mut()
         .enumerate()
@@ -68,6 +114,11 @@ pub fn run_group(
                 .map(|m| (*m, w))
         })
         .collect();
+    let counters: HashMap<usize, Arc<Progress>> = chosen
+        .iter()
+        .map(|(m, _)| (m.workload, Arc::new(Progress::default())))
+        .collect();
+    let gate = Gate::default();
 
     let mut pending: HashMap<usize, Vec<Value>> = HashMap::new();
     let mut stored: HashMap<usize, usize> = HashMap::new();
@@ -88,6 +139,7 @@ pub fn run_group(
     };
 
     let series = std::thread::scope(|scope| {
+        let mut spawned = 0;
         for (member, workload) in chosen.drain(..) {
             let ctx = Context {
                 cancel: cancel.clone(),
@@ -98,19 +150,32 @@ pub fn run_group(
                 ),
             };
             let events = events.clone();
-            let barrier = &barrier;
-            scope.spawn(move || worker(member, workload.as_mut(), ctx, events, barrier));
+            let gate = &gate;
+            let thread = std::thread::Builder::new()
+                .name(format!("ratelab-{}", member.workload + 1))
+                .spawn_scoped(scope, move || {
+                    worker(member, workload.as_mut(), ctx, events, gate)
+                });
+            match thread {
+                Ok(_) => spawned += 1,
+                Err(e) => {
+                    cancel.stop();
+                    first_error.get_or_insert(anyhow::anyhow!(
+                        "cannot start a thread for workload {}: {e}",
+                        member.workload + 1
+                    ));
+                }
+            }
         }
         drop(events);
-        barrier.wait();
-        let start = Instant::now();
+        if first_error.is_some() {
+            gate.abort();
+        }
+        let start = gate.open(spawned);
         let mut sampler = Sampler::new(
             start,
             interval,
-            members
-                .iter()
-                .map(|m| (m.workload, Arc::clone(&counters[&m.workload])))
-                .collect(),
+            counters.iter().map(|(&w, c)| (w, Arc::clone(c))).collect(),
         );
         loop {
             let now = Instant::now();
@@ -138,7 +203,7 @@ pub fn run_group(
                     status.insert(workload, text);
                 }
                 Ok(Event::Warning { workload, text }) => {
-                    eprintln!("ratelab: warning: {text}");
+                    display.warn(&text);
                     doc.workloads[workload].warnings.push(text);
                 }
                 Ok(Event::Started { workload, at }) => sampler.started(workload, at),
@@ -167,7 +232,7 @@ pub fn run_group(
                 Err(RecvTimeoutError::Disconnected) => break,
             }
             let moved: u64 = counters.values().map(|c| c.bytes()).sum();
-            display.update(moved_before + moved, &status_line(&status));
+            display.update(moved_before + moved, || status_line(&status));
         }
         sampler.into_series()
     });
@@ -188,29 +253,31 @@ pub fn run_group(
     }
 }
 
-/// One workload's thread: set up, wait for the common start and the member's delay,
-/// run, and always report the end, also when the workload panics.
+/// One workload's thread: set up, wait at the gate and for the member's delay, run,
+/// and always report the end, also when any step panics.
 fn worker(
     member: Member,
     workload: &mut dyn Workload,
     ctx: Context,
     events: Sender<Event>,
-    barrier: &Barrier,
+    gate: &Gate,
 ) {
-    let set_up = guarded(|| workload.setup(&ctx));
-    // Every worker reaches the barrier, so one that failed to set up holds no one back.
-    barrier.wait();
-    let result = match set_up {
-        Err(e) => Err(e),
-        Ok(()) if !wait_out(member.delay, &ctx.cancel) => Err(workload::Error::Interrupted),
-        Ok(()) => {
-            let _ = events.send(Event::Started {
-                workload: member.workload,
-                at: Instant::now(),
-            });
-            guarded(|| workload.run(&ctx))
+    let result = guarded(|| {
+        if let Err(e) = workload.setup(&ctx) {
+            // Others need not finish setting up for a run that will not happen.
+            ctx.cancel.stop();
+            gate.arrive();
+            return Err(e);
         }
-    };
+        if gate.arrive().is_none() || !wait_out(member.delay, &ctx.cancel) {
+            return Err(workload::Error::Interrupted);
+        }
+        let _ = events.send(Event::Started {
+            workload: member.workload,
+            at: Instant::now(),
+        });
+        workload.run(&ctx)
+    });
     let _ = events.send(Event::Finished {
         workload: member.workload,
         at: Instant::now(),
@@ -235,12 +302,16 @@ fn guarded(step: impl FnOnce() -> Result<(), workload::Error>) -> Result<(), wor
 
 /// Sleeps for `delay` unless a stop comes first; true when the delay ran out.
 fn wait_out(delay: Duration, cancel: &Cancel) -> bool {
-    let end = Instant::now() + delay;
-    while Instant::now() < end {
+    let started = Instant::now();
+    while started.elapsed() < delay {
         if cancel.is_set() {
             return false;
         }
-        std::thread::sleep((end - Instant::now()).min(Duration::from_millis(10)));
+        std::thread::sleep(
+            delay
+                .saturating_sub(started.elapsed())
+                .min(Duration::from_millis(10)),
+        );
     }
     !cancel.is_set()
 }

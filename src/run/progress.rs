@@ -1,4 +1,5 @@
 //! The progress bar on stderr: hidden when stderr is not a terminal or with --quiet.
+//! Warnings go through it, so they do not garble the bar.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -26,11 +27,19 @@ impl ProgressDisplay {
         ProgressDisplay { bar }
     }
 
-    /// Shows `bytes` done and what is running now.
-    pub fn update(&self, bytes: u64, status: &str) {
+    /// Shows `bytes` done and what is running now (worked out only when shown).
+    pub fn update(&self, bytes: u64, status: impl FnOnce() -> String) {
+        if self.bar.is_hidden() {
+            return;
+        }
         self.bar.set_position(bytes);
         self.bar
-            .set_message(format!("{status} · {} moved", format_bytes(bytes)));
+            .set_message(format!("{} · {} moved", status(), format_bytes(bytes)));
+    }
+
+    /// Prints a warning on stderr above the bar.
+    pub fn warn(&self, text: &str) {
+        self.bar.suspend(|| eprintln!("ratelab: warning: {text}"));
     }
 
     /// Removes the bar before results are printed.

@@ -103,6 +103,17 @@ pub fn execute(
             interval: spec.interval,
         };
         outcome = run_group(group, &mut workloads, shared);
+        // Each group cleans up before the next: workloads run alone first must not hold
+        // their files while the group after them needs the space.
+        for member in group {
+            clean(
+                &mut workloads[member.workload],
+                member.workload,
+                &mut doc,
+                &mut outcome,
+                &display,
+            );
+        }
     }
     doc.runner_cpu_seconds = thread_cpu_seconds()
         .zip(cpu_before)
@@ -110,15 +121,9 @@ pub fn execute(
     doc.runner_wall_seconds = Some(wall.elapsed().as_secs_f64());
     display.finish();
 
+    // Groups that never ran (after an error) still clean up what prepare found.
     for (index, workload) in workloads.iter_mut().enumerate() {
-        if let Err(e) = workload.cleanup() {
-            // The first error stays the run's reason; a later cleanup failure is still said.
-            match outcome {
-                Ok(()) => outcome = Err(e.into()),
-                Err(_) => eprintln!("ratelab: warning: {:#}", anyhow::Error::new(e)),
-            }
-        }
-        doc.workloads[index].context = workload.context();
+        clean(workload, index, &mut doc, &mut outcome, &display);
     }
     // A signal that came during the last sync or the cleanup still ends the run.
     if outcome.is_ok() && cancel.interrupted() {
@@ -148,10 +153,13 @@ pub fn execute(
     }
     if let Some(group) = spec.schedule.shared().next() {
         let together: Vec<usize> = group.iter().map(|m| m.workload).collect();
-        let contention = analysis::contention::measure(&doc.workloads, &together);
-        doc.verdicts
-            .extend(analysis::contention::verdicts(&contention));
-        doc.contention = Some(serde_json::to_value(&contention).expect("contention serialises"));
+        // Only workloads that ran at all share anything.
+        if let Some(contention) = analysis::contention::measure(&doc.workloads, &together) {
+            doc.verdicts
+                .extend(analysis::contention::verdicts(&contention));
+            doc.contention =
+                Some(serde_json::to_value(&contention).expect("contention serialises"));
+        }
     }
     doc.finished_at = Some(now_rfc3339());
     match &outcome {
@@ -185,6 +193,24 @@ pub fn execute(
         }
     };
     Ok(Finished { doc, error })
+}
+
+/// Cleans up one workload and records its context as it ends. The first error stays
+/// the run's reason; a later cleanup failure is still said. Cleaning twice is harmless.
+fn clean(
+    workload: &mut Box<dyn Workload>,
+    index: usize,
+    doc: &mut RunDocument,
+    outcome: &mut anyhow::Result<()>,
+    display: &ProgressDisplay,
+) {
+    if let Err(e) = workload.cleanup() {
+        match outcome {
+            Ok(()) => *outcome = Err(e.into()),
+            Err(_) => display.warn(&format!("{:#}", anyhow::Error::new(e))),
+        }
+    }
+    doc.workloads[index].context = workload.context();
 }
 
 /// The record of a workload before it runs.

@@ -87,24 +87,32 @@ impl Sampler {
         }
     }
 
-    /// Marks `workload` as started at `at` (after its delay).
+    /// Marks `workload` as started at `at` (after its delay). Its counters are new for
+    /// this group, so everything they hold from here on belongs to its series.
     pub fn started(&mut self, workload: usize, at: Instant) {
         let t = self.seconds(at);
         if let Some(track) = self.track(workload) {
             track.started_at_s = Some(t);
-            track.last_bytes = track.progress.bytes();
-            track.last_ops = track.progress.ops();
         }
     }
 
-    /// Marks `workload` as finished at `at`, with a last, partial sample.
+    /// Marks `workload` as finished at `at`, with a last, partial sample. A tick taken
+    /// after the finish but before this news arrived already holds the last bytes: its
+    /// end moves back to the finish, so time never runs backwards in the series.
     pub fn finished(&mut self, workload: usize, at: Instant) {
         let t = self.seconds(at);
         if let Some(track) = self.track(workload)
-            && track.started_at_s.is_some()
+            && let Some(started) = track.started_at_s
         {
-            track.record(t);
-            track.finished_at_s = Some(t);
+            let moved = track.progress.bytes() != track.last_bytes;
+            match track.t_s.last().copied() {
+                Some(last) if last >= t && !moved => {
+                    let floor = track.t_s.iter().rev().nth(1).copied().unwrap_or(started);
+                    *track.t_s.last_mut().expect("a last sample") = t.max(floor);
+                }
+                _ => track.record(t),
+            }
+            track.finished_at_s = Some(t.max(track.t_s.last().copied().unwrap_or(t)));
         }
     }
 
@@ -129,7 +137,7 @@ impl Sampler {
                         t_s: track.t_s,
                         bytes: track.bytes,
                         ops: track.ops,
-                        knees: Vec::new(),
+                        knees: None,
                     },
                 ))
             })
@@ -184,6 +192,34 @@ mod tests {
         assert_eq!(second.finished_at_s, Some(0.25));
         let rates = second.bytes_per_sec();
         assert!((rates[0] - 4000.0).abs() < 1e-6 && (rates[1] - 2000.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_finish_heard_after_a_tick_does_not_run_time_backwards() {
+        let start = Instant::now();
+        let a = Arc::new(Progress::default());
+        let mut sampler = Sampler::new(start, Duration::from_millis(100), vec![(0, a.clone())]);
+        sampler.started(0, start);
+        a.add(100);
+        // The workload finished at 0.15 s; the tick at 0.2 s saw its last bytes first.
+        sampler.sample(start + Duration::from_millis(200));
+        sampler.finished(0, start + Duration::from_millis(150));
+        let (_, series) = sampler.into_series().remove(0);
+        assert_eq!(series.t_s, vec![0.15]);
+        assert_eq!(series.bytes, vec![100]);
+        assert_eq!(series.finished_at_s, Some(0.15));
+    }
+
+    #[test]
+    fn bytes_moved_before_the_start_is_heard_count() {
+        let start = Instant::now();
+        let a = Arc::new(Progress::default());
+        let mut sampler = Sampler::new(start, Duration::from_millis(100), vec![(0, a.clone())]);
+        a.add(500);
+        sampler.started(0, start + Duration::from_millis(10));
+        sampler.sample(start + Duration::from_millis(100));
+        let (_, series) = sampler.into_series().remove(0);
+        assert_eq!(series.bytes, vec![500]);
     }
 
     #[test]

@@ -91,8 +91,8 @@ pub trait Kind: Sync {
         &self,
         _params: &Value,
         _series: &crate::document::Series,
-    ) -> Vec<crate::document::Knee> {
-        Vec::new()
+    ) -> Option<Vec<crate::document::Knee>> {
+        None
     }
 }
 

@@ -103,7 +103,7 @@ pub fn verdicts(workload: usize, record: &WorkloadRecord, items: &[DiskItem]) ->
         ));
     }
 
-    for knee in record.series.iter().flat_map(|s| &s.knees) {
+    for knee in record.series.iter().flat_map(|s| s.knees.iter().flatten()) {
         out.push(verdict(
             "knee",
             Severity::Info,

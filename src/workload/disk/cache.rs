@@ -95,13 +95,19 @@ pub enum Eviction {
     /// Also, as root, drop_caches(1) when pages remain: a buffered read must find none.
     /// It drops every clean page of the machine, so it is kept for `flushed` reads.
     Force,
+    /// posix_fadvise(DONTNEED) alone, for files that are not ratelab's (`readdir`): no
+    /// sync of someone else's dirty pages, no drop of the machine's cache. What stays
+    /// resident shows in the measured fraction.
+    Foreign,
 }
 
 /// Evicts the file from the page cache: write back dirty pages, drop them with
 /// posix_fadvise(DONTNEED), and with [`Eviction::Force`] as root, drop clean caches if
 /// pages remain. Files on tmpfs or ramfs are their pages and cannot be evicted.
 pub fn evict(file: &File, path: &Path, size: u64, how: Eviction) -> Result<(), Error> {
-    rustix::fs::fdatasync(file).map_err(|e| Error::io("sync", path, e))?;
+    if how != Eviction::Foreign {
+        rustix::fs::fdatasync(file).map_err(|e| Error::io("sync", path, e))?;
+    }
     rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed)
         .map_err(|e| Error::io("evict from the page cache", path, e))?;
     if how == Eviction::Force

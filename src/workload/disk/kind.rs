@@ -30,13 +30,13 @@ impl Kind for DiskKind {
         present::tables(record, &items_of(record))
     }
 
-    fn knees(&self, params: &Value, series: &Series) -> Vec<Knee> {
+    fn knees(&self, params: &Value, series: &Series) -> Option<Vec<Knee>> {
         // Only a sustained run moves data without pause; a series of files pauses
         // between them, and those pauses are not changes of level.
-        match params.get("duration_s").and_then(Value::as_f64) {
-            Some(_) => analysis::knees::detect(series),
-            None => Vec::new(),
-        }
+        params
+            .get("duration_s")
+            .and_then(Value::as_f64)
+            .map(|_| analysis::knees::detect(series))
     }
 }
 

@@ -33,7 +33,7 @@ pub use plan::{DiskPlan, EngineKind, Phase, ReadMode, SyncMode};
 use workdir::{KeptFile, WorkDir};
 
 /// Most files a sustained run cycles through before it writes over the first again.
-const MAX_RING: u64 = 64;
+pub(crate) const MAX_RING: u64 = 64;
 
 /// A storage series on one target folder.
 pub struct DiskWorkload {
@@ -184,6 +184,9 @@ impl Workload for DiskWorkload {
             workdir::check_direct(&self.target)?;
         }
         self.chain = platform::probe_path(&self.target).ok();
+        if let Some(priority) = self.plan.ioprio {
+            priority.check().map_err(|e| ioprio_refused(priority, e))?;
+        }
         self.check_space()?;
         if !self.plan.phase.writes() && self.plan.sustained().is_none() {
             let (workdir, files) = WorkDir::open_kept(&self.target)?;
@@ -229,4 +232,11 @@ impl Workload for DiskWorkload {
             None => Ok(()),
         }
     }
+}
+
+/// The error for an I/O priority the system refuses.
+fn ioprio_refused(priority: crate::platform::ioprio::IoPriority, e: std::io::Error) -> Error {
+    Error::Unsupported(format!(
+        "cannot run at --ioprio {priority}: {e} (the rt class needs root)"
+    ))
 }

@@ -159,7 +159,8 @@ impl DiskWorkload {
         until: Option<Instant>,
     ) -> Result<DiskItem, Error> {
         let path = self.workdir().path().join(&kept.name);
-        let (transfer, fraction) = read_one(ctx, engine, &path, kept.size_bytes, mode, until)?;
+        let (transfer, fraction) =
+            read_one(ctx, engine, &path, kept.size_bytes, mode, until, true)?;
         let item = DiskItem {
             cached_fraction_before: Some(fraction),
             direct: mode == ReadMode::Direct,
@@ -206,7 +207,8 @@ pub(super) fn write_one(
 }
 
 /// Puts one file in the cache state `mode` asks for, measures how much of it is
-/// resident, and times its read.
+/// resident, and times its read. A file that is not `ours` is only advised out of the
+/// cache, never synced or dropped with the machine's whole cache.
 pub fn read_one(
     ctx: &Context,
     engine: &mut dyn Engine,
@@ -214,12 +216,14 @@ pub fn read_one(
     size: u64,
     mode: ReadMode,
     until: Option<Instant>,
+    ours: bool,
 ) -> Result<(Transfer, f64), Error> {
     let probe = workdir::open_for_read(path, false)?;
-    match mode {
-        ReadMode::Direct => cache::evict(&probe, path, size, Eviction::Advise)?,
-        ReadMode::Flushed => cache::evict(&probe, path, size, Eviction::Force)?,
-        ReadMode::Cached => cache::warm(&probe, path, size)?,
+    match (mode, ours) {
+        (ReadMode::Cached, _) => cache::warm(&probe, path, size)?,
+        (_, false) => cache::evict(&probe, path, size, Eviction::Foreign)?,
+        (ReadMode::Direct, true) => cache::evict(&probe, path, size, Eviction::Advise)?,
+        (ReadMode::Flushed, true) => cache::evict(&probe, path, size, Eviction::Force)?,
     }
     let fraction = cache::resident_fraction(&probe, path, size)?;
     let direct = mode == ReadMode::Direct;

@@ -94,6 +94,9 @@ impl Phase {
 /// size in common use, so one value serves every device.
 pub const DIRECT_ALIGN: usize = 4096;
 
+/// Smallest file of a sustained run.
+pub const MIN_SUSTAINED_FILE: u64 = 16 << 20;
+
 /// Largest bytes per I/O call: well under the kernel's cap on one read or write
 /// (2 GiB less a page), which would otherwise look like a short file.
 pub const MAX_BLOCK: usize = 256 << 20;
@@ -184,8 +187,16 @@ impl DiskPlan {
             if self.phase == Phase::Both {
                 return Err("a sustained run writes or reads: give --phase write or --phase read with --duration".into());
             }
-            if self.file_size_bytes.is_none_or(|size| size == 0) {
-                return Err("--file-size must be at least 1 byte".into());
+            // Smaller files would make thousands of items a second, each a file's
+            // create and sync rather than the sustained rate.
+            if self
+                .file_size_bytes
+                .is_none_or(|size| size < MIN_SUSTAINED_FILE)
+            {
+                return Err(format!(
+                    "--file-size must be at least {} in a sustained run",
+                    format_size(MIN_SUSTAINED_FILE)
+                ));
             }
         }
         if self.sizes_bytes.is_empty() && self.phase.writes() && self.duration_s.is_none() {

@@ -4,7 +4,9 @@
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
+use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
+use std::sync::Barrier;
 use std::time::Instant;
 
 use serde_json::{Value, json};
@@ -50,25 +52,50 @@ impl QuickWorkload {
     /// folder for removal, also when a thread fails.
     fn small_files(&mut self, ctx: &Context) -> Result<Transfer, Error> {
         let folder = self.large.workdir().path().to_path_buf();
-        let seed = self.large.plan.seed;
-        let start = Instant::now();
-        let results: Vec<(Vec<PathBuf>, Result<(), Error>)> = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..THREADS)
-                .map(|thread| {
-                    let folder = &folder;
+        // The data is made before the clock starts; the threads start on a barrier.
+        let patterns = (0..THREADS)
+            .map(|thread| {
+                Pattern::new(
+                    1,
+                    SMALL_BYTES as usize,
+                    self.large.plan.seed ^ thread as u64,
+                )
+            })
+            .collect::<std::io::Result<Vec<_>>>()
+            .map_err(super::engine::buffers_error)?;
+        let go = Barrier::new(THREADS + 1);
+        let (results, elapsed) = std::thread::scope(|scope| {
+            let handles: Vec<_> = patterns
+                .into_iter()
+                .enumerate()
+                .map(|(thread, mut data)| {
+                    let (folder, go) = (&folder, &go);
                     scope.spawn(move || {
                         let mut created = Vec::new();
-                        let result = write_small(folder, thread, seed, ctx, &mut created);
+                        go.wait();
+                        let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                            write_small(folder, thread, &mut data, ctx, &mut created)
+                        }))
+                        .unwrap_or_else(|_| {
+                            Err(Error::Unsupported(
+                                "internal error in a small-file writer".into(),
+                            ))
+                        });
                         (created, result)
                     })
                 })
                 .collect();
-            handles
+            go.wait();
+            let start = Instant::now();
+            let results: Vec<(Vec<PathBuf>, Result<(), Error>)> = handles
                 .into_iter()
-                .map(|h| h.join().expect("a small-file writer panicked"))
-                .collect()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| (Vec::new(), Err(Error::Interrupted)))
+                })
+                .collect();
+            (results, start.elapsed())
         });
-        let elapsed = start.elapsed();
         let mut outcome = Ok(());
         for (created, result) in results {
             self.large.workdir().adopt(created);
@@ -87,12 +114,10 @@ impl QuickWorkload {
 fn write_small(
     folder: &std::path::Path,
     thread: usize,
-    seed: u64,
+    data: &mut Pattern,
     ctx: &Context,
     created: &mut Vec<PathBuf>,
 ) -> Result<(), Error> {
-    let mut data = Pattern::new(1, SMALL_BYTES as usize, seed ^ thread as u64)
-        .map_err(super::engine::buffers_error)?;
     for index in (thread as u64..SMALL_FILES).step_by(THREADS) {
         if ctx.cancel.is_set() {
             return Err(Error::Interrupted);

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::DiskWorkload;
 use super::engine::Engine;
 use super::passes::WriteSpec;
-use super::workdir::KeptFile;
+use super::workdir::{self, KeptFile};
 use crate::report::units::format_size;
 use crate::workload::{Context, Error, Progress, Sink};
 
@@ -52,7 +52,10 @@ impl DiskWorkload {
         result
     }
 
-    /// Writes or reads the ring's files in turn until `duration` has passed.
+    /// Writes or reads the ring's files in turn until `duration` has passed. A write
+    /// run adds a file to its ring only while one more fits in the free space at that
+    /// moment (other workloads may be filling the same disk), then writes over the
+    /// oldest. Items are stored about once a second.
     pub(super) fn run_sustained(
         &mut self,
         ctx: &Context,
@@ -64,47 +67,65 @@ impl DiskWorkload {
             .file_size_bytes
             .expect("sustained runs have a file size");
         let until = Instant::now() + duration;
+        let mut ring: Vec<KeptFile> = Vec::new();
         let mut turn = 0usize;
-        let mut written = Vec::new();
+        let mut stored_at = Instant::now();
         while Instant::now() < until {
             if ctx.cancel.is_set() {
                 return Err(Error::Interrupted);
             }
-            let round = (turn / self.ring + 1) as u32;
             let item = if self.plan.phase.writes() {
-                let name = format!("sustained-{:03}.dat", turn % self.ring);
+                let grow = ring.len() < self.ring
+                    && (ring.is_empty() || workdir::check_space(&self.target, size, 1).is_ok());
+                let slot = if grow { ring.len() } else { turn % ring.len() };
+                let round = if grow {
+                    1
+                } else {
+                    (turn / ring.len() + 1) as u32
+                };
+                let name = format!("sustained-{slot:03}.dat");
                 ctx.sink.status(format!(
                     "sustained write, file {} (round {round})",
-                    turn % self.ring + 1
+                    slot + 1
                 ));
                 let spec = WriteSpec {
                     name: &name,
                     size,
-                    create: turn < self.ring,
+                    create: grow,
                     until: Some(until),
                 };
                 let item = self.write_file(ctx, engine, &spec, round)?;
-                if turn < self.ring {
-                    written.push(KeptFile {
+                if grow {
+                    ring.push(KeptFile {
                         name,
-                        size_bytes: size,
+                        size_bytes: 0,
                     });
+                }
+                // A file cut short by the deadline is only as long as what was written.
+                ring[slot].size_bytes = ring[slot].size_bytes.max(item.bytes);
+                if !grow {
+                    turn += 1;
                 }
                 item
             } else {
                 let kept = self.kept[turn % self.kept.len()].clone();
                 let mode = self.plan.read_modes[0];
                 ctx.sink
-                    .status(format!("sustained read ({}), round {round}", mode.as_str()));
+                    .status(format!("sustained read ({})", mode.as_str()));
+                let round = (turn / self.kept.len() + 1) as u32;
+                turn += 1;
                 self.read_file(ctx, engine, &kept, mode, round, Some(until))?
             };
             ctx.sink.item(&item);
-            turn += 1;
+            if stored_at.elapsed() >= Duration::from_secs(1) {
+                ctx.sink.stage_done("sustained");
+                stored_at = Instant::now();
+            }
         }
         ctx.sink.stage_done("sustained");
         if self.plan.keep {
             let files = if self.plan.phase.writes() {
-                written
+                ring
             } else {
                 self.kept.clone()
             };

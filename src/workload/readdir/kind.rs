@@ -95,6 +95,22 @@ impl Kind for ReaddirKind {
             });
         }
         let items = items_of(record);
+        let cached = items
+            .iter()
+            .filter(|i| i.flags.contains(&crate::document::Flag::Cached))
+            .count();
+        if cached > 0 {
+            out.push(Verdict {
+                code: "not_evicted".into(),
+                severity: Severity::Warning,
+                message: format!(
+                    "{cached} of {} files were mostly in the page cache before their read (pages not yet \
+                     written back, or mapped by a program): their figures include cache hits",
+                    items.len()
+                ),
+                workload: Some(workload),
+            });
+        }
         if let Some(flushed) =
             Some(items.iter().filter(|i| i.mode == "flushed").count()).filter(|&n| n > 0)
             && record.params["read_mode"] == "direct"

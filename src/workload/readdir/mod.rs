@@ -46,6 +46,7 @@ struct Walk {
     files: Vec<Found>,
     too_small: u64,
     not_regular: u64,
+    other_filesystems: u64,
     problems: Vec<String>,
 }
 
@@ -69,8 +70,9 @@ impl ReaddirWorkload {
     }
 }
 
-/// Lists the files to read under `folder`, in path order; never follows symlinks.
-fn walk(folder: &Path, recursive: bool, min_size: u64, into: &mut Walk) {
+/// Lists the files to read under `folder`, in path order; never follows symlinks and,
+/// like `find -xdev`, never leaves the filesystem of `device`.
+fn walk(folder: &Path, device: u64, recursive: bool, min_size: u64, into: &mut Walk) {
     let entries = match std::fs::read_dir(folder) {
         Ok(entries) => entries,
         Err(e) => {
@@ -89,8 +91,10 @@ fn walk(folder: &Path, recursive: bool, min_size: u64, into: &mut Walk) {
             continue;
         };
         if meta.is_dir() {
-            if recursive {
-                walk(&path, recursive, min_size, into);
+            if recursive && std::os::unix::fs::MetadataExt::dev(&meta) != device {
+                into.other_filesystems += 1;
+            } else if recursive {
+                walk(&path, device, recursive, min_size, into);
             }
         } else if !meta.is_file() {
             into.not_regular += 1;
@@ -125,6 +129,7 @@ impl Workload for ReaddirWorkload {
             "files_found": self.walk.files.len(),
             "skipped_too_small": self.walk.too_small,
             "skipped_not_regular": self.walk.not_regular,
+            "skipped_other_filesystems": self.walk.other_filesystems,
         })
     }
 
@@ -146,8 +151,10 @@ impl Workload for ReaddirWorkload {
         self.plan.folder = std::fs::canonicalize(&self.plan.folder)
             .map_err(|e| Error::io("resolve", &self.plan.folder, e))?;
         self.chain = platform::probe_path(&self.plan.folder).ok();
+        let device = std::os::unix::fs::MetadataExt::dev(&meta);
         walk(
             &self.plan.folder,
+            device,
             self.plan.recursive,
             self.plan.min_size_bytes,
             &mut self.walk,
@@ -213,9 +220,9 @@ fn read_file(
     found: &Found,
     mode: ReadMode,
 ) -> Result<(ReadMode, engine::Transfer, f64), Error> {
-    match read_one(ctx, engine, &found.path, found.size, mode, None) {
-        // Refused at open, before any byte was read: a recursive walk can cross into a
-        // filesystem without O_DIRECT.
+    match read_one(ctx, engine, &found.path, found.size, mode, None, false) {
+        // Refused at open, before any byte was read: the folder's filesystem does not
+        // take O_DIRECT.
         Err(Error::Unsupported(_)) if mode == ReadMode::Direct => {
             let (transfer, fraction) = read_one(
                 ctx,
@@ -224,6 +231,7 @@ fn read_file(
                 found.size,
                 ReadMode::Flushed,
                 None,
+                false,
             )?;
             Ok((ReadMode::Flushed, transfer, fraction))
         }
