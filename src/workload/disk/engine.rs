@@ -49,6 +49,20 @@ pub struct ReadJob<'a> {
     pub until: Option<Instant>,
 }
 
+impl WriteJob<'_> {
+    /// The write calls for this file in blocks of `block` bytes, up to the deadline.
+    pub fn chunks(&self, block: usize) -> impl Iterator<Item = Chunk> + use<> {
+        until(write_chunks(self.size, block, self.direct), self.until)
+    }
+}
+
+impl ReadJob<'_> {
+    /// The read calls for this file in blocks of `block` bytes, up to the deadline.
+    pub fn chunks(&self, block: usize) -> impl Iterator<Item = Chunk> + use<> {
+        until(read_chunks(self.size, block, self.direct), self.until)
+    }
+}
+
 /// What one timed write or read moved, and how long it took.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Transfer {

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use super::engine::{Engine, ReadJob, Transfer, WriteJob, read_chunks, until, write_chunks};
+use super::engine::{Engine, ReadJob, Transfer, WriteJob};
 use crate::run::Cancel;
 use crate::workload::{Error, Progress};
 
@@ -12,12 +12,12 @@ pub struct NullEngine;
 
 impl Engine for NullEngine {
     fn write(&mut self, job: &WriteJob) -> Result<Transfer, Error> {
-        let chunks = until(write_chunks(job.size, 1 << 20, job.direct), job.until);
+        let chunks = job.chunks(1 << 20);
         count(chunks.map(|c| c.len), job.progress, job.cancel)
     }
 
     fn read(&mut self, job: &ReadJob) -> Result<Transfer, Error> {
-        let chunks = until(read_chunks(job.size, 1 << 20, job.direct), job.until);
+        let chunks = job.chunks(1 << 20);
         count(chunks.map(|c| c.expect), job.progress, job.cancel)
     }
 }

@@ -4,9 +4,7 @@ use std::time::Instant;
 
 use super::buffer::AlignedBuf;
 use super::data::Pattern;
-use super::engine::{
-    Engine, ReadJob, Transfer, WriteJob, read_chunks, short_file, sync_file, until, write_chunks,
-};
+use super::engine::{Engine, ReadJob, Transfer, WriteJob, short_file, sync_file};
 use crate::workload::Error;
 
 /// pread/pwrite in a loop, one block per call.
@@ -29,10 +27,7 @@ impl SyncEngine {
 
 impl Engine for SyncEngine {
     fn write(&mut self, job: &WriteJob) -> Result<Transfer, Error> {
-        let chunks = until(
-            write_chunks(job.size, self.block_size, job.direct),
-            job.until,
-        );
+        let chunks = job.chunks(self.block_size);
         let mut bytes = 0;
         let start = Instant::now();
         for chunk in chunks {
@@ -67,10 +62,7 @@ impl Engine for SyncEngine {
     }
 
     fn read(&mut self, job: &ReadJob) -> Result<Transfer, Error> {
-        let chunks = until(
-            read_chunks(job.size, self.block_size, job.direct),
-            job.until,
-        );
+        let chunks = job.chunks(self.block_size);
         let buf = self.read_buf.as_mut_slice();
         let mut bytes = 0;
         let start = Instant::now();

@@ -11,8 +11,7 @@ use io_uring::{IoUring, opcode, squeue, types};
 use super::buffer::AlignedBuf;
 use super::data::Pattern;
 use super::engine::{
-    Chunk, Engine, ReadJob, Transfer, WriteJob, buffers_error, read_chunks, short_file, sync_file,
-    until, write_chunks,
+    Chunk, Engine, ReadJob, Transfer, WriteJob, buffers_error, short_file, sync_file,
 };
 use crate::run::Cancel;
 use crate::workload::{Error, Progress};
@@ -67,10 +66,7 @@ impl UringEngine {
 
 impl Engine for UringEngine {
     fn write(&mut self, job: &WriteJob) -> Result<Transfer, Error> {
-        let chunks = until(
-            write_chunks(job.size, self.block_size, job.direct),
-            job.until,
-        );
+        let chunks = job.chunks(self.block_size);
         let mut writes = Writes {
             job,
             data: &mut self.data,
@@ -88,10 +84,7 @@ impl Engine for UringEngine {
     }
 
     fn read(&mut self, job: &ReadJob) -> Result<Transfer, Error> {
-        let chunks = until(
-            read_chunks(job.size, self.block_size, job.direct),
-            job.until,
-        );
+        let chunks = job.chunks(self.block_size);
         let mut reads = Reads {
             job,
             bufs: &mut self.read_bufs,
