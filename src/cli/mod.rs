@@ -89,11 +89,7 @@ impl MeasureArgs {
         if self.no_store {
             return Ok(None);
         }
-        let path = match self.db.clone() {
-            Some(path) => path,
-            None => Store::default_path()?,
-        };
-        Ok(Some(Store::open(&path)?))
+        Ok(Some(Store::open(&Store::path(self.db.as_deref())?)?))
     }
 }
 

@@ -50,12 +50,8 @@ fn baseline(output: &MeasureArgs, target: &Path) -> Value {
     let Some(target) = std::fs::canonicalize(target).ok() else {
         return Value::Null;
     };
-    let path = match output.db.clone() {
-        Some(path) => path,
-        None => match Store::default_path() {
-            Ok(path) => path,
-            Err(_) => return Value::Null,
-        },
+    let Ok(path) = Store::path(output.db.as_deref()) else {
+        return Value::Null;
     };
     if !path.exists() {
         return Value::Null;

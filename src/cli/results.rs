@@ -64,10 +64,7 @@ pub enum ExportFormat {
 
 /// Runs `ratelab results`.
 pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
-    let path = match args.db.clone() {
-        Some(path) => path,
-        None => Store::default_path()?,
-    };
+    let path = Store::path(args.db.as_deref())?;
     if !path.exists() {
         return Err(crate::exit::UsageError(format!(
             "no results database at {} (runs are stored there by default; use --db PATH for another)",

@@ -105,11 +105,15 @@ pub struct Store {
 }
 
 impl Store {
-    /// Where results go without `--db`: `$XDG_DATA_HOME/ratelab/results.db`.
-    pub fn default_path() -> Result<PathBuf, Error> {
-        dirs::data_dir()
-            .map(|dir| dir.join("ratelab").join("results.db"))
-            .ok_or(Error::NoDataFolder)
+    /// The database `--db` names, or where results go without it:
+    /// `$XDG_DATA_HOME/ratelab/results.db`.
+    pub fn path(chosen: Option<&Path>) -> Result<PathBuf, Error> {
+        match chosen {
+            Some(path) => Ok(path.to_path_buf()),
+            None => dirs::data_dir()
+                .map(|dir| dir.join("ratelab").join("results.db"))
+                .ok_or(Error::NoDataFolder),
+        }
     }
 
     /// Opens (creating if needed) and migrates the database at `path`.
