@@ -160,14 +160,8 @@ fn json_is_the_only_thing_on_stdout_and_matches_the_stored_run() {
             "summary.read lacks {key}"
         );
     }
-    let id = doc["run_id"].as_i64().unwrap().to_string();
-    let shown = ratelab()
-        .args(["results", "show", &id, "--json", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
-    assert!(shown.status.success());
-    assert_eq!(json(&shown.stdout), doc);
+    let id = doc["run_id"].as_i64().unwrap();
+    assert_eq!(common::stored_run(&db, id), doc);
     assert!(
         entries(&target).is_empty(),
         "files left: {:?}",
@@ -381,22 +375,17 @@ fn keep_then_read_phase() {
         .filter(|v| v["code"] == "files_kept")
         .collect();
     assert_eq!(kept.len(), 1, "{:?}", write["verdicts"]);
-    let read = ratelab()
-        .args([
-            "disk",
-            target,
-            "--phase",
-            "read",
-            "--read",
-            "flushed",
-            "--json",
-            "--no-store",
-            "-q",
-        ])
-        .output()
-        .unwrap();
-    assert!(read.status.success(), "{}", stderr(&read));
-    let doc = json(&read.stdout);
+    let doc = run_json(ratelab().args([
+        "disk",
+        target,
+        "--phase",
+        "read",
+        "--read",
+        "flushed",
+        "--json",
+        "--no-store",
+        "-q",
+    ]));
     let sizes: Vec<u64> = doc["workloads"][0]["items"]
         .as_array()
         .unwrap()

@@ -5,7 +5,7 @@ mod common;
 
 use common::rig::{self, MIB, SlowDisk, Throttle};
 use common::{
-    RIG_NEEDS, earlier_run, entries, json, root_or_skip, run_json, stored_run, stored_runs,
+    RIG_NEEDS, earlier_run, entries, root_or_skip, run_json, stored_run, stored_runs,
     wait_for_work_folder,
 };
 use serde_json::Value;
@@ -117,53 +117,33 @@ fn buffered_fsync_writes_match_fio() {
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     // ABAB: each tool writes one 512 MiB file with buffered writes and an fsync at the end.
     for _ in 0..3 {
-        let output = throttle
-            .command(bin())
-            .arg("disk")
-            .arg(disk.path())
-            .args([
-                "--sizes",
-                "512M",
-                "--phase",
-                "write",
-                "--sync",
-                "fsync",
-                "--json",
-                "--no-store",
-                "-q",
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        ours.push(median_rate(&json(&output.stdout), "write", 0));
+        let doc = run_json(throttle.command(bin()).arg("disk").arg(disk.path()).args([
+            "--sizes",
+            "512M",
+            "--phase",
+            "write",
+            "--sync",
+            "fsync",
+            "--json",
+            "--no-store",
+            "-q",
+        ]));
+        ours.push(median_rate(&doc, "write", 0));
 
-        let output = throttle
-            .command("fio")
-            .args([
-                "--name=buffered",
-                "--size=512M",
-                "--bs=1M",
-                "--rw=write",
-                "--ioengine=psync",
-            ])
-            .args(["--end_fsync=1", "--fallocate=none", "--output-format=json"])
-            .arg(format!("--filename={}", fio_file.display()))
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "fio: {}",
-            String::from_utf8_lossy(&output.stderr)
+        let report = run_json(
+            throttle
+                .command("fio")
+                .args([
+                    "--name=buffered",
+                    "--size=512M",
+                    "--bs=1M",
+                    "--rw=write",
+                    "--ioengine=psync",
+                ])
+                .args(["--end_fsync=1", "--fallocate=none", "--output-format=json"])
+                .arg(format!("--filename={}", fio_file.display())),
         );
-        theirs.push(
-            json(&output.stdout)["jobs"][0]["write"]["bw_bytes"]
-                .as_f64()
-                .unwrap(),
-        );
+        theirs.push(report["jobs"][0]["write"]["bw_bytes"].as_f64().unwrap());
         std::fs::remove_file(&fio_file).unwrap();
     }
     let ratio = median(ours.clone()) / median(theirs.clone());

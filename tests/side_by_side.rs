@@ -83,13 +83,7 @@ fn two_folders_on_one_device_share_it_as_fio_jobs_do() {
         fio.arg(format!("--name={name}"))
             .arg(format!("--directory={}", folder.display()));
     }
-    let output = fio.output().unwrap();
-    assert!(
-        output.status.success(),
-        "fio: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let fio_aggregate = json(&output.stdout)["jobs"][0]["write"]["bw_bytes"]
+    let fio_aggregate = run_json(&mut fio)["jobs"][0]["write"]["bw_bytes"]
         .as_f64()
         .unwrap();
 

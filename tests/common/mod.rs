@@ -111,24 +111,20 @@ pub fn stored_runs(db: &Path) -> serde_json::Value {
 /// A quick complete run with the null engine, stored in `db`: the earlier run that
 /// later failures must leave untouched.
 pub fn earlier_run(target: &Path, db: &Path) {
-    let output = ratelab()
-        .args([
-            "disk",
-            target.to_str().unwrap(),
-            "--engine",
-            "null",
-            "--sizes",
-            "1M",
-            "-q",
-            "--db",
-        ])
-        .arg(db)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    run_json(
+        ratelab()
+            .args([
+                "disk",
+                target.to_str().unwrap(),
+                "--engine",
+                "null",
+                "--sizes",
+                "1M",
+                "--json",
+                "-q",
+                "--db",
+            ])
+            .arg(db),
     );
 }
 
