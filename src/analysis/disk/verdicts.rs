@@ -8,8 +8,8 @@ use serde_json::Value;
 use super::{EVICTED_FRACTION, SizeRow, by_size};
 use crate::document::{Flag, Severity, Verdict, WorkloadRecord};
 use crate::report::units::{format_bytes, format_rate, format_seconds, format_size};
-use crate::workload::disk::ReadMode;
 use crate::workload::disk::item::{DiskItem, Op};
+use crate::workload::disk::{ReadMode, read_modes_of};
 
 /// Verdicts about one disk workload.
 pub fn verdicts(workload: usize, record: &WorkloadRecord, items: &[DiskItem]) -> Vec<Verdict> {
@@ -121,14 +121,10 @@ pub fn verdicts(workload: usize, record: &WorkloadRecord, items: &[DiskItem]) ->
         out.push(verdict("slower_than_before", Severity::Warning, message));
     }
 
-    let headline_read = read_modes_first(record);
+    let headline_read = read_modes_of(record).first().map(|mode| mode.as_str());
     for (op, mode, cost) in [
         (Op::Write, None, "creating and syncing each file"),
-        (
-            Op::Read,
-            headline_read.as_deref(),
-            "opening and reaching each file",
-        ),
+        (Op::Read, headline_read, "opening and reaching each file"),
     ] {
         if let Some(message) = size_effect(items, op, mode, cost) {
             out.push(verdict("small_files_slower", Severity::Info, message));
@@ -225,16 +221,6 @@ fn plural(op: Op) -> &'static str {
         Op::Write => "writes",
         Op::Read => "reads",
     }
-}
-
-/// The headline read mode of a stored workload.
-fn read_modes_first(record: &WorkloadRecord) -> Option<String> {
-    record
-        .params
-        .get("read_modes")
-        .and_then(|m| m.get(0))
-        .and_then(Value::as_str)
-        .map(str::to_string)
 }
 
 /// The link in words, from a disk workload's stored context.

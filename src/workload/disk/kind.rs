@@ -41,7 +41,7 @@ impl Kind for DiskKind {
 }
 
 /// The read modes a stored plan asked for, in order.
-fn read_modes_of(record: &WorkloadRecord) -> Vec<ReadMode> {
+pub fn read_modes_of(record: &WorkloadRecord) -> Vec<ReadMode> {
     record
         .params
         .get("read_modes")

@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use crate::platform::{self, StorageChain};
 use crate::workload::{Context, Error, Workload};
 use engine::Engine;
-pub use kind::DiskKind;
+pub use kind::{DiskKind, read_modes_of};
 pub use passes::read_one;
 pub use plan::{DiskPlan, EngineKind, Phase, ReadMode, SyncMode};
 use workdir::{KeptFile, WorkDir};
