@@ -5,6 +5,7 @@
 pub mod disk;
 pub mod generate;
 pub mod info;
+pub mod net;
 pub mod profile;
 pub mod quick;
 pub mod readdir;
@@ -48,6 +49,8 @@ pub enum Command {
     Run(run::RunArgs),
     /// Destination check: one 50 MB file, then 500 files of 4 KiB written at once.
     Quick(quick::QuickArgs),
+    /// TCP throughput between two hosts: `net serve` on one, `net HOST` on the other.
+    Net(net::NetArgs),
     /// Read every file (10 KB and up) of a folder uncached, summarised by size band.
     Readdir(readdir::ReaddirArgs),
     /// The machine: CPU, memory, kernel, and each filesystem's chain down to its link.
@@ -100,6 +103,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Profile(args) => profile::run(args),
         Command::Run(args) => run::run(args),
         Command::Quick(args) => quick::run(args),
+        Command::Net(args) => net::run(args),
         Command::Readdir(args) => readdir::run(args),
         Command::Info(args) => info::run(args),
         Command::Results(args) => results::run(args),

@@ -91,6 +91,18 @@ pub fn parse_rate(text: &str) -> Result<f64, String> {
 /// Longest time any flag takes: longer is a typo, and would overflow clocks.
 const LONGEST: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
 
+/// Parses a time as [`parse_time`] does, or a bare number of seconds as iperf3 takes it (`-t 10`).
+pub fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
+    match text.trim().parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && seconds >= 0.0 => {
+            parse_time(&format!("{}ms", (seconds * 1000.0).round() as u64))
+                .map_err(|_| format!("invalid time \"{text}\": over 30 days"))
+        }
+        Ok(_) => Err(format!("invalid time \"{text}\": give seconds above zero")),
+        Err(_) => parse_time(text),
+    }
+}
+
 /// Parses a time: `100ms`, `10s`, `2m`, `1h 30m`, up to 30 days.
 pub fn parse_time(text: &str) -> Result<std::time::Duration, String> {
     let time = humantime::parse_duration(text.trim())

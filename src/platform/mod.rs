@@ -5,6 +5,7 @@ pub mod block;
 pub mod ioprio;
 pub mod limits;
 pub mod machine;
+pub mod nics;
 
 mod devices;
 mod links;

@@ -12,6 +12,17 @@ pub fn mb_per_sec(bytes_per_sec: f64) -> String {
     format!("{:.1}", bytes_per_sec / 1e6)
 }
 
+/// A network rate in bits, as iperf3 prints it: `9.41 Gbit/s`, `850 Mbit/s`.
+pub fn format_bits_rate(bytes_per_sec: f64) -> String {
+    let (value, unit) = decimal(bytes_per_sec * 8.0);
+    format!("{} {unit}bit/s", three_digits(value))
+}
+
+/// A network rate as a bare number of Gbit/s for table cells: `9.41`.
+pub fn gbit_per_sec(bytes_per_sec: f64) -> String {
+    format!("{:.2}", bytes_per_sec * 8.0 / 1e9)
+}
+
 /// A byte count in decimal units: `2.15 GB`.
 pub fn format_bytes(bytes: u64) -> String {
     let (value, unit) = decimal(bytes as f64);
@@ -82,5 +93,7 @@ mod tests {
         assert_eq!(format_size(1_234_567), "1.18 MiB");
         assert_eq!(mb_per_sec(209_715_200.0), "209.7");
         assert_eq!(format_seconds(0.00085), "850 µs");
+        assert_eq!(format_bits_rate(1.17625e9), "9.41 Gbit/s");
+        assert_eq!(gbit_per_sec(1.17625e9), "9.41");
     }
 }

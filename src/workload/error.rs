@@ -46,6 +46,14 @@ pub enum Error {
     /// The options cannot work together or name something that does not exist.
     #[error("{0}")]
     Input(String),
+    /// The peer of a network test cannot be reached, refused, or broke the protocol.
+    #[error("net test with {peer}: {reason}")]
+    Peer {
+        /// The peer's address as given.
+        peer: String,
+        /// Why, in words.
+        reason: String,
+    },
     /// Stopped by SIGINT or SIGTERM.
     #[error("interrupted")]
     Interrupted,
@@ -60,6 +68,7 @@ impl Error {
             Error::Target { .. }
             | Error::Space { .. }
             | Error::Io { .. }
+            | Error::Peer { .. }
             | Error::Unsupported(_) => Exit::Environment,
         }
     }

@@ -4,6 +4,7 @@
 
 pub mod disk;
 mod error;
+pub mod net;
 pub mod readdir;
 mod sink;
 
@@ -97,7 +98,7 @@ pub trait Kind: Sync {
 }
 
 /// Every kind ratelab knows; a new kind adds one line here.
-const KINDS: &[&dyn Kind] = &[&disk::DiskKind, &readdir::ReaddirKind];
+const KINDS: &[&dyn Kind] = &[&disk::DiskKind, &readdir::ReaddirKind, &net::NetKind];
 
 /// The kind named `name`, if ratelab knows it.
 pub fn kind(name: &str) -> Option<&'static dyn Kind> {

@@ -1,0 +1,200 @@
+//! A net item as stored: one per stream end, per interval of a stream end, and per end
+//! for its CPU time. Both ends' reports become items at the client, so a stored run
+//! holds the whole test.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::protocol::Direction;
+use super::report::{Role, SideReport, StreamReport};
+
+/// Which end measured an item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    /// The client, where ratelab ran the test.
+    Local,
+    /// The server.
+    Remote,
+}
+
+/// What an item covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// One stream end's whole test.
+    Stream,
+    /// One interval of one stream end.
+    Interval,
+    /// One end's CPU time over the test.
+    Cpu,
+}
+
+/// One stored net figure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetItem {
+    /// `send`, `receive` or `cpu`.
+    pub op: String,
+    /// What it covers.
+    pub scope: Scope,
+    /// Which end measured it.
+    pub side: Side,
+    /// `up` (client to server) or `down`; null for CPU items.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<String>,
+    /// The stream's index; null for CPU items.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<u32>,
+    /// Start, seconds from the test's start at that end.
+    pub start_s: f64,
+    /// End, seconds from the same start.
+    pub end_s: f64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Seconds they took.
+    pub seconds: f64,
+    /// Their rate.
+    pub bytes_per_sec: f64,
+    /// Retransmitted segments (in the interval, or in the whole stream).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
+    /// Congestion window at the end, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwnd_bytes: Option<u64>,
+    /// Smoothed round-trip time at the end, microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_us: Option<u64>,
+    /// The kernel's delivery rate estimate at the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_rate_bytes_per_sec: Option<u64>,
+    /// MSS of the connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mss_bytes: Option<u64>,
+    /// Path MTU of the connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu_bytes: Option<u64>,
+    /// CPU seconds of the stream's thread, or of the end's threads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds: Option<f64>,
+    /// Why the stream stopped early.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+fn rate(bytes: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        bytes as f64 / seconds
+    } else {
+        0.0
+    }
+}
+
+/// Whether stream `stream` carried data up (client to server).
+fn direction(direction: Direction, stream: u32, streams: u32) -> String {
+    if direction.client_sends(stream, streams) {
+        "up".into()
+    } else {
+        "down".into()
+    }
+}
+
+/// The items of one end's report.
+pub fn items_of_report(
+    report: &SideReport,
+    side: Side,
+    test: Direction,
+    streams: u32,
+) -> Vec<NetItem> {
+    let mut items = Vec::new();
+    for stream in &report.streams {
+        items.push(stream_item(stream, side, test, streams));
+        let mut retransmits_before = 0;
+        for interval in &stream.intervals {
+            let seconds = interval.end_s - interval.start_s;
+            let retransmits = interval.tcp.map(|t| t.retransmits);
+            items.push(NetItem {
+                op: stream.role.as_str().into(),
+                scope: Scope::Interval,
+                side,
+                direction: Some(direction(test, stream.stream, streams)),
+                stream: Some(stream.stream),
+                start_s: interval.start_s,
+                end_s: interval.end_s,
+                bytes: interval.bytes,
+                seconds,
+                bytes_per_sec: rate(interval.bytes, seconds),
+                retransmits: retransmits.map(|r| r.saturating_sub(retransmits_before)),
+                cwnd_bytes: interval.tcp.map(|t| t.cwnd_bytes),
+                rtt_us: interval.tcp.map(|t| t.rtt_us),
+                delivery_rate_bytes_per_sec: interval
+                    .tcp
+                    .and_then(|t| t.delivery_rate_bytes_per_sec),
+                mss_bytes: None,
+                mtu_bytes: None,
+                cpu_seconds: None,
+                error: None,
+            });
+            retransmits_before = retransmits.unwrap_or(retransmits_before);
+        }
+    }
+    let bytes = report.streams.iter().map(|s| s.bytes).sum();
+    items.push(NetItem {
+        op: "cpu".into(),
+        scope: Scope::Cpu,
+        side,
+        direction: None,
+        stream: None,
+        start_s: 0.0,
+        end_s: report.wall_seconds,
+        bytes,
+        seconds: report.wall_seconds,
+        bytes_per_sec: rate(bytes, report.wall_seconds),
+        retransmits: None,
+        cwnd_bytes: None,
+        rtt_us: None,
+        delivery_rate_bytes_per_sec: None,
+        mss_bytes: None,
+        mtu_bytes: None,
+        cpu_seconds: Some(report.cpu_seconds),
+        error: None,
+    });
+    items
+}
+
+fn stream_item(stream: &StreamReport, side: Side, test: Direction, streams: u32) -> NetItem {
+    NetItem {
+        op: stream.role.as_str().into(),
+        scope: Scope::Stream,
+        side,
+        direction: Some(direction(test, stream.stream, streams)),
+        stream: Some(stream.stream),
+        start_s: 0.0,
+        end_s: stream.seconds,
+        bytes: stream.bytes,
+        seconds: stream.seconds,
+        bytes_per_sec: rate(stream.bytes, stream.seconds),
+        retransmits: stream.tcp.map(|t| t.retransmits),
+        cwnd_bytes: stream.tcp.map(|t| t.cwnd_bytes),
+        rtt_us: stream.tcp.map(|t| t.rtt_us),
+        delivery_rate_bytes_per_sec: stream.tcp.and_then(|t| t.delivery_rate_bytes_per_sec),
+        mss_bytes: stream.mss_bytes,
+        mtu_bytes: stream.mtu_bytes,
+        cpu_seconds: Some(stream.cpu_seconds),
+        error: stream.error.clone(),
+    }
+}
+
+/// The net items of a stored record; items that are not net items are skipped.
+pub fn net_items(items: &[Value]) -> Vec<NetItem> {
+    items
+        .iter()
+        .filter_map(|item| serde_json::from_value(item.clone()).ok())
+        .collect()
+}
+
+impl NetItem {
+    /// Whether this is a stream end's total of role `role`.
+    pub fn is_stream(&self, role: Role) -> bool {
+        self.scope == Scope::Stream && self.op == role.as_str()
+    }
+}

@@ -1,0 +1,409 @@
+//! How ratelab summarises, judges and shows a stored net test: sender and receiver
+//! totals (the receiver's is the headline, as iperf3's), interval statistics, TCP state,
+//! both ends' CPU, and the result as a share of the link's goodput limit.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::item::{NetItem, Scope, Side, net_items};
+use super::report::Role;
+use crate::analysis::stats::Stats;
+use crate::document::{Severity, Verdict, WorkloadRecord};
+use crate::report::Table;
+use crate::report::units::{format_bits_rate, gbit_per_sec};
+
+/// Share of a core above which a stream's thread is taken as the limit.
+const CPU_BOUND: f64 = 0.9;
+/// Results above the goodput limit by more than this are not believed.
+const OVER_LIMIT: f64 = 1.03;
+
+/// Totals of one role (all senders, or all receivers).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Totals {
+    /// Bytes moved by every stream.
+    pub bytes: u64,
+    /// The longest stream's time.
+    pub seconds: f64,
+    /// All bytes over the longest stream's time: the headline figure.
+    pub bytes_per_sec: f64,
+    /// Statistics of the interval rates, summed over streams; full intervals only.
+    pub intervals: Option<Stats>,
+}
+
+fn totals(items: &[NetItem], role: Role, direction: Option<&str>) -> Option<Totals> {
+    let in_scope = |i: &&NetItem| direction.is_none_or(|d| i.direction.as_deref() == Some(d));
+    let streams: Vec<&NetItem> = items
+        .iter()
+        .filter(|i| i.is_stream(role))
+        .filter(in_scope)
+        .collect();
+    if streams.is_empty() {
+        return None;
+    }
+    let bytes = streams.iter().map(|s| s.bytes).sum();
+    let seconds = streams.iter().map(|s| s.seconds).fold(0.0, f64::max);
+    let rates: Vec<f64> = interval_sums(items, role, direction)
+        .into_iter()
+        .map(|(_, _, bytes, seconds)| bytes as f64 / seconds)
+        .collect();
+    Some(Totals {
+        bytes,
+        seconds,
+        bytes_per_sec: if seconds > 0.0 {
+            bytes as f64 / seconds
+        } else {
+            0.0
+        },
+        intervals: Stats::of(&rates),
+    })
+}
+
+/// Per interval of `role`: start, end, bytes over every stream, and the interval's
+/// length; only full intervals (the last, partial one is left out).
+fn interval_sums(
+    items: &[NetItem],
+    role: Role,
+    direction: Option<&str>,
+) -> Vec<(f64, f64, u64, f64)> {
+    let intervals: Vec<&NetItem> = items
+        .iter()
+        .filter(|i| i.scope == Scope::Interval && i.op == role.as_str())
+        .filter(|i| direction.is_none_or(|d| i.direction.as_deref() == Some(d)))
+        .collect();
+    let Some(full) = intervals.iter().map(|i| i.seconds).reduce(f64::max) else {
+        return Vec::new();
+    };
+    let mut sums: Vec<(f64, f64, u64, f64)> = Vec::new();
+    for interval in intervals.iter().filter(|i| i.seconds >= full * 0.5) {
+        // Intervals of different streams share their nominal start.
+        let slot = (interval.start_s / full).round();
+        match sums.iter_mut().find(|s| (s.0 / full).round() == slot) {
+            Some(sum) => {
+                sum.2 += interval.bytes;
+                sum.3 = sum.3.max(interval.seconds);
+            }
+            None => sums.push((
+                interval.start_s,
+                interval.end_s,
+                interval.bytes,
+                interval.seconds,
+            )),
+        }
+    }
+    sums.sort_by(|a, b| a.0.total_cmp(&b.0));
+    sums
+}
+
+fn cpu_fraction(items: &[NetItem], side: Side) -> Option<f64> {
+    items
+        .iter()
+        .find(|i| i.scope == Scope::Cpu && i.side == side)
+        .and_then(|i| Some(i.cpu_seconds? / i.seconds).filter(|f| f.is_finite()))
+}
+
+/// The goodput limit of the record's link, if known.
+fn limit(record: &WorkloadRecord) -> Option<f64> {
+    record.context["goodput_limit_bytes_per_sec"].as_f64()
+}
+
+/// How ratelab summarises, judges and shows stored net workloads.
+pub struct NetKind;
+
+impl crate::workload::Kind for NetKind {
+    fn name(&self) -> &'static str {
+        "net"
+    }
+
+    fn summarize(&self, record: &WorkloadRecord) -> Value {
+        let items = net_items(&record.items);
+        let receive = totals(&items, Role::Receive, None);
+        let mut summary = json!({
+            "send": totals(&items, Role::Send, None),
+            "receive": receive,
+            "streams": record.params["streams"],
+            "mss_bytes": record.context["mss_bytes"],
+            "mtu_bytes": record.context["mtu_bytes"],
+            "retransmits": items.iter().filter(|i| i.is_stream(Role::Send)).filter_map(|i| i.retransmits).sum::<u64>(),
+            "cpu": {
+                "local_fraction": cpu_fraction(&items, Side::Local),
+                "remote_fraction": cpu_fraction(&items, Side::Remote),
+            },
+            "goodput_limit_bytes_per_sec": limit(record),
+            "share_of_goodput_limit": limit(record).zip(receive.as_ref()).map(|(l, r)| r.bytes_per_sec / l),
+        });
+        if record.params["direction"] == "bidir" {
+            for direction in ["up", "down"] {
+                summary[direction] = json!({
+                    "send": totals(&items, Role::Send, Some(direction)),
+                    "receive": totals(&items, Role::Receive, Some(direction)),
+                });
+            }
+        }
+        summary
+    }
+
+    fn verdicts(&self, workload: usize, record: &WorkloadRecord) -> Vec<Verdict> {
+        let items = net_items(&record.items);
+        let verdict = |code: &str, severity, message: String| Verdict {
+            code: code.into(),
+            severity,
+            message,
+            workload: Some(workload),
+        };
+        let mut out = Vec::new();
+        let Some(receive) = totals(&items, Role::Receive, None) else {
+            return out;
+        };
+        let mtu = record.context["mtu_bytes"].as_u64();
+        let mss = record.context["mss_bytes"].as_u64();
+        match limit(record) {
+            Some(limit) if receive.bytes_per_sec > limit * OVER_LIMIT => out.push(verdict(
+                "faster_than_link",
+                Severity::Error,
+                format!(
+                    "received {} over {}, above the {} goodput limit of its link: is the link rate right?",
+                    format_bits_rate(receive.bytes_per_sec),
+                    record.target,
+                    format_bits_rate(limit)
+                ),
+            )),
+            Some(limit) => out.push(verdict(
+                "share_of_link",
+                Severity::Info,
+                format!(
+                    "received {}: {:.1}% of the {} of TCP payload a {} link carries at MTU {} (MSS {})",
+                    format_bits_rate(receive.bytes_per_sec),
+                    receive.bytes_per_sec / limit * 100.0,
+                    format_bits_rate(limit),
+                    format_bits_rate(record.context["link_bits_per_sec"].as_f64().unwrap_or(0.0) / 8.0),
+                    mtu.map_or("?".into(), |m| m.to_string()),
+                    mss.map_or("?".into(), |m| m.to_string()),
+                ),
+            )),
+            None => out.push(verdict(
+                "link_unknown",
+                Severity::Info,
+                format!(
+                    "the speed of the link to {} is unknown ({}): give --link-rate to compare with it",
+                    record.target,
+                    record.context["interface"]["name"]
+                        .as_str()
+                        .map_or("no interface found".to_string(), |n| format!(
+                            "{n}, {}",
+                            record.context["interface"]["kind"].as_str().unwrap_or("?")
+                        ))
+                ),
+            )),
+        }
+        for side in [Side::Local, Side::Remote] {
+            let busiest = items
+                .iter()
+                .filter(|i| i.scope == Scope::Stream && i.side == side && i.seconds > 0.0)
+                .filter_map(|i| Some((i, i.cpu_seconds? / i.seconds)))
+                .max_by(|a, b| a.1.total_cmp(&b.1));
+            if let Some((stream, fraction)) = busiest.filter(|(_, f)| *f >= CPU_BOUND) {
+                out.push(verdict(
+                    "cpu_bound",
+                    Severity::Warning,
+                    format!(
+                        "the {} end's {} thread of stream {} was busy {:.0}% of the test: its CPU core, not the network, limits this figure",
+                        if side == Side::Local { "local" } else { "remote" },
+                        stream.op,
+                        stream.stream.unwrap_or(0),
+                        fraction * 100.0
+                    ),
+                ));
+            }
+        }
+        let failed: Vec<&NetItem> = items.iter().filter(|i| i.error.is_some()).collect();
+        if let Some(first) = failed.first() {
+            out.push(verdict(
+                "stream_failed",
+                Severity::Error,
+                format!(
+                    "{} stream ends stopped early; the first: {}",
+                    failed.len(),
+                    first.error.as_deref().unwrap_or("")
+                ),
+            ));
+        }
+        out
+    }
+
+    fn tables(&self, record: &WorkloadRecord) -> Vec<Table> {
+        let items = net_items(&record.items);
+        let directions: Vec<Option<&str>> = if record.params["direction"] == "bidir" {
+            vec![Some("up"), Some("down")]
+        } else {
+            vec![None]
+        };
+        let mut intervals = Vec::new();
+        for direction in &directions {
+            let sent = interval_sums(&items, Role::Send, *direction);
+            let received = interval_sums(&items, Role::Receive, *direction);
+            for (index, (start, end, bytes, seconds)) in received.iter().enumerate() {
+                let sender = sent.get(index);
+                let retransmits: u64 = items
+                    .iter()
+                    .filter(|i| i.scope == Scope::Interval && i.op == "send")
+                    .filter(|i| direction.is_none_or(|d| i.direction.as_deref() == Some(d)))
+                    .filter(|i| (i.start_s - start).abs() < 0.5 * seconds)
+                    .filter_map(|i| i.retransmits)
+                    .sum();
+                let mut row = vec![format!("{start:.1}-{end:.1}")];
+                if let Some(d) = direction {
+                    row.push(d.to_string());
+                }
+                row.extend([
+                    sender.map_or("-".into(), |s| gbit_per_sec(s.2 as f64 / s.3)),
+                    gbit_per_sec(*bytes as f64 / seconds),
+                    retransmits.to_string(),
+                ]);
+                intervals.push(row);
+            }
+        }
+        let mut header = vec!["interval s".to_string()];
+        if directions.len() > 1 {
+            header.push("direction".into());
+        }
+        header.extend(["sent Gbit/s", "received Gbit/s", "retransmits"].map(String::from));
+        let numeric = (header.len() - 3..header.len()).collect();
+        let summary = self.summarize(record);
+        let headline = |role: &str| {
+            summary[role]["bytes_per_sec"]
+                .as_f64()
+                .map_or("-".into(), format_bits_rate)
+        };
+        let mut title = format!(
+            "{} stream{} to {}: sent {}, received {}",
+            record.params["streams"],
+            if record.params["streams"] == 1 {
+                ""
+            } else {
+                "s"
+            },
+            record.target,
+            headline("send"),
+            headline("receive"),
+        );
+        if let Some(share) = summary["share_of_goodput_limit"].as_f64() {
+            title.push_str(&format!(
+                " ({:.1}% of the link's goodput limit)",
+                share * 100.0
+            ));
+        }
+        let cpu = |side: &str| {
+            summary["cpu"][side]
+                .as_f64()
+                .map_or("?".into(), |f| format!("{:.0}%", f * 100.0))
+        };
+        title.push_str(&format!(
+            " · CPU of one core: local {}, remote {}",
+            cpu("local_fraction"),
+            cpu("remote_fraction")
+        ));
+        let streams = items
+            .iter()
+            .filter(|i| i.scope == Scope::Stream)
+            .map(|i| {
+                vec![
+                    i.stream.map_or("-".into(), |s| s.to_string()),
+                    i.direction.clone().unwrap_or_default(),
+                    format!(
+                        "{} {}",
+                        if i.side == Side::Local {
+                            "local"
+                        } else {
+                            "remote"
+                        },
+                        i.op
+                    ),
+                    gbit_per_sec(i.bytes_per_sec),
+                    i.retransmits.map_or("-".into(), |r| r.to_string()),
+                    i.cwnd_bytes.map_or("-".into(), |c| format!("{}", c / 1000)),
+                    i.rtt_us
+                        .map_or("-".into(), |r| format!("{:.2}", r as f64 / 1000.0)),
+                    i.mss_bytes.map_or("-".into(), |m| m.to_string()),
+                    i.cpu_seconds
+                        .filter(|_| i.seconds > 0.0)
+                        .map_or("-".into(), |c| format!("{:.0}%", c / i.seconds * 100.0)),
+                ]
+            })
+            .collect();
+        vec![
+            Table {
+                title,
+                header,
+                rows: intervals,
+                numeric,
+            },
+            Table {
+                title: "each stream end".into(),
+                header: [
+                    "stream",
+                    "direction",
+                    "end",
+                    "Gbit/s",
+                    "retransmits",
+                    "cwnd kB",
+                    "rtt ms",
+                    "mss",
+                    "cpu",
+                ]
+                .map(String::from)
+                .to_vec(),
+                rows: streams,
+                numeric: vec![0, 3, 4, 5, 6, 7, 8],
+            },
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(op: &str, scope: Scope, start_s: f64, end_s: f64, bytes: u64) -> NetItem {
+        NetItem {
+            op: op.into(),
+            scope,
+            side: Side::Local,
+            direction: Some("up".into()),
+            stream: Some(0),
+            start_s,
+            end_s,
+            bytes,
+            seconds: end_s - start_s,
+            bytes_per_sec: bytes as f64 / (end_s - start_s),
+            retransmits: None,
+            cwnd_bytes: None,
+            rtt_us: None,
+            delivery_rate_bytes_per_sec: None,
+            mss_bytes: None,
+            mtu_bytes: None,
+            cpu_seconds: None,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn totals_sum_streams_and_drop_the_partial_interval() {
+        let mut items = vec![
+            item("receive", Scope::Stream, 0.0, 2.1, 2100),
+            item("receive", Scope::Stream, 0.0, 2.0, 2000),
+        ];
+        for stream in 0..2 {
+            for (start, end, bytes) in [(0.0, 1.0, 1000), (1.0, 2.0, 1000), (2.0, 2.1, 100)] {
+                let mut interval = item("receive", Scope::Interval, start, end, bytes);
+                interval.stream = Some(stream);
+                items.push(interval);
+            }
+        }
+        let totals = totals(&items, Role::Receive, None).unwrap();
+        assert_eq!(totals.bytes, 4100);
+        assert!((totals.bytes_per_sec - 4100.0 / 2.1).abs() < 1e-9);
+        let intervals = totals.intervals.unwrap();
+        assert_eq!(intervals.n, 2);
+        assert!((intervals.median - 2000.0).abs() < 1e-9);
+    }
+}

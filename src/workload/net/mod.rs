@@ -1,0 +1,371 @@
+//! TCP throughput between two hosts, as iperf3 measures it but with one thread per
+//! stream at both ends: a control connection, one data connection per stream, interval
+//! figures and TCP_INFO per stream, and the CPU time of both ends. The client is a
+//! workload like any other, so it runs beside disk workloads on one clock.
+
+mod auth;
+mod client;
+mod item;
+mod kind;
+mod protocol;
+mod report;
+mod server;
+mod session;
+mod socket;
+mod stream;
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+pub use auth::{Key, KeyError};
+pub use item::{NetItem, Scope, Side, net_items};
+pub use kind::NetKind;
+pub use protocol::{
+    DecodeError, Direction, Limits, MAX_REQUEST_BYTES, Message, PROTOCOL, decode, encode,
+};
+pub use server::{Log, ServeConfig, Server};
+
+use self::client::Control;
+use self::report::Role;
+use self::session::{Connection, GRACE};
+use crate::platform::nics::{self, Nic};
+use crate::workload::{Context, Error, Workload};
+
+/// The port `net serve` listens on and `net HOST` connects to by default.
+pub const DEFAULT_PORT: u16 = 5301;
+
+/// What `ratelab net HOST` was asked to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetPlan {
+    /// The server, as given (`own` for a server ratelab runs itself on loopback).
+    pub host: String,
+    /// Its port.
+    pub port: u16,
+    /// Streams per direction.
+    pub streams: u32,
+    /// Who sends.
+    pub direction: Direction,
+    /// How long senders send; null when `bytes` bounds the test.
+    pub duration_ms: Option<u64>,
+    /// Bytes to send in all, per direction; null when the duration bounds the test.
+    pub bytes: Option<u64>,
+    /// Interval of the per-stream figures.
+    pub interval_ms: u64,
+    /// Bytes per write or read call.
+    pub block_bytes: u64,
+    /// SO_SNDBUF and SO_RCVBUF, when set.
+    pub window_bytes: Option<u64>,
+    /// The MSS asked for, when set.
+    pub mss_bytes: Option<u32>,
+    /// The link's rate as the user gave it (`--link-rate`), bytes per second.
+    pub link_rate_bytes_per_sec: Option<f64>,
+    /// Whether the test proved a pre-shared key.
+    pub key: bool,
+    /// Whether ratelab ran its own server on loopback for the test.
+    pub own_server: bool,
+    /// The key file, when one is given (not stored).
+    #[serde(skip)]
+    pub key_file: Option<PathBuf>,
+}
+
+impl NetPlan {
+    fn request(&self) -> protocol::TestRequest {
+        let connections = u64::from(self.direction.connections(self.streams));
+        protocol::TestRequest {
+            streams: self.streams,
+            direction: self.direction,
+            duration_ms: self.duration_ms,
+            bytes_per_stream: self.bytes.map(|b| b.div_ceil(connections)),
+            block_bytes: self.block_bytes,
+            window_bytes: self.window_bytes,
+            interval_ms: self.interval_ms,
+        }
+    }
+}
+
+/// A server ratelab runs in its own thread, for loopback tests.
+struct OwnServer {
+    address: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl OwnServer {
+    fn start() -> Result<OwnServer, Error> {
+        let config = ServeConfig {
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            limits: Limits {
+                max_streams: 64,
+                max_duration_ms: 3_600_000,
+                max_bytes: u64::MAX,
+            },
+            max_tests: 1,
+            key: None,
+            idle_timeout: Duration::from_secs(600),
+            once: false,
+        };
+        let server = Server::bind(config, Arc::new(|_: &str| {}))
+            .map_err(|e| Error::io("listen on", "127.0.0.1", e))?;
+        let address = server
+            .local_addr()
+            .map_err(|e| Error::io("listen on", "127.0.0.1", e))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("net-own-server".into())
+            .spawn(move || {
+                let _ = server.serve(&|| flag.load(Ordering::Relaxed));
+            })
+            .map_err(|e| Error::Unsupported(format!("cannot start the loopback server: {e}")))?;
+        Ok(OwnServer {
+            address,
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The client of a network test.
+pub struct NetWorkload {
+    plan: NetPlan,
+    alone_of: Option<usize>,
+    address: Option<SocketAddr>,
+    own_server: Option<OwnServer>,
+    control: Option<Control>,
+    connections: Vec<Connection>,
+    nic: Option<Nic>,
+    mss_bytes: Option<u64>,
+    mtu_bytes: Option<u64>,
+}
+
+impl NetWorkload {
+    /// A client for `plan`.
+    pub fn new(plan: NetPlan) -> NetWorkload {
+        NetWorkload {
+            plan,
+            alone_of: None,
+            address: None,
+            own_server: None,
+            control: None,
+            connections: Vec::new(),
+            nic: None,
+            mss_bytes: None,
+            mtu_bytes: None,
+        }
+    }
+
+    /// The copy of `plan` that runs alone first for workload `of` (`--alone`).
+    pub fn alone_for(plan: NetPlan, of: usize) -> NetWorkload {
+        NetWorkload {
+            alone_of: Some(of),
+            ..NetWorkload::new(plan)
+        }
+    }
+
+    fn peer(&self) -> String {
+        match self.address {
+            Some(address) => address.to_string(),
+            None => format!("{}:{}", self.plan.host, self.plan.port),
+        }
+    }
+
+    fn link_bits_per_sec(&self) -> Option<(f64, &'static str)> {
+        match self.plan.link_rate_bytes_per_sec {
+            Some(rate) => Some((rate * 8.0, "--link-rate")),
+            None => self
+                .nic
+                .as_ref()
+                .and_then(|n| n.speed_bits_per_sec)
+                .map(|s| (s as f64, "sysfs")),
+        }
+    }
+}
+
+impl Workload for NetWorkload {
+    fn kind(&self) -> &'static str {
+        "net"
+    }
+
+    fn target(&self) -> String {
+        if self.plan.own_server {
+            "loopback".into()
+        } else {
+            format!("{}:{}", self.plan.host, self.plan.port)
+        }
+    }
+
+    fn params(&self) -> Value {
+        serde_json::to_value(&self.plan).expect("plans serialise")
+    }
+
+    fn context(&self) -> Value {
+        let link = self.link_bits_per_sec();
+        let framing = self.nic.as_ref().map(Nic::framing_bytes);
+        let limit = match (link, self.mtu_bytes, self.mss_bytes, framing) {
+            (Some((bits, _)), Some(mtu), Some(mss), Some(framing)) => {
+                Some(nics::goodput_limit_bytes_per_sec(bits, mtu, mss, framing))
+            }
+            _ => None,
+        };
+        json!({
+            "address": self.address.map(|a| a.to_string()),
+            "interface": self.nic,
+            "link_bits_per_sec": link.map(|l| l.0),
+            "link_source": link.map(|l| l.1),
+            "framing_bytes": framing,
+            "mss_bytes": self.mss_bytes,
+            "mtu_bytes": self.mtu_bytes,
+            "goodput_limit_bytes_per_sec": limit,
+        })
+    }
+
+    fn alone_of(&self) -> Option<usize> {
+        self.alone_of
+    }
+
+    fn prepare(&mut self) -> Result<(), Error> {
+        let key = match &self.plan.key_file {
+            Some(path) => Some(Key::read(path).map_err(|e| match e {
+                KeyError::Read { path, source } => Error::Target {
+                    path,
+                    reason: format!("cannot read the key file: {source}"),
+                },
+                short => Error::Input(short.to_string()),
+            })?),
+            None => None,
+        };
+        let address = if self.plan.own_server {
+            let server = OwnServer::start()?;
+            let address = server.address;
+            self.own_server = Some(server);
+            address
+        } else {
+            (self.plan.host.as_str(), self.plan.port)
+                .to_socket_addrs()
+                .map_err(|e| Error::Peer {
+                    peer: self.peer(),
+                    reason: format!("cannot resolve the host: {e}"),
+                })?
+                .next()
+                .ok_or_else(|| Error::Peer {
+                    peer: self.peer(),
+                    reason: "the host has no address".into(),
+                })?
+        };
+        self.address = Some(address);
+        let control = Control::open(address, &self.peer(), key.as_ref())?;
+        server::check(&self.plan.request(), &control.limits).map_err(|reason| {
+            Error::Input(format!("{} refuses this test: {reason}", self.peer()))
+        })?;
+        self.control = Some(control);
+        Ok(())
+    }
+
+    fn setup(&mut self, _ctx: &Context) -> Result<(), Error> {
+        let control = self.control.as_ref().expect("prepared");
+        self.connections = control.start(&self.plan.request(), self.plan.mss_bytes)?;
+        if let Some(first) = self.connections.first() {
+            self.nic = first
+                .socket
+                .local_addr()
+                .ok()
+                .and_then(|a| nics::nic_of(a.ip()));
+            self.mss_bytes = socket::mss_bytes(&first.socket);
+            self.mtu_bytes = socket::path_mtu_bytes(&first.socket);
+        }
+        Ok(())
+    }
+
+    fn run(&mut self, ctx: &Context) -> Result<(), Error> {
+        let control = self.control.as_ref().expect("prepared");
+        let request = self.plan.request();
+        control.go()?;
+        let start = std::time::Instant::now();
+        let planned = match request.duration_ms {
+            Some(ms) if request.bytes_per_stream.is_none() => ms,
+            _ => control.limits.max_duration_ms,
+        };
+        let hard_stop = start + Duration::from_millis(planned) + GRACE;
+        ctx.sink.status(format!(
+            "{} stream{} {:?} to {}",
+            self.plan.streams,
+            if self.plan.streams == 1 { "" } else { "s" },
+            self.plan.direction,
+            self.peer()
+        ));
+        let local = session::run(
+            std::mem::take(&mut self.connections),
+            &request,
+            start,
+            hard_stop,
+            Some(ctx.sink.progress()),
+            &|| ctx.cancel.is_set(),
+        );
+        for stream in &local.streams {
+            if stream.role == Role::Send {
+                self.mss_bytes = stream.mss_bytes.or(self.mss_bytes);
+                self.mtu_bytes = stream.mtu_bytes.or(self.mtu_bytes);
+            }
+        }
+        let local_items =
+            item::items_of_report(&local, Side::Local, self.plan.direction, self.plan.streams);
+        for item in &local_items {
+            ctx.sink.item(item);
+        }
+        if ctx.cancel.is_set() {
+            return Err(Error::Interrupted);
+        }
+        let remote = control.results(GRACE + Duration::from_secs(5))?;
+        for stream in &remote.streams {
+            if stream.role == Role::Send {
+                self.mss_bytes = stream.mss_bytes.or(self.mss_bytes);
+                self.mtu_bytes = stream.mtu_bytes.or(self.mtu_bytes);
+            }
+        }
+        for item in item::items_of_report(
+            &remote,
+            Side::Remote,
+            self.plan.direction,
+            self.plan.streams,
+        ) {
+            ctx.sink.item(&item);
+        }
+        ctx.sink.stage_done("test");
+        let failed: Vec<String> = local
+            .streams
+            .iter()
+            .chain(&remote.streams)
+            .filter_map(|s| s.error.clone())
+            .collect();
+        if let Some(first) = failed.first() {
+            return Err(Error::Peer {
+                peer: self.peer(),
+                reason: format!("{first} ({} stream ends failed)", failed.len()),
+            });
+        }
+        Ok(())
+    }
+
+    fn cleanup(&mut self) -> Result<(), Error> {
+        self.connections.clear();
+        self.control = None;
+        self.own_server = None;
+        Ok(())
+    }
+}

@@ -1,0 +1,75 @@
+//! One end's part of a test: a thread per stream, started together, watched until the
+//! last one ends or the test must stop, and their reports gathered. The client and the
+//! server both run their streams through here.
+
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::protocol::TestRequest;
+use super::report::{Role, SideReport};
+use super::stream::{self, StreamJob, Until};
+use crate::workload::Progress;
+
+/// Time past a test's planned end before an end gives up on its peer.
+pub const GRACE: Duration = Duration::from_secs(10);
+
+/// One data connection and what this end does on it.
+pub struct Connection {
+    /// The stream's index.
+    pub stream: u32,
+    /// Whether this end sends or receives on it.
+    pub role: Role,
+    /// The socket.
+    pub socket: TcpStream,
+}
+
+/// Runs `connections` from `start` as `request` says, until they end, `hard_stop`
+/// passes, or `cancelled` says so; `progress` counts bytes for the runner's sampler.
+pub fn run(
+    connections: Vec<Connection>,
+    request: &TestRequest,
+    start: Instant,
+    hard_stop: Instant,
+    progress: Option<&Progress>,
+    cancelled: &dyn Fn() -> bool,
+) -> SideReport {
+    let until = match (request.duration_ms, request.bytes_per_stream) {
+        (_, Some(bytes)) => Until::Bytes(bytes),
+        (Some(ms), None) => Until::Deadline(start + Duration::from_millis(ms)),
+        (None, None) => Until::Deadline(start),
+    };
+    let stop = AtomicBool::new(false);
+    let mut reports = std::thread::scope(|scope| {
+        let handles: Vec<_> = connections
+            .into_iter()
+            .map(|connection| {
+                let job = StreamJob {
+                    socket: connection.socket,
+                    stream: connection.stream,
+                    role: connection.role,
+                    until,
+                    hard_stop,
+                    block_bytes: request.block_bytes as usize,
+                    interval: Duration::from_millis(request.interval_ms.max(1)),
+                    start,
+                    stop: &stop,
+                    progress,
+                };
+                scope.spawn(move || stream::run(job))
+            })
+            .collect();
+        while !handles.iter().all(|h| h.is_finished()) {
+            if cancelled() {
+                stop.store(true, Ordering::Relaxed);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        handles
+            .into_iter()
+            .filter_map(|h| h.join().ok())
+            .collect::<Vec<_>>()
+    });
+    reports.sort_by_key(|r| r.stream);
+    SideReport::of(reports)
+}

@@ -1,0 +1,168 @@
+//! What the kernel says about a TCP data socket (TCP_INFO, MSS, path MTU) and the
+//! options a test sets on it. TCP_INFO is read with the kernel's own layout, since the
+//! C library's struct stops short of the delivery rate.
+
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+use socket2::{Domain, Protocol, Socket, Type};
+
+use serde::{Deserialize, Serialize};
+
+/// The kernel's `struct tcp_info` (include/uapi/linux/tcp.h) up to `tcpi_delivery_rate`;
+/// older kernels fill less, and the length they return says how much.
+#[repr(C)]
+#[derive(Default)]
+struct KernelTcpInfo {
+    state: u8,
+    ca_state: u8,
+    retransmits: u8,
+    probes: u8,
+    backoff: u8,
+    options: u8,
+    wscale: u8,
+    delivery_flags: u8,
+    rto: u32,
+    ato: u32,
+    snd_mss: u32,
+    rcv_mss: u32,
+    unacked: u32,
+    sacked: u32,
+    lost: u32,
+    retrans: u32,
+    fackets: u32,
+    last_data_sent: u32,
+    last_ack_sent: u32,
+    last_data_recv: u32,
+    last_ack_recv: u32,
+    pmtu: u32,
+    rcv_ssthresh: u32,
+    rtt: u32,
+    rttvar: u32,
+    snd_ssthresh: u32,
+    snd_cwnd: u32,
+    advmss: u32,
+    reordering: u32,
+    rcv_rtt: u32,
+    rcv_space: u32,
+    total_retrans: u32,
+    pacing_rate: u64,
+    max_pacing_rate: u64,
+    bytes_acked: u64,
+    bytes_received: u64,
+    segs_out: u32,
+    segs_in: u32,
+    notsent_bytes: u32,
+    min_rtt: u32,
+    data_segs_in: u32,
+    data_segs_out: u32,
+    delivery_rate: u64,
+}
+
+/// A TCP connection's state as the kernel reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TcpStats {
+    /// Segments retransmitted since the connection opened.
+    pub retransmits: u64,
+    /// Congestion window in bytes (segments times the sending MSS).
+    pub cwnd_bytes: u64,
+    /// Smoothed round-trip time, microseconds.
+    pub rtt_us: u64,
+    /// Its mean deviation, microseconds.
+    pub rttvar_us: u64,
+    /// The kernel's latest delivery rate estimate, bytes per second; null on old kernels.
+    pub delivery_rate_bytes_per_sec: Option<u64>,
+    /// Path MTU the connection uses.
+    pub pmtu_bytes: u64,
+}
+
+/// TCP_INFO of `socket`; `None` where the kernel will not say.
+pub fn tcp_stats(socket: &TcpStream) -> Option<TcpStats> {
+    let mut info = KernelTcpInfo::default();
+    let mut length = std::mem::size_of::<KernelTcpInfo>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `length` bytes into the struct and says how many.
+    let rc = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&raw mut info).cast(),
+            &mut length,
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    let has_delivery_rate = length as usize >= std::mem::size_of::<KernelTcpInfo>();
+    Some(TcpStats {
+        retransmits: u64::from(info.total_retrans),
+        cwnd_bytes: u64::from(info.snd_cwnd) * u64::from(info.snd_mss),
+        rtt_us: u64::from(info.rtt),
+        rttvar_us: u64::from(info.rttvar),
+        delivery_rate_bytes_per_sec: has_delivery_rate.then_some(info.delivery_rate),
+        pmtu_bytes: u64::from(info.pmtu),
+    })
+}
+
+/// The MSS the connection sends with (TCP_MAXSEG: payload bytes per segment, options such
+/// as timestamps taken off).
+pub fn mss_bytes(socket: &TcpStream) -> Option<u64> {
+    socket2::SockRef::from(socket)
+        .tcp_mss()
+        .ok()
+        .filter(|&mss| mss > 0)
+        .map(u64::from)
+}
+
+/// Opens a TCP connection to `address` within `timeout`, with the window and MSS asked
+/// for set before the handshake, as they must be to take effect.
+pub fn connect(
+    address: &SocketAddr,
+    timeout: Duration,
+    window_bytes: Option<u64>,
+    mss: Option<u32>,
+) -> std::io::Result<TcpStream> {
+    let socket = Socket::new(
+        Domain::for_address(*address),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )?;
+    if let Some(bytes) = window_bytes {
+        let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+        socket.set_send_buffer_size(bytes)?;
+        socket.set_recv_buffer_size(bytes)?;
+    }
+    if let Some(mss) = mss {
+        socket.set_tcp_mss(mss)?;
+    }
+    socket.connect_timeout(&(*address).into(), timeout)?;
+    let stream: TcpStream = socket.into();
+    stream.set_nodelay(true)?;
+    Ok(stream)
+}
+
+/// The path MTU of a connected socket (IP_MTU or IPV6_MTU).
+pub fn path_mtu_bytes(socket: &TcpStream) -> Option<u64> {
+    let v4 = socket.peer_addr().ok()?.is_ipv4();
+    let mtu = if v4 {
+        rustix::net::sockopt::ip_mtu(socket)
+    } else {
+        rustix::net::sockopt::ipv6_mtu(socket)
+    };
+    mtu.ok().map(u64::from)
+}
+
+/// Sets SO_SNDBUF and SO_RCVBUF (the kernel doubles what it is given, as socket(7) says).
+pub fn set_window(socket: &TcpStream, bytes: u64) -> std::io::Result<()> {
+    let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+    rustix::net::sockopt::set_socket_send_buffer_size(socket, bytes)?;
+    rustix::net::sockopt::set_socket_recv_buffer_size(socket, bytes)?;
+    Ok(())
+}
+
+/// CPU time the calling thread has used, in seconds.
+pub fn thread_cpu_seconds() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+}

@@ -1,0 +1,251 @@
+//! The measuring loops: one thread per stream, writing or reading one TCP connection in
+//! blocks, with interval figures and TCP_INFO taken as it goes. Both ends use the same
+//! loops, so neither end's figures come from different code.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::report::{Interval, Role, StreamReport};
+use super::socket;
+use crate::workload::Progress;
+
+/// How often a blocked call wakes to check the stop flag and the deadline.
+const POLL: Duration = Duration::from_millis(100);
+
+/// How long a sender waits, after its last byte, for the receiver to take everything.
+const DRAIN: Duration = Duration::from_secs(10);
+
+/// When a sender stops.
+#[derive(Debug, Clone, Copy)]
+pub enum Until {
+    /// At this time.
+    Deadline(Instant),
+    /// After this many bytes.
+    Bytes(u64),
+}
+
+/// One stream's work.
+pub struct StreamJob<'a> {
+    /// The connection.
+    pub socket: TcpStream,
+    /// The stream's index.
+    pub stream: u32,
+    /// Whether this end writes or reads.
+    pub role: Role,
+    /// When a sender stops; a receiver reads to the end of the stream.
+    pub until: Until,
+    /// No stream runs past this, whatever the peer does.
+    pub hard_stop: Instant,
+    /// Bytes per call.
+    pub block_bytes: usize,
+    /// Length of an interval.
+    pub interval: Duration,
+    /// The test's start at this end.
+    pub start: Instant,
+    /// Set to stop every stream now.
+    pub stop: &'a AtomicBool,
+    /// Counters the runner samples, at the end that runs under the runner.
+    pub progress: Option<&'a Progress>,
+}
+
+/// Interval bookkeeping shared by both loops.
+struct Ticker {
+    start: Instant,
+    interval: Duration,
+    next: Instant,
+    last_s: f64,
+    last_bytes: u64,
+    intervals: Vec<Interval>,
+}
+
+impl Ticker {
+    fn new(start: Instant, interval: Duration) -> Ticker {
+        Ticker {
+            start,
+            interval,
+            next: start + interval,
+            last_s: 0.0,
+            last_bytes: 0,
+            intervals: Vec::new(),
+        }
+    }
+
+    /// Closes the interval when its time has come.
+    fn tick(&mut self, now: Instant, bytes: u64, socket: &TcpStream) {
+        if now >= self.next {
+            self.close(now, bytes, socket);
+            while self.next <= now {
+                self.next += self.interval;
+            }
+        }
+    }
+
+    fn close(&mut self, now: Instant, bytes: u64, socket: &TcpStream) {
+        let end_s = now.duration_since(self.start).as_secs_f64();
+        self.intervals.push(Interval {
+            start_s: self.last_s,
+            end_s,
+            bytes: bytes - self.last_bytes,
+            tcp: socket::tcp_stats(socket),
+        });
+        self.last_s = end_s;
+        self.last_bytes = bytes;
+    }
+
+    /// Closes the last, partial interval, unless nothing happened in it.
+    fn finish(mut self, end: Instant, bytes: u64, socket: &TcpStream) -> Vec<Interval> {
+        let end_s = end.duration_since(self.start).as_secs_f64();
+        if bytes > self.last_bytes || end_s > self.last_s + 1e-3 {
+            self.close(end.max(self.start), bytes, socket);
+            if let Some(last) = self.intervals.last_mut() {
+                last.end_s = end_s.max(last.start_s);
+            }
+        }
+        self.intervals
+    }
+}
+
+/// Runs one stream to its end and reports it.
+pub fn run(job: StreamJob<'_>) -> StreamReport {
+    let cpu_before = socket::thread_cpu_seconds();
+    let mss_bytes = socket::mss_bytes(&job.socket);
+    let mtu_bytes = socket::path_mtu_bytes(&job.socket);
+    let (bytes, end, intervals, error) = match job.role {
+        Role::Send => send(&job),
+        Role::Receive => receive(&job),
+    };
+    StreamReport {
+        stream: job.stream,
+        role: job.role,
+        bytes,
+        seconds: end.duration_since(job.start).as_secs_f64(),
+        intervals,
+        tcp: socket::tcp_stats(&job.socket),
+        mss_bytes,
+        mtu_bytes,
+        cpu_seconds: socket::thread_cpu_seconds() - cpu_before,
+        error,
+    }
+}
+
+type Outcome = (u64, Instant, Vec<Interval>, Option<String>);
+
+fn timed_out(e: &std::io::Error) -> bool {
+    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
+}
+
+fn send(job: &StreamJob<'_>) -> Outcome {
+    // Random bytes, so a compressing path (a VPN, a WAN optimiser) cannot inflate the rate.
+    let buffer: Vec<u8> = (0..job.block_bytes).map(|_| rand::random::<u8>()).collect();
+    let mut socket = &job.socket;
+    let mut ticker = Ticker::new(job.start, job.interval);
+    let mut sent = 0u64;
+    let mut error = None;
+    let _ = job.socket.set_write_timeout(Some(POLL));
+    let mut now = Instant::now();
+    let mut last_write = job.start;
+    loop {
+        let want = match job.until {
+            Until::Deadline(deadline) if now >= deadline => break,
+            Until::Deadline(_) => buffer.len(),
+            Until::Bytes(total) if sent >= total => break,
+            Until::Bytes(total) => buffer.len().min((total - sent) as usize),
+        };
+        if job.stop.load(Ordering::Relaxed) || now >= job.hard_stop {
+            break;
+        }
+        match socket.write(&buffer[..want]) {
+            Ok(n) => {
+                sent += n as u64;
+                if let Some(progress) = job.progress {
+                    progress.add(n as u64);
+                }
+                now = Instant::now();
+                last_write = now;
+            }
+            Err(e) if timed_out(&e) || e.kind() == ErrorKind::Interrupted => now = Instant::now(),
+            Err(e) => {
+                error = Some(format!("stream {}: send: {e}", job.stream));
+                break;
+            }
+        }
+        ticker.tick(now, sent, &job.socket);
+    }
+    let intervals = ticker.finish(last_write, sent, &job.socket);
+    if error.is_none() {
+        error = drain(job);
+    }
+    (sent, last_write, intervals, error)
+}
+
+/// Ends the sending half and waits for the receiver to close, so every byte sent was
+/// taken and the final TCP_INFO counts every retransmission.
+fn drain(job: &StreamJob<'_>) -> Option<String> {
+    if let Err(e) = job.socket.shutdown(Shutdown::Write) {
+        return Some(format!("stream {}: shutdown: {e}", job.stream));
+    }
+    let until = (Instant::now() + DRAIN).min(job.hard_stop.max(Instant::now() + POLL));
+    let mut socket = &job.socket;
+    let mut scrap = [0u8; 512];
+    loop {
+        if job.stop.load(Ordering::Relaxed) || Instant::now() >= until {
+            return None;
+        }
+        let _ = job.socket.set_read_timeout(Some(POLL));
+        match socket.read(&mut scrap) {
+            Ok(0) => return None,
+            Ok(_) => {}
+            Err(e) if timed_out(&e) || e.kind() == ErrorKind::Interrupted => {}
+            // The receiver closed first, or reset: everything it needed has arrived.
+            Err(_) => return None,
+        }
+    }
+}
+
+fn receive(job: &StreamJob<'_>) -> Outcome {
+    let mut buffer = vec![0u8; job.block_bytes];
+    let mut socket = &job.socket;
+    let mut ticker = Ticker::new(job.start, job.interval);
+    let mut received = 0u64;
+    let mut error = None;
+    let _ = job.socket.set_read_timeout(Some(POLL));
+    let mut now;
+    let mut last_read = job.start;
+    loop {
+        if job.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        match socket.read(&mut buffer) {
+            Ok(0) => {
+                last_read = Instant::now();
+                break;
+            }
+            Ok(n) => {
+                received += n as u64;
+                if let Some(progress) = job.progress {
+                    progress.add(n as u64);
+                }
+                now = Instant::now();
+                last_read = now;
+            }
+            Err(e) if timed_out(&e) || e.kind() == ErrorKind::Interrupted => now = Instant::now(),
+            Err(e) => {
+                error = Some(format!("stream {}: receive: {e}", job.stream));
+                break;
+            }
+        }
+        if now >= job.hard_stop {
+            error = Some(format!(
+                "stream {}: the sender did not stop in time",
+                job.stream
+            ));
+            break;
+        }
+        ticker.tick(now, received, &job.socket);
+    }
+    let intervals = ticker.finish(last_read, received, &job.socket);
+    let _ = job.socket.shutdown(Shutdown::Both);
+    (received, last_read, intervals, error)
+}
