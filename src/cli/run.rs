@@ -14,7 +14,7 @@ use crate::workload::Workload;
 #[derive(Debug, Args)]
 #[command(
     after_long_help = "A scenario lists workloads in [[workload]] tables. Each has a \
-kind (\"disk\"), a target, an optional start_delay (\"2s\"), and any flag of its verb as a \
+kind (\"disk\" or \"net\"), a target (a folder, or the host running `ratelab net serve`), an optional start_delay (\"2s\"), and any flag of its verb as a \
 field, with - written as _: sizes = \"1G,1G\", direct = true, read = [\"direct\", \"cached\"]. \
 At the top, interval = \"100ms\", alone = true and label = \"...\" set the run.\n\n\
 Example:\n\n  alone = true\n\n  [[workload]]\n  kind = \"disk\"\n  target = \"/mnt/ssd1\"\n  \

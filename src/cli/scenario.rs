@@ -14,7 +14,10 @@ use super::{Cli, Command};
 use crate::exit::UsageError;
 use crate::workload::Workload;
 use crate::workload::disk::DiskWorkload;
+use crate::workload::net::NetWorkload;
 
+/// Kinds a scenario can run: each is the verb whose flags its fields are.
+const KINDS: [&str; 2] = ["disk", "net"];
 /// Run-level settings a scenario may hold besides its workloads.
 const SETTINGS: [&str; 4] = ["interval", "alone", "label", "workload"];
 /// Workload fields that are not flags of the kind's verb.
@@ -152,17 +155,22 @@ fn workload(
             "kind must be a string such as \"disk\"".into(),
         )
     })?;
-    if kind != "disk" {
+    if !KINDS.contains(&kind) {
         return Err(at(
             kind_value.span(),
-            format!("unknown kind \"{kind}\" (kinds: disk)"),
+            format!("unknown kind \"{kind}\" (kinds: {})", KINDS.join(", ")),
         ));
     }
     let (_, target_value) = get("target")
         .ok_or_else(|| at(span.clone(), format!("a {kind} workload needs a target")))?;
     let target = string(target_value)
         .filter(|t| !t.is_empty())
-        .ok_or_else(|| at(target_value.span(), "target must be a path string".into()))?;
+        .ok_or_else(|| {
+            at(
+                target_value.span(),
+                "target must be a path or a host name, as a string".into(),
+            )
+        })?;
     let delay = match get("start_delay") {
         Some((_, value)) => {
             let text = string(value).ok_or_else(|| {
@@ -236,15 +244,27 @@ fn workload(
     }
     let cli =
         Cli::try_parse_from(argv_with(&flags)).map_err(|e| at(span.clone(), clap_message(&e)))?;
-    let Command::Disk(args) = cli.command else {
-        unreachable!("the kind is disk");
+    let maker: Maker = match cli.command {
+        Command::Disk(args) => {
+            let seed = args.seed.unwrap_or_else(rand::random);
+            let plan = args.plan(target.into(), seed).map_err(|e| at(span, e.0))?;
+            Box::new(move |alone_of| match alone_of {
+                Some(of) => Box::new(DiskWorkload::alone_for(plan.clone(), of)),
+                None => Box::new(DiskWorkload::new(plan.clone())),
+            })
+        }
+        Command::Net(args) => {
+            let plan = args
+                .client
+                .plan(target.to_string())
+                .map_err(|e| at(span, e.0))?;
+            Box::new(move |alone_of| match alone_of {
+                Some(of) => Box::new(NetWorkload::alone_for(plan.clone(), of)),
+                None => Box::new(NetWorkload::new(plan.clone())),
+            })
+        }
+        _ => unreachable!("the kind is one of KINDS"),
     };
-    let seed = args.seed.unwrap_or_else(rand::random);
-    let plan = args.plan(target.into(), seed).map_err(|e| at(span, e.0))?;
-    let maker: Maker = Box::new(move |alone_of| match alone_of {
-        Some(of) => Box::new(DiskWorkload::alone_for(plan.clone(), of)),
-        None => Box::new(DiskWorkload::new(plan.clone())),
-    });
     Ok((maker, delay))
 }
 
@@ -380,7 +400,10 @@ mod tests {
             "s.toml, line 4: unknown field \"sizez\" for a disk workload"
         );
         let kind = error("[[workload]]\nkind = \"gpu\"\ntarget = \"/a\"\n");
-        assert_eq!(kind, "s.toml, line 2: unknown kind \"gpu\" (kinds: disk)");
+        assert_eq!(
+            kind,
+            "s.toml, line 2: unknown kind \"gpu\" (kinds: disk, net)"
+        );
         let size = error("[[workload]]\nkind = \"disk\"\ntarget = \"/a\"\n\nsizes = \"10Q\"\n");
         assert!(
             size.starts_with("s.toml, line 5: field sizes: ") && size.contains("\"10Q\""),

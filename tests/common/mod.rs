@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod netns;
 pub mod rig;
 
 use std::path::Path;

@@ -101,9 +101,17 @@ fn cpu_fraction(items: &[NetItem], side: Side) -> Option<f64> {
         .and_then(|i| Some(i.cpu_seconds? / i.seconds).filter(|f| f.is_finite()))
 }
 
-/// The goodput limit of the record's link, if known.
+/// The goodput limit of the record's link for the test, if known: links are full
+/// duplex, so a test in both directions may carry twice one direction's limit.
 fn limit(record: &WorkloadRecord) -> Option<f64> {
-    record.context["goodput_limit_bytes_per_sec"].as_f64()
+    let directions = if record.params["direction"] == "bidir" {
+        2.0
+    } else {
+        1.0
+    };
+    record.context["goodput_limit_bytes_per_sec"]
+        .as_f64()
+        .map(|l| l * directions)
 }
 
 /// How ratelab summarises, judges and shows stored net workloads.

@@ -1,0 +1,152 @@
+//! The two hosts of DESIGN.md: two network namespaces joined by a veth pair, with an
+//! MTU set on both sides and a tbf qdisc on both egresses, so the link's rate is known.
+//! Servers started in it are killed and the namespaces removed on drop, also when the
+//! test fails.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+/// A shaped link between a client namespace and a server namespace.
+pub struct Link {
+    client: String,
+    server: String,
+    /// The server's address on the link.
+    pub server_address: String,
+    servers: Vec<Child>,
+}
+
+fn ip(args: &[&str]) {
+    let status = Command::new("ip")
+        .args(args)
+        .status()
+        .expect("run ip (iproute2)");
+    assert!(status.success(), "ip {} failed", args.join(" "));
+}
+
+impl Link {
+    /// A veth link of `mtu` bytes shaped to `rate` (tc's words: `2gbit`) each way.
+    pub fn new(mtu: u32, rate: &str) -> Link {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // Interface names have 15 bytes at most.
+        let tag = format!("rl{}x{n}", std::process::id() % 100_000);
+        let link = Link {
+            client: format!("{tag}c"),
+            server: format!("{tag}s"),
+            server_address: format!("10.203.{}.2", n % 250),
+            servers: Vec::new(),
+        };
+        ip(&["netns", "add", &link.client]);
+        ip(&["netns", "add", &link.server]);
+        ip(&[
+            "link",
+            "add",
+            &link.client,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &link.server,
+        ]);
+        let mtu = mtu.to_string();
+        // A burst of a few milliseconds of the rate lets tbf reach its rate with TCP.
+        for (namespace, address) in [
+            (&link.client, format!("10.203.{}.1/24", n % 250)),
+            (&link.server, format!("{}/24", link.server_address)),
+        ] {
+            ip(&["link", "set", namespace, "netns", namespace]);
+            ip(&["-n", namespace, "addr", "add", &address, "dev", namespace]);
+            ip(&["-n", namespace, "link", "set", namespace, "mtu", &mtu, "up"]);
+            ip(&["-n", namespace, "link", "set", "lo", "up"]);
+            let status = Command::new("ip")
+                .args([
+                    "netns", "exec", namespace, "tc", "qdisc", "add", "dev", namespace,
+                ])
+                .args([
+                    "root", "tbf", "rate", rate, "burst", "2mb", "latency", "50ms",
+                ])
+                .status()
+                .expect("run tc");
+            assert!(status.success(), "tc qdisc add tbf failed");
+        }
+        link
+    }
+
+    /// The client's namespace, for `ip netns exec`.
+    pub fn client_namespace(&self) -> &str {
+        &self.client
+    }
+
+    /// `program` to be run in the client's namespace.
+    pub fn in_client(&self, program: impl AsRef<Path>) -> Command {
+        let mut command = Command::new("ip");
+        command
+            .args(["netns", "exec", &self.client])
+            .arg(program.as_ref());
+        command
+    }
+
+    /// Starts `ratelab net serve` in the server's namespace and waits until it listens.
+    pub fn serve_ratelab(&mut self, port: u16) {
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", &self.server])
+            .arg(assert_cmd::cargo::cargo_bin!("ratelab"))
+            .args(["net", "serve", "--bind", &self.server_address])
+            .args(["--port", &port.to_string()])
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start ratelab net serve");
+        let mut stderr = BufReader::new(child.stderr.take().expect("piped"));
+        let mut line = String::new();
+        stderr.read_line(&mut line).expect("read the server's log");
+        assert!(line.contains("listening on"), "server said: {line}");
+        // Keep draining the log so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in stderr.lines() {});
+        self.servers.push(child);
+    }
+
+    /// Starts an iperf3 server in the server's namespace and waits until it listens.
+    pub fn serve_iperf3(&mut self, port: u16) {
+        let child = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.server,
+                "iperf3",
+                "-s",
+                "-p",
+                &port.to_string(),
+            ])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start iperf3 -s");
+        self.servers.push(child);
+        for _ in 0..100 {
+            let listening = Command::new("ip")
+                .args(["netns", "exec", &self.server, "ss", "-ltnH"])
+                .output()
+                .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains(&format!(":{port}")));
+            if listening {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("iperf3 did not start listening on port {port}");
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        for server in &mut self.servers {
+            let _ = server.kill();
+            let _ = server.wait();
+        }
+        // Removing a namespace removes the veth end inside it, and so the pair.
+        for namespace in [&self.client, &self.server] {
+            let _ = Command::new("ip")
+                .args(["netns", "del", namespace])
+                .status();
+        }
+    }
+}
