@@ -1,4 +1,5 @@
-//! `ratelab info [PATH...]`: the machine, and each filesystem's chain down to its link.
+//! `ratelab info [PATH...]`: the machine, each filesystem's chain down to its link, and
+//! the network interfaces with their links.
 
 use std::path::PathBuf;
 
@@ -6,8 +7,8 @@ use clap::Args;
 use serde_json::json;
 
 use crate::exit::Exit;
-use crate::platform::{self, StorageChain};
-use crate::report::units::{format_bytes, format_rate};
+use crate::platform::{self, StorageChain, nics};
+use crate::report::units::{format_bits_rate, format_bytes, format_rate};
 use crate::report::{self, Table};
 
 /// Options of `ratelab info`.
@@ -32,9 +33,11 @@ pub fn run(args: InfoArgs) -> anyhow::Result<Exit> {
             .map(|p| platform::probe_path(p))
             .collect::<Result<_, _>>()?
     };
+    let nics = crate::platform::nics::nics();
     let bytes = if args.json {
-        let mut bytes =
-            serde_json::to_vec_pretty(&json!({ "machine": machine, "storage": chains }))?;
+        let mut bytes = serde_json::to_vec_pretty(
+            &json!({ "machine": machine, "storage": chains, "network": nics }),
+        )?;
         bytes.push(b'\n');
         bytes
     } else {
@@ -85,6 +88,38 @@ pub fn run(args: InfoArgs) -> anyhow::Result<Exit> {
             text.push_str(&report::terminal::table_text(&table));
             text.push('\n');
         }
+        let table = Table {
+            title: "\nnetwork interfaces (goodput limit: the most TCP payload the link carries at its MTU)".into(),
+            header: ["name", "kind", "mtu", "link", "goodput limit", "addresses"]
+                .map(String::from)
+                .to_vec(),
+            rows: nics
+                .iter()
+                .map(|nic| {
+                    let limit = nic.speed_bits_per_sec.zip(nic.mtu_bytes).map(|(bits, mtu)| {
+                        // IPv4 and TCP headers with timestamps take 52 bytes of each packet.
+                        let mss = mtu.saturating_sub(52);
+                        nics::goodput_limit_bytes_per_sec(bits as f64, mtu, mss, nic.framing_bytes())
+                    });
+                    vec![
+                        nic.name.clone(),
+                        nic.kind.clone(),
+                        nic.mtu_bytes.map_or("?".into(), |m| m.to_string()),
+                        nic.speed_bits_per_sec
+                            .map_or("unknown".into(), |b| format_bits_rate(b as f64 / 8.0)),
+                        limit.map_or("unknown".into(), format_bits_rate),
+                        nic.addresses
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                    ]
+                })
+                .collect(),
+            numeric: vec![2],
+        };
+        text.push_str(&report::terminal::table_text(&table));
+        text.push('\n');
         text.into_bytes()
     };
     report::emit(&bytes, None)?;

@@ -1,5 +1,8 @@
-//! `ratelab profile`: the main job. For now a storage series in the current folder;
-//! network, CPU and tasks join it as their kinds arrive.
+//! `ratelab profile`: the main job. A storage series in the current folder, then a
+//! loopback network test against a server ratelab runs itself; CPU and tasks join
+//! as their kinds arrive. The parts run one after another, so none takes from another.
+
+use std::time::Duration;
 
 use clap::Args;
 
@@ -9,7 +12,9 @@ use super::values::parse_size_list;
 use crate::exit::{Exit, UsageError};
 use crate::run::Schedule;
 use crate::workload::Error;
+use crate::workload::Workload;
 use crate::workload::disk::{DiskPlan, DiskWorkload};
+use crate::workload::net::{NetPlan, NetWorkload};
 
 /// The quick profile's storage series: up to 256 MiB, three passes.
 const QUICK_SIZES: &str = "10K,100K,1M,10M,64M,256M";
@@ -43,10 +48,17 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
         ..DiskPlan::new(target, sizes, rand::random())
     };
     plan.validate().map_err(UsageError)?;
-    super::measure(
-        "profile",
-        &args.output,
-        vec![Box::new(DiskWorkload::new(plan))],
-        Schedule::together(1, &[]),
-    )
+    let net_seconds = if args.quick { 3 } else { 10 };
+    let workloads: Vec<Box<dyn Workload>> = vec![
+        Box::new(DiskWorkload::new(plan)),
+        Box::new(NetWorkload::new(NetPlan::loopback(
+            Duration::from_secs(net_seconds),
+            crate::platform::probe_machine()
+                .logical_cpus
+                .div_ceil(2)
+                .max(1) as u32,
+        ))),
+    ];
+    let n = workloads.len();
+    super::measure("profile", &args.output, workloads, Schedule::one_by_one(n))
 }

@@ -33,17 +33,24 @@ impl Schedule {
         }
     }
 
+    /// Workloads `0..n` one after another, none beside another: parts of a profile.
+    pub fn one_by_one(n: usize) -> Schedule {
+        Schedule {
+            groups: (0..n)
+                .map(|workload| {
+                    vec![Member {
+                        workload,
+                        delay: Duration::ZERO,
+                    }]
+                })
+                .collect(),
+        }
+    }
+
     /// Workloads `n..2n` one at a time (each the alone run of workload `i - n`), then
     /// `0..n` all at once: the order `--alone` asks for.
     pub fn alone_then_together(n: usize, delays: &[Duration]) -> Schedule {
-        let mut groups: Vec<Vec<Member>> = (n..2 * n)
-            .map(|workload| {
-                vec![Member {
-                    workload,
-                    delay: Duration::ZERO,
-                }]
-            })
-            .collect();
+        let mut groups: Vec<Vec<Member>> = Schedule::one_by_one(2 * n).groups.split_off(n);
         groups.extend(Schedule::together(n, delays).groups);
         Schedule { groups }
     }

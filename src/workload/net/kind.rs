@@ -188,6 +188,23 @@ impl crate::workload::Kind for NetKind {
                     mss.map_or("?".into(), |m| m.to_string()),
                 ),
             )),
+            None if record.context["interface"]["kind"] == "loopback" => {
+                let cpu = |side| {
+                    cpu_fraction(&items, side).map_or("?".into(), |f| format!("{:.0}%", f * 100.0))
+                };
+                out.push(verdict(
+                    "loopback",
+                    Severity::Info,
+                    format!(
+                        "over loopback no wire limits TCP: the {} is what this machine's CPUs and memory \
+                         copy (sending end {} of a core, receiving end {}; the kernel's receive work is \
+                         often charged to the sender)",
+                        format_bits_rate(receive.bytes_per_sec),
+                        cpu(Side::Local),
+                        cpu(Side::Remote)
+                    ),
+                ));
+            }
             None => out.push(verdict(
                 "link_unknown",
                 Severity::Info,

@@ -76,6 +76,27 @@ pub struct NetPlan {
 }
 
 impl NetPlan {
+    /// A test of `streams` streams for `duration` against a server ratelab runs itself on
+    /// loopback: what this machine's CPUs and memory give TCP with no wire in the way.
+    pub fn loopback(duration: Duration, streams: u32) -> NetPlan {
+        NetPlan {
+            host: "127.0.0.1".into(),
+            port: 0,
+            streams,
+            direction: Direction::Forward,
+            duration_ms: Some(duration.as_millis() as u64),
+            bytes: None,
+            interval_ms: 1000,
+            block_bytes: 128 << 10,
+            window_bytes: None,
+            mss_bytes: None,
+            link_rate_bytes_per_sec: None,
+            key: false,
+            own_server: true,
+            key_file: None,
+        }
+    }
+
     fn request(&self) -> protocol::TestRequest {
         let connections = u64::from(self.direction.connections(self.streams));
         protocol::TestRequest {
