@@ -300,12 +300,17 @@ impl crate::workload::Kind for NetKind {
                 .map_or("-".into(), format_bits_rate)
         };
         let mut title = format!(
-            "{} stream{} to {}: sent {}, received {}",
+            "{} stream{}{} to {}: sent {}, received {}",
             record.params["streams"],
             if record.params["streams"] == 1 {
                 ""
             } else {
                 "s"
+            },
+            if directions.len() > 1 {
+                " each way"
+            } else {
+                ""
             },
             record.target,
             headline("send"),
