@@ -5,7 +5,7 @@
 //! closes that one connection with a logged reason, and the server serves on.
 
 use std::collections::HashMap;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
@@ -16,8 +16,13 @@ use super::protocol::{self, Limits, MAX_REQUEST_BYTES, Message, PROTOCOL, TestRe
 use super::report::Role;
 use super::session::{self, Connection, GRACE};
 
-/// Connections still in their first message, at most; more are closed at once.
+/// Connections not yet part of a running test (in their handshake, or waiting to
+/// start), at most; more are closed at once.
 const MAX_PENDING: usize = 64;
+/// Of those, at most this many from one address, so one peer cannot lock others out.
+const MAX_PENDING_PER_PEER: usize = 16;
+/// Pause after a failed accept (out of descriptors), so the loop does not spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// Most intervals one test may report, all streams together (bounds the results).
 const MAX_INTERVALS: u64 = 100_000;
 /// Largest block a client may ask for.
@@ -53,7 +58,7 @@ struct State {
     config: ServeConfig,
     log: Log,
     running: AtomicUsize,
-    pending: AtomicUsize,
+    pending: Mutex<HashMap<IpAddr, usize>>,
     served: AtomicUsize,
     routes: Mutex<HashMap<String, Sender<(u32, TcpStream)>>>,
 }
@@ -67,12 +72,43 @@ impl Drop for Slot<'_> {
     }
 }
 
-/// Counts a connection as pending while its first message is read.
-struct Pending(Arc<State>);
+/// Counts a connection as pending until it belongs to a running test or closes.
+struct Pending {
+    state: Arc<State>,
+    peer: IpAddr,
+}
+
+impl Pending {
+    /// Counts a connection from `peer`, unless the bounds are reached: then says which.
+    fn admit(state: &Arc<State>, peer: IpAddr) -> Result<Pending, String> {
+        let mut pending = state.pending.lock().expect("pending lock");
+        let total: usize = pending.values().sum();
+        let from_peer = pending.get(&peer).copied().unwrap_or(0);
+        if total >= MAX_PENDING {
+            return Err(format!("{MAX_PENDING} connections are already waiting"));
+        }
+        if from_peer >= MAX_PENDING_PER_PEER {
+            return Err(format!(
+                "{MAX_PENDING_PER_PEER} connections from this address are already waiting"
+            ));
+        }
+        *pending.entry(peer).or_insert(0) += 1;
+        Ok(Pending {
+            state: Arc::clone(state),
+            peer,
+        })
+    }
+}
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        self.0.pending.fetch_sub(1, Ordering::SeqCst);
+        let mut pending = self.state.pending.lock().expect("pending lock");
+        if let Some(count) = pending.get_mut(&self.peer) {
+            *count -= 1;
+            if *count == 0 {
+                pending.remove(&self.peer);
+            }
+        }
     }
 }
 
@@ -86,7 +122,7 @@ impl Server {
                 config,
                 log,
                 running: AtomicUsize::new(0),
-                pending: AtomicUsize::new(0),
+                pending: Mutex::new(HashMap::new()),
                 served: AtomicUsize::new(0),
                 routes: Mutex::new(HashMap::new()),
             }),
@@ -105,6 +141,8 @@ impl Server {
             tv_sec: 0,
             tv_nsec: 100_000_000,
         };
+        let mut refused_accepts = 0u64;
+        let mut last_accept_log: Option<Instant> = None;
         loop {
             if stop() || (self.state.config.once && self.state.served.load(Ordering::SeqCst) > 0) {
                 return Ok(());
@@ -121,10 +159,19 @@ impl Server {
                 match self.listener.accept() {
                     Ok((connection, peer)) => self.admit(connection, peer),
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                    // A connection that died before accept, or no descriptors left:
-                    // log it and keep serving.
+                    // A connection that died before accept, or no descriptors left: log
+                    // it (once a second at most), pause, and keep serving.
                     Err(e) => {
-                        (self.state.log)(&format!("accept failed: {e}"));
+                        refused_accepts += 1;
+                        if last_accept_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+                            (self.state.log)(&format!(
+                                "accept failed {refused_accepts} time{}: {e}",
+                                if refused_accepts == 1 { "" } else { "s" }
+                            ));
+                            last_accept_log = Some(Instant::now());
+                            refused_accepts = 0;
+                        }
+                        std::thread::sleep(ACCEPT_BACKOFF);
                         break;
                     }
                 }
@@ -133,19 +180,17 @@ impl Server {
     }
 
     fn admit(&self, connection: TcpStream, peer: SocketAddr) {
-        let state = &self.state;
-        if state.pending.fetch_add(1, Ordering::SeqCst) >= MAX_PENDING {
-            state.pending.fetch_sub(1, Ordering::SeqCst);
-            (state.log)(&format!(
-                "{peer}: closed: {MAX_PENDING} connections are already opening"
-            ));
-            return;
-        }
-        let pending = Pending(Arc::clone(state));
+        let pending = match Pending::admit(&self.state, peer.ip()) {
+            Ok(pending) => pending,
+            Err(reason) => {
+                (self.state.log)(&format!("{peer}: closed: {reason}"));
+                return;
+            }
+        };
         let spawned = std::thread::Builder::new()
             .name("net-connection".into())
             .spawn(move || {
-                let state = Arc::clone(&pending.0);
+                let state = Arc::clone(&pending.state);
                 let _ = connection.set_nonblocking(false);
                 let _ = connection.set_nodelay(true);
                 if let Err(reason) = handle(&state, connection, peer, pending) {
@@ -168,13 +213,14 @@ fn handle(
     let timeout = state.config.idle_timeout;
     let first = protocol::receive(&connection, MAX_REQUEST_BYTES, timeout)
         .map_err(|e| format!("first message: {e}"))?;
-    drop(pending);
     match first {
         Message::Hello {
             protocol,
             client_nonce,
-        } => control(state, &connection, peer, protocol, &client_nonce),
+        } => control(state, &connection, peer, protocol, &client_nonce, pending),
         Message::Data { cookie, stream } => {
+            // From here the connection belongs to a test, which bounds its streams.
+            drop(pending);
             let route = state
                 .routes
                 .lock()
@@ -216,6 +262,7 @@ fn control(
     peer: SocketAddr,
     version: u32,
     client_nonce: &str,
+    pending: Pending,
 ) -> Result<(), String> {
     let timeout = state.config.idle_timeout;
     let fail = |reason: String| {
@@ -274,6 +321,7 @@ fn control(
         return fail(reason);
     }
     let Some(slot) = take_slot(state) else {
+        drop(pending);
         let reason = busy(state).unwrap_or_else(|| "no test slot is free".into());
         let _ = protocol::send(
             connection,
@@ -284,6 +332,8 @@ fn control(
         );
         return Err(format!("busy: {reason}"));
     };
+    // The test slot bounds this connection from here on.
+    drop(pending);
     let cookie = auth::nonce()[..32].to_string();
     let (route, arrivals) = channel();
     state

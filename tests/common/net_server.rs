@@ -1,0 +1,147 @@
+//! A `ratelab net serve` on loopback for tests that need a server: started on a free
+//! port, its log collected, killed when dropped.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::ratelab;
+
+/// Longest wait for anything that should take a second or two; generous for a slow,
+/// loaded 2-core VM.
+pub const PATIENCE: Duration = Duration::from_secs(30);
+
+/// A `ratelab net serve` on 127.0.0.1 and a free port, killed when dropped, so a
+/// failing test never leaves a server behind.
+pub struct Server {
+    child: Child,
+    port: u16,
+    log: Arc<Mutex<Vec<String>>>,
+    reader: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Starts a server with `extra` options and waits for its "listening on" line.
+    pub fn start(extra: &[&str]) -> Server {
+        Server::start_with(std::process::Command::new("sh"), extra)
+    }
+
+    /// Starts a server as [`Server::start`] does, through `wrapper`: a shell command
+    /// line that ends in `exec "$@"` (to set a limit first), or a bare `sh`.
+    pub fn start_with(mut wrapper: std::process::Command, extra: &[&str]) -> Server {
+        if wrapper.get_args().next().is_none() {
+            wrapper.args(["-c", "exec \"$@\"", "sh"]);
+        }
+        let mut child = wrapper
+            .arg(ratelab().get_program())
+            .args(["net", "serve", "--port", "0", "--bind", "127.0.0.1"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start ratelab net serve");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let lines = Arc::clone(&log);
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                lines.lock().unwrap().push(line);
+            }
+        });
+        let mut server = Server {
+            child,
+            port: 0,
+            log,
+            reader: Some(reader),
+        };
+        let started = Instant::now();
+        server.port = loop {
+            let port = server.log().iter().find_map(|line| {
+                let (_, rest) = line.split_once("listening on 127.0.0.1:")?;
+                rest.split(':').next()?.parse::<u16>().ok()
+            });
+            if let Some(port) = port {
+                break port;
+            }
+            if let Some(status) = server.child.try_wait().unwrap() {
+                panic!(
+                    "the server exited ({status}) before listening:\n{}",
+                    server.log().join("\n")
+                );
+            }
+            assert!(
+                started.elapsed() < PATIENCE,
+                "no \"listening on\" line from the server:\n{}",
+                server.log().join("\n")
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        server
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Where it listens.
+    pub fn address(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    /// The lines the server has logged so far.
+    pub fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Waits until the log holds a line with every one of `texts`; returns that line.
+    pub fn wait_for_line(&self, texts: &[&str]) -> String {
+        let started = Instant::now();
+        loop {
+            if let Some(line) = self
+                .log()
+                .into_iter()
+                .find(|line| texts.iter().all(|text| line.contains(text)))
+            {
+                return line;
+            }
+            assert!(
+                started.elapsed() < PATIENCE,
+                "no line with {texts:?} in the server's log:\n{}",
+                self.log().join("\n")
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Asserts the server process has not exited.
+    pub fn assert_alive(&mut self) {
+        if let Some(status) = self.child.try_wait().unwrap() {
+            panic!("the server exited ({status}):\n{}", self.log().join("\n"));
+        }
+    }
+
+    /// A client of this server with `extra` options that prints its run as JSON.
+    pub fn client(&self, extra: &[&str]) -> std::process::Command {
+        let mut command = ratelab();
+        command
+            .args(["net", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(["--no-store", "--json"])
+            .args(extra);
+        command
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+    }
+}
