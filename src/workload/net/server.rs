@@ -24,7 +24,7 @@ const MAX_PENDING_PER_PEER: usize = 16;
 /// Pause after a failed accept (out of descriptors), so the loop does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// Most intervals one test may report, all streams together (bounds the results).
-const MAX_INTERVALS: u64 = 100_000;
+const MAX_INTERVALS: u64 = 50_000;
 /// Largest block a client may ask for.
 const MAX_BLOCK_BYTES: u64 = 64 << 20;
 
@@ -500,4 +500,57 @@ fn gather(
         });
     }
     Ok(connections)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::net::Direction;
+
+    fn request() -> TestRequest {
+        TestRequest {
+            streams: 2,
+            direction: Direction::Forward,
+            duration_ms: Some(10_000),
+            bytes_per_stream: None,
+            block_bytes: 128 << 10,
+            window_bytes: None,
+            interval_ms: 1000,
+        }
+    }
+
+    const LIMITS: Limits = Limits {
+        max_streams: 4,
+        max_duration_ms: 60_000,
+        max_bytes: 1 << 30,
+    };
+
+    #[test]
+    fn requests_within_the_bounds_pass_and_others_name_the_bound() {
+        assert_eq!(check(&request(), &LIMITS), Ok(()));
+        let refused = |change: &dyn Fn(&mut TestRequest)| {
+            let mut r = request();
+            change(&mut r);
+            check(&r, &LIMITS).unwrap_err()
+        };
+        assert!(refused(&|r| r.streams = 5).contains("1 to 4"));
+        assert!(refused(&|r| r.duration_ms = Some(120_000)).contains("up to 60000 ms"));
+        assert!(
+            refused(&|r| {
+                r.duration_ms = None;
+                r.bytes_per_stream = Some(1 << 29);
+                r.direction = Direction::Bidir;
+            })
+            .contains("2147483648 bytes")
+        );
+        assert!(refused(&|r| r.bytes_per_stream = Some(1)).contains("one of the two"));
+        assert!(refused(&|r| r.block_bytes = 0).contains("block"));
+        assert!(
+            refused(&|r| {
+                r.duration_ms = Some(60_000);
+                r.interval_ms = 1;
+            })
+            .contains("too many reports")
+        );
+    }
 }
