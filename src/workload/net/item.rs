@@ -110,69 +110,40 @@ pub fn items_of_report(
         items.push(stream_item(stream, side, test, streams));
         let mut retransmits_before = 0;
         for interval in &stream.intervals {
-            let seconds = interval.end_s - interval.start_s;
             let retransmits = interval.tcp.map(|t| t.retransmits);
             items.push(NetItem {
-                op: stream.role.as_str().into(),
-                scope: Scope::Interval,
-                side,
                 direction: Some(direction(test, stream.stream, streams)),
                 stream: Some(stream.stream),
-                start_s: interval.start_s,
-                end_s: interval.end_s,
-                bytes: interval.bytes,
-                seconds,
-                bytes_per_sec: rate(interval.bytes, seconds),
                 retransmits: retransmits.map(|r| r.saturating_sub(retransmits_before)),
                 cwnd_bytes: interval.tcp.map(|t| t.cwnd_bytes),
                 rtt_us: interval.tcp.map(|t| t.rtt_us),
                 delivery_rate_bytes_per_sec: interval
                     .tcp
                     .and_then(|t| t.delivery_rate_bytes_per_sec),
-                mss_bytes: None,
-                mtu_bytes: None,
-                cpu_seconds: None,
-                error: None,
+                ..NetItem::moved(
+                    stream.role.as_str(),
+                    Scope::Interval,
+                    side,
+                    interval.start_s,
+                    interval.end_s,
+                    interval.bytes,
+                )
             });
             retransmits_before = retransmits.unwrap_or(retransmits_before);
         }
     }
     let bytes = report.streams.iter().map(|s| s.bytes).sum();
     items.push(NetItem {
-        op: "cpu".into(),
-        scope: Scope::Cpu,
-        side,
-        direction: None,
-        stream: None,
-        start_s: 0.0,
-        end_s: report.wall_seconds,
-        bytes,
-        seconds: report.wall_seconds,
-        bytes_per_sec: rate(bytes, report.wall_seconds),
-        retransmits: None,
-        cwnd_bytes: None,
-        rtt_us: None,
-        delivery_rate_bytes_per_sec: None,
-        mss_bytes: None,
-        mtu_bytes: None,
         cpu_seconds: Some(report.cpu_seconds),
-        error: None,
+        ..NetItem::moved("cpu", Scope::Cpu, side, 0.0, report.wall_seconds, bytes)
     });
     items
 }
 
 fn stream_item(stream: &StreamReport, side: Side, test: Direction, streams: u32) -> NetItem {
     NetItem {
-        op: stream.role.as_str().into(),
-        scope: Scope::Stream,
-        side,
         direction: Some(direction(test, stream.stream, streams)),
         stream: Some(stream.stream),
-        start_s: 0.0,
-        end_s: stream.seconds,
-        bytes: stream.bytes,
-        seconds: stream.seconds,
-        bytes_per_sec: rate(stream.bytes, stream.seconds),
         retransmits: stream.tcp.map(|t| t.retransmits),
         cwnd_bytes: stream.tcp.map(|t| t.cwnd_bytes),
         rtt_us: stream.tcp.map(|t| t.rtt_us),
@@ -181,6 +152,14 @@ fn stream_item(stream: &StreamReport, side: Side, test: Direction, streams: u32)
         mtu_bytes: stream.mtu_bytes,
         cpu_seconds: Some(stream.cpu_seconds),
         error: stream.error.clone(),
+        ..NetItem::moved(
+            stream.role.as_str(),
+            Scope::Stream,
+            side,
+            0.0,
+            stream.seconds,
+            stream.bytes,
+        )
     }
 }
 
@@ -193,6 +172,37 @@ pub fn net_items(items: &[Value]) -> Vec<NetItem> {
 }
 
 impl NetItem {
+    /// An item of `bytes` moved from `start_s` to `end_s`, with no TCP or CPU figures.
+    pub fn moved(
+        op: &str,
+        scope: Scope,
+        side: Side,
+        start_s: f64,
+        end_s: f64,
+        bytes: u64,
+    ) -> NetItem {
+        NetItem {
+            op: op.into(),
+            scope,
+            side,
+            direction: None,
+            stream: None,
+            start_s,
+            end_s,
+            bytes,
+            seconds: end_s - start_s,
+            bytes_per_sec: rate(bytes, end_s - start_s),
+            retransmits: None,
+            cwnd_bytes: None,
+            rtt_us: None,
+            delivery_rate_bytes_per_sec: None,
+            mss_bytes: None,
+            mtu_bytes: None,
+            cpu_seconds: None,
+            error: None,
+        }
+    }
+
     /// Whether this is a stream end's total of role `role`.
     pub fn is_stream(&self, role: Role) -> bool {
         self.scope == Scope::Stream && self.op == role.as_str()

@@ -395,24 +395,9 @@ mod tests {
 
     fn item(op: &str, scope: Scope, start_s: f64, end_s: f64, bytes: u64) -> NetItem {
         NetItem {
-            op: op.into(),
-            scope,
-            side: Side::Local,
             direction: Some("up".into()),
             stream: Some(0),
-            start_s,
-            end_s,
-            bytes,
-            seconds: end_s - start_s,
-            bytes_per_sec: bytes as f64 / (end_s - start_s),
-            retransmits: None,
-            cwnd_bytes: None,
-            rtt_us: None,
-            delivery_rate_bytes_per_sec: None,
-            mss_bytes: None,
-            mtu_bytes: None,
-            cpu_seconds: None,
-            error: None,
+            ..NetItem::moved(op, scope, Side::Local, start_s, end_s, bytes)
         }
     }
 

@@ -278,14 +278,7 @@ fn control(
         return fail("the client nonce must be 32 bytes in hex".into());
     }
     if let Some(reason) = busy(state) {
-        let _ = protocol::send(
-            connection,
-            &Message::Busy {
-                reason: reason.clone(),
-            },
-            timeout,
-        );
-        return Err(format!("busy: {reason}"));
+        return tell_busy(connection, reason, timeout);
     }
     let receive =
         || protocol::receive(connection, MAX_REQUEST_BYTES, timeout).map_err(|e| e.to_string());
@@ -323,14 +316,7 @@ fn control(
     let Some(slot) = take_slot(state) else {
         drop(pending);
         let reason = busy(state).unwrap_or_else(|| "no test slot is free".into());
-        let _ = protocol::send(
-            connection,
-            &Message::Busy {
-                reason: reason.clone(),
-            },
-            timeout,
-        );
-        return Err(format!("busy: {reason}"));
+        return tell_busy(connection, reason, timeout);
     };
     // The test slot bounds this connection from here on.
     drop(pending);
@@ -388,6 +374,13 @@ fn control(
         request.streams, request.direction, report.wall_seconds
     ));
     send(&Message::Results(Box::new(report)))
+}
+
+/// Answers "busy" with `reason`; the connection then closes, as the result says.
+fn tell_busy(connection: &TcpStream, reason: String, timeout: Duration) -> Result<(), String> {
+    let logged = format!("busy: {reason}");
+    let _ = protocol::send(connection, &Message::Busy { reason }, timeout);
+    Err(logged)
 }
 
 /// Why no test can start now, if none can.
