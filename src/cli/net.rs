@@ -13,7 +13,8 @@ use super::values::{parse_rate, parse_seconds, parse_size, parse_time};
 use crate::exit::{Exit, UsageError};
 use crate::run::{Cancel, Schedule};
 use crate::workload::net::{
-    DEFAULT_PORT, Direction, Key, KeyError, Limits, NetPlan, NetWorkload, ServeConfig, Server,
+    DEFAULT_PORT, Direction, Key, KeyError, Limits, MAX_BLOCK_BYTES, NetPlan, NetWorkload,
+    ServeConfig, Server,
 };
 
 /// Interval of the per-stream figures when --interval is not given, as iperf3's.
@@ -70,7 +71,7 @@ pub struct ClientArgs {
     /// How long senders send (10s, 2m, or seconds as a bare number).
     #[arg(short = 't', long, value_name = "TIME", default_value = "10s", value_parser = parse_seconds, conflicts_with = "bytes")]
     pub time: Duration,
-    /// Send this many bytes per direction instead of sending for --time.
+    /// Send this many bytes per direction, split between its streams, instead of sending for --time.
     #[arg(short = 'n', long, value_name = "SIZE", value_parser = parse_size)]
     pub bytes: Option<u64>,
     /// Socket buffer size (SO_SNDBUF and SO_RCVBUF) at both ends.
@@ -169,15 +170,17 @@ impl ClientArgs {
                 "--bytes 0 sends nothing: give a size above zero".into(),
             ));
         }
-        if self.time.is_zero() {
-            return Err(UsageError(
-                "--time 0s sends nothing: give a time above zero".into(),
-            ));
-        }
-        if self.block_size == 0 || self.block_size > 64 << 20 {
+        if self.time < Duration::from_millis(1) {
             return Err(UsageError(format!(
-                "--block-size {} is out of range (1 byte to 64 MiB)",
-                self.block_size
+                "--time {} sends nothing: give 1ms or more",
+                humantime::format_duration(self.time)
+            )));
+        }
+        if self.block_size == 0 || self.block_size > MAX_BLOCK_BYTES {
+            return Err(UsageError(format!(
+                "--block-size {} is out of range (1 byte to {})",
+                self.block_size,
+                crate::report::units::format_size(MAX_BLOCK_BYTES)
             )));
         }
         if let Some(mss) = self.mss.filter(|m| !(88..=65_495).contains(m)) {
@@ -217,11 +220,22 @@ impl ClientArgs {
 }
 
 fn run_server(args: ServeArgs) -> anyhow::Result<Exit> {
-    if args.max_tests == 0 || args.max_streams == 0 || args.max_duration.is_zero() {
-        return Err(UsageError(
-            "--max-tests, --max-streams and --max-duration must be above zero".into(),
-        )
-        .into());
+    for (flag, zero) in [
+        ("--max-tests", args.max_tests == 0),
+        ("--max-streams", args.max_streams == 0),
+        (
+            "--max-duration",
+            args.max_duration < Duration::from_millis(1),
+        ),
+        ("--max-bytes", args.max_bytes == 0),
+        (
+            "--idle-timeout",
+            args.idle_timeout < Duration::from_millis(1),
+        ),
+    ] {
+        if zero {
+            return Err(UsageError(format!("{flag} must be above zero")).into());
+        }
     }
     let key = match &args.key_file {
         Some(path) => Some(Key::read(path).map_err(|e| match e {

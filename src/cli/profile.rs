@@ -53,10 +53,8 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
         Box::new(DiskWorkload::new(plan)),
         Box::new(NetWorkload::new(NetPlan::loopback(
             Duration::from_secs(net_seconds),
-            crate::platform::probe_machine()
-                .logical_cpus
-                .div_ceil(2)
-                .max(1) as u32,
+            // A sender and a receiver thread per stream: one stream per two CPUs.
+            (crate::platform::probe_machine().logical_cpus / 2).clamp(1, 16) as u32,
         ))),
     ];
     let n = workloads.len();

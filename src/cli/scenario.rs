@@ -219,8 +219,13 @@ fn workload(
         })?;
         match flag {
             Some(flag) => {
-                if let Err(e) = Cli::try_parse_from(argv_with(std::slice::from_ref(&flag))) {
-                    return Err(at(key.span(), field_error(kind, field, &e)));
+                // Alone, a field whose flag needs another (file_size needs duration)
+                // misses it; that is checked with all the fields together below.
+                match Cli::try_parse_from(argv_with(std::slice::from_ref(&flag))) {
+                    Err(e) if e.kind() != clap::error::ErrorKind::MissingRequiredArgument => {
+                        return Err(at(key.span(), field_error(kind, field, &e)));
+                    }
+                    _ => {}
                 }
                 flags.push(flag);
             }
@@ -325,6 +330,19 @@ fn field_error(kind: &str, field: &str, error: &clap::Error) -> String {
 
 /// The first line of a clap error, without its "error: " prefix.
 fn clap_message(error: &clap::Error) -> String {
+    if error.kind() == clap::error::ErrorKind::MissingRequiredArgument
+        && let Some(clap::error::ContextValue::Strings(flags)) =
+            error.get(clap::error::ContextKind::InvalidArg)
+    {
+        let fields: Vec<String> = flags
+            .iter()
+            .map(|f| {
+                let name = f.split_whitespace().next().unwrap_or(f);
+                name.trim_start_matches('-').replace('-', "_")
+            })
+            .collect();
+        return format!("this workload also needs {}", fields.join(", "));
+    }
     let text = error.render().to_string();
     let first = text.lines().next().unwrap_or_default();
     first.strip_prefix("error: ").unwrap_or(first).to_string()
@@ -376,6 +394,25 @@ mod tests {
             serde_json::json!([1 << 20, 2 << 20])
         );
         assert_eq!((scenario.workloads[1])(Some(1)).alone_of(), Some(1));
+    }
+
+    #[test]
+    fn fields_that_need_each_other_and_net_workloads() {
+        let scenario = parse(
+            "[[workload]]\nkind = \"disk\"\ntarget = \"/a\"\nfile_size = \"64M\"\nduration = \"5s\"\n\n\
+             [[workload]]\nkind = \"net\"\ntarget = \"10.0.0.2\"\nparallel = 2\nbidir = true\nbytes = \"1G\"\n",
+            "s.toml",
+        )
+        .unwrap_or_else(|e| panic!("{}", e.0));
+        let net = (scenario.workloads[1])(None);
+        assert_eq!(net.kind(), "net");
+        assert_eq!(net.target(), "10.0.0.2:5301");
+        let params = net.params();
+        assert_eq!(params["streams"], 2);
+        assert_eq!(params["direction"], "bidir");
+        assert_eq!(params["bytes"], 1u64 << 30);
+        let alone = error("[[workload]]\nkind = \"disk\"\ntarget = \"/a\"\nfile_size = \"64M\"\n");
+        assert!(alone.contains("duration"), "{alone}");
     }
 
     #[test]

@@ -33,7 +33,7 @@ pub enum KeyError {
     },
     /// It is too short to be a key.
     #[error(
-        "the key file {path} holds {bytes} bytes; a key needs at least {MIN_KEY_BYTES} (for example: head -c 32 /dev/urandom | base64 > {path})"
+        "the key file {path} (--key-file) holds {bytes} bytes; a key needs at least {MIN_KEY_BYTES} (for example: head -c 32 /dev/urandom | base64 > {path})"
     )]
     Short {
         /// The path at fault.

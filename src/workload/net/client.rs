@@ -120,11 +120,12 @@ impl Control {
                 } else {
                     Role::Receive
                 };
-                Ok(Connection {
+                Ok(Connection::new(
                     stream,
                     role,
                     socket,
-                })
+                    request.block_bytes as usize,
+                ))
             })
             .collect()
     }

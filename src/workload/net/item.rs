@@ -9,7 +9,7 @@ use super::protocol::Direction;
 use super::report::{Role, SideReport, StreamReport};
 
 /// Which end measured an item.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Side {
     /// The client, where ratelab ran the test.
@@ -45,6 +45,9 @@ pub struct NetItem {
     /// The stream's index; null for CPU items.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<u32>,
+    /// For an interval item, which nominal interval it is (0, 1, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<u64>,
     /// Start, seconds from the test's start at that end.
     pub start_s: f64,
     /// End, seconds from the same start.
@@ -114,6 +117,7 @@ pub fn items_of_report(
             items.push(NetItem {
                 direction: Some(direction(test, stream.stream, streams)),
                 stream: Some(stream.stream),
+                interval: Some(interval.index),
                 retransmits: retransmits.map(|r| r.saturating_sub(retransmits_before)),
                 cwnd_bytes: interval.tcp.map(|t| t.cwnd_bytes),
                 rtt_us: interval.tcp.map(|t| t.rtt_us),
@@ -187,6 +191,7 @@ impl NetItem {
             side,
             direction: None,
             stream: None,
+            interval: None,
             start_s,
             end_s,
             bytes,

@@ -30,7 +30,12 @@ pub struct Totals {
     pub intervals: Option<Stats>,
 }
 
-fn totals(items: &[NetItem], role: Role, direction: Option<&str>) -> Option<Totals> {
+fn totals(
+    items: &[NetItem],
+    role: Role,
+    direction: Option<&str>,
+    nominal_s: f64,
+) -> Option<Totals> {
     let in_scope = |i: &&NetItem| direction.is_none_or(|d| i.direction.as_deref() == Some(d));
     let streams: Vec<&NetItem> = items
         .iter()
@@ -42,9 +47,9 @@ fn totals(items: &[NetItem], role: Role, direction: Option<&str>) -> Option<Tota
     }
     let bytes = streams.iter().map(|s| s.bytes).sum();
     let seconds = streams.iter().map(|s| s.seconds).fold(0.0, f64::max);
-    let rates: Vec<f64> = interval_sums(items, role, direction)
+    let rates: Vec<f64> = interval_sums(items, role, direction, nominal_s)
         .into_iter()
-        .map(|(_, _, bytes, seconds)| bytes as f64 / seconds)
+        .map(|sum| sum.bytes_per_sec)
         .collect();
     Some(Totals {
         bytes,
@@ -58,40 +63,62 @@ fn totals(items: &[NetItem], role: Role, direction: Option<&str>) -> Option<Tota
     })
 }
 
-/// Per interval of `role`: start, end, bytes over every stream, and the interval's
-/// length; only full intervals (the last, partial one is left out).
+/// One nominal interval of one role, summed over streams.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct IntervalSum {
+    index: u64,
+    start_s: f64,
+    end_s: f64,
+    bytes: u64,
+    /// The sum of each stream's rate in the interval.
+    bytes_per_sec: f64,
+}
+
+/// Per nominal interval of `role`, the streams' bytes and rates summed; a stream's last
+/// interval is left out when it is shorter than half the nominal length (partial).
 fn interval_sums(
     items: &[NetItem],
     role: Role,
     direction: Option<&str>,
-) -> Vec<(f64, f64, u64, f64)> {
-    let intervals: Vec<&NetItem> = items
+    nominal_s: f64,
+) -> Vec<IntervalSum> {
+    let of_role: Vec<&NetItem> = items
         .iter()
         .filter(|i| i.scope == Scope::Interval && i.op == role.as_str())
         .filter(|i| direction.is_none_or(|d| i.direction.as_deref() == Some(d)))
         .collect();
-    let Some(full) = intervals.iter().map(|i| i.seconds).reduce(f64::max) else {
-        return Vec::new();
-    };
-    let mut sums: Vec<(f64, f64, u64, f64)> = Vec::new();
-    for interval in intervals.iter().filter(|i| i.seconds >= full * 0.5) {
-        // Intervals of different streams share their nominal start.
-        let slot = (interval.start_s / full).round();
-        match sums.iter_mut().find(|s| (s.0 / full).round() == slot) {
-            Some(sum) => {
-                sum.2 += interval.bytes;
-                sum.3 = sum.3.max(interval.seconds);
-            }
-            None => sums.push((
-                interval.start_s,
-                interval.end_s,
-                interval.bytes,
-                interval.seconds,
-            )),
-        }
+    // Each stream end's last interval is cut short by the test's end; a short one
+    // after a stall is whole and stays.
+    let mut last: std::collections::HashMap<(Side, Option<u32>), u64> = Default::default();
+    for item in &of_role {
+        let index = item.interval.unwrap_or(0);
+        let entry = last.entry((item.side, item.stream)).or_insert(index);
+        *entry = (*entry).max(index);
     }
-    sums.sort_by(|a, b| a.0.total_cmp(&b.0));
-    sums
+    let intervals = of_role.iter().filter(|i| {
+        i.seconds >= nominal_s * 0.5 || i.interval != last.get(&(i.side, i.stream)).copied()
+    });
+    let mut sums: std::collections::BTreeMap<u64, IntervalSum> = Default::default();
+    for interval in intervals {
+        let index = interval.interval.unwrap_or(0);
+        let sum = sums.entry(index).or_insert(IntervalSum {
+            index,
+            start_s: interval.start_s,
+            end_s: interval.end_s,
+            bytes: 0,
+            bytes_per_sec: 0.0,
+        });
+        sum.start_s = sum.start_s.min(interval.start_s);
+        sum.end_s = sum.end_s.max(interval.end_s);
+        sum.bytes += interval.bytes;
+        sum.bytes_per_sec += interval.bytes_per_sec;
+    }
+    sums.into_values().collect()
+}
+
+/// The nominal interval length of a record, seconds.
+fn nominal_s(record: &WorkloadRecord) -> f64 {
+    record.params["interval_ms"].as_f64().unwrap_or(1000.0) / 1000.0
 }
 
 fn cpu_fraction(items: &[NetItem], side: Side) -> Option<f64> {
@@ -124,9 +151,9 @@ impl crate::workload::Kind for NetKind {
 
     fn summarize(&self, record: &WorkloadRecord) -> Value {
         let items = net_items(&record.items);
-        let receive = totals(&items, Role::Receive, None);
+        let receive = totals(&items, Role::Receive, None, nominal_s(record));
         let mut summary = json!({
-            "send": totals(&items, Role::Send, None),
+            "send": totals(&items, Role::Send, None, nominal_s(record)),
             "receive": receive,
             "streams": record.params["streams"],
             "mss_bytes": record.context["mss_bytes"],
@@ -142,8 +169,8 @@ impl crate::workload::Kind for NetKind {
         if record.params["direction"] == "bidir" {
             for direction in ["up", "down"] {
                 summary[direction] = json!({
-                    "send": totals(&items, Role::Send, Some(direction)),
-                    "receive": totals(&items, Role::Receive, Some(direction)),
+                    "send": totals(&items, Role::Send, Some(direction), nominal_s(record)),
+                    "receive": totals(&items, Role::Receive, Some(direction), nominal_s(record)),
                 });
             }
         }
@@ -159,7 +186,7 @@ impl crate::workload::Kind for NetKind {
             workload: Some(workload),
         };
         let mut out = Vec::new();
-        let Some(receive) = totals(&items, Role::Receive, None) else {
+        let Some(receive) = totals(&items, Role::Receive, None, nominal_s(record)) else {
             return out;
         };
         let mtu = record.context["mtu_bytes"].as_u64();
@@ -264,24 +291,30 @@ impl crate::workload::Kind for NetKind {
         };
         let mut intervals = Vec::new();
         for direction in &directions {
-            let sent = interval_sums(&items, Role::Send, *direction);
-            let received = interval_sums(&items, Role::Receive, *direction);
-            for (index, (start, end, bytes, seconds)) in received.iter().enumerate() {
-                let sender = sent.get(index);
+            let sent = interval_sums(&items, Role::Send, *direction, nominal_s(record));
+            let received = interval_sums(&items, Role::Receive, *direction, nominal_s(record));
+            for sum in &received {
+                let sender = sent.iter().find(|s| s.index == sum.index);
                 let retransmits: u64 = items
                     .iter()
                     .filter(|i| i.scope == Scope::Interval && i.op == "send")
                     .filter(|i| direction.is_none_or(|d| i.direction.as_deref() == Some(d)))
-                    .filter(|i| (i.start_s - start).abs() < 0.5 * seconds)
+                    .filter(|i| i.interval == Some(sum.index))
                     .filter_map(|i| i.retransmits)
                     .sum();
-                let mut row = vec![format!("{start:.1}-{end:.1}")];
+                // Named by its nominal stretch; a stalled interval ran longer.
+                let nominal = nominal_s(record);
+                let mut row = vec![format!(
+                    "{:.1}-{:.1}",
+                    sum.index as f64 * nominal,
+                    (sum.index + 1) as f64 * nominal
+                )];
                 if let Some(d) = direction {
                     row.push(d.to_string());
                 }
                 row.extend([
-                    sender.map_or("-".into(), |s| gbit_per_sec(s.2 as f64 / s.3)),
-                    gbit_per_sec(*bytes as f64 / seconds),
+                    sender.map_or("-".into(), |s| gbit_per_sec(s.bytes_per_sec)),
+                    gbit_per_sec(sum.bytes_per_sec),
                     retransmits.to_string(),
                 ]);
                 intervals.push(row);
@@ -402,23 +435,36 @@ mod tests {
     }
 
     #[test]
-    fn totals_sum_streams_and_drop_the_partial_interval() {
+    fn totals_sum_streams_by_nominal_interval_and_drop_the_partial_one() {
         let mut items = vec![
             item("receive", Scope::Stream, 0.0, 2.1, 2100),
             item("receive", Scope::Stream, 0.0, 2.0, 2000),
         ];
-        for stream in 0..2 {
-            for (start, end, bytes) in [(0.0, 1.0, 1000), (1.0, 2.0, 1000), (2.0, 2.1, 100)] {
+        // Stream 1's first interval stalled to 1.6 s; its second is short but whole.
+        let stream_intervals = [
+            [(0, 0.0, 1.0, 1000), (1, 1.0, 2.0, 1000), (2, 2.0, 2.1, 100)],
+            [(0, 0.0, 1.6, 1600), (1, 1.6, 2.0, 400), (2, 2.0, 2.0, 0)],
+        ];
+        for (stream, intervals) in stream_intervals.iter().enumerate() {
+            for &(index, start, end, bytes) in intervals {
                 let mut interval = item("receive", Scope::Interval, start, end, bytes);
-                interval.stream = Some(stream);
+                interval.stream = Some(stream as u32);
+                interval.interval = Some(index);
+                interval.bytes_per_sec = if end > start {
+                    bytes as f64 / (end - start)
+                } else {
+                    0.0
+                };
                 items.push(interval);
             }
         }
-        let totals = totals(&items, Role::Receive, None).unwrap();
+        let totals = totals(&items, Role::Receive, None, 1.0).unwrap();
         assert_eq!(totals.bytes, 4100);
         assert!((totals.bytes_per_sec - 4100.0 / 2.1).abs() < 1e-9);
         let intervals = totals.intervals.unwrap();
-        assert_eq!(intervals.n, 2);
-        assert!((intervals.median - 2000.0).abs() < 1e-9);
+        // Interval 0: 1000/s + 1000/s; interval 1: 1000/s + 1000/s; interval 2 is partial.
+        assert_eq!(intervals.n, 2, "{intervals:?}");
+        assert!((intervals.median - 2000.0).abs() < 1e-9, "{intervals:?}");
+        assert!((intervals.max - 2000.0).abs() < 1e-9, "{intervals:?}");
     }
 }

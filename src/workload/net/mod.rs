@@ -3,6 +3,7 @@
 //! figures and TCP_INFO per stream, and the CPU time of both ends. The client is a
 //! workload like any other, so it runs beside disk workloads on one clock.
 
+mod admission;
 mod auth;
 mod client;
 mod item;
@@ -30,7 +31,7 @@ pub use kind::NetKind;
 pub use protocol::{
     DecodeError, Direction, Limits, MAX_REQUEST_BYTES, Message, PROTOCOL, decode, encode,
 };
-pub use server::{Log, ServeConfig, Server};
+pub use server::{Log, MAX_BLOCK_BYTES, ServeConfig, Server};
 
 use self::client::Control;
 use self::report::Role;
@@ -98,12 +99,12 @@ impl NetPlan {
     }
 
     fn request(&self) -> protocol::TestRequest {
-        let connections = u64::from(self.direction.connections(self.streams));
         protocol::TestRequest {
             streams: self.streams,
             direction: self.direction,
             duration_ms: self.duration_ms,
-            bytes_per_stream: self.bytes.map(|b| b.div_ceil(connections)),
+            // Per direction, split between its streams (rounded up).
+            bytes_per_stream: self.bytes.map(|b| b.div_ceil(u64::from(self.streams))),
             block_bytes: self.block_bytes,
             window_bytes: self.window_bytes,
             interval_ms: self.interval_ms,
@@ -168,6 +169,7 @@ pub struct NetWorkload {
     alone_of: Option<usize>,
     address: Option<SocketAddr>,
     own_server: Option<OwnServer>,
+    key: Option<Key>,
     control: Option<Control>,
     connections: Vec<Connection>,
     nic: Option<Nic>,
@@ -183,6 +185,7 @@ impl NetWorkload {
             alone_of: None,
             address: None,
             own_server: None,
+            key: None,
             control: None,
             connections: Vec::new(),
             nic: None,
@@ -290,17 +293,22 @@ impl Workload for NetWorkload {
                 })?
         };
         self.address = Some(address);
+        // A first handshake says now whether the server is there, takes the key and
+        // allows the test; the test's own connection opens in setup, when its group
+        // is about to start, since a server does not wait long for a silent client.
         let control = Control::open(address, &self.peer(), key.as_ref())?;
         server::check(&self.plan.request(), &control.limits).map_err(|reason| {
             Error::Input(format!("{} refuses this test: {reason}", self.peer()))
         })?;
-        self.control = Some(control);
+        self.key = key;
         Ok(())
     }
 
     fn setup(&mut self, _ctx: &Context) -> Result<(), Error> {
-        let control = self.control.as_ref().expect("prepared");
+        let address = self.address.expect("prepared");
+        let control = Control::open(address, &self.peer(), self.key.as_ref())?;
         self.connections = control.start(&self.plan.request(), self.plan.mss_bytes)?;
+        self.control = Some(control);
         if let Some(first) = self.connections.first() {
             self.nic = first
                 .socket

@@ -64,7 +64,7 @@ impl Direction {
     /// Data connections a test with `streams` per direction opens.
     pub fn connections(self, streams: u32) -> u32 {
         match self {
-            Direction::Bidir => streams * 2,
+            Direction::Bidir => streams.saturating_mul(2),
             _ => streams,
         }
     }

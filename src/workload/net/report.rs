@@ -29,6 +29,9 @@ impl Role {
 /// One interval of one stream.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Interval {
+    /// Which nominal interval it is (the k-th of --interval's length); every stream's
+    /// k-th interval covers the same stretch of the test.
+    pub index: u64,
     /// Start, seconds from the test's start at this end.
     pub start_s: f64,
     /// End, seconds from the same start.

@@ -5,28 +5,26 @@
 //! closes that one connection with a logged reason, and the server serves on.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::admission::{Admission, Ticket};
 use super::auth::{self, Key};
 use super::protocol::{self, Limits, MAX_REQUEST_BYTES, Message, PROTOCOL, TestRequest};
 use super::report::Role;
 use super::session::{self, Connection, GRACE};
 
-/// Connections not yet part of a running test (in their handshake, or waiting to
-/// start), at most; more are closed at once.
-const MAX_PENDING: usize = 64;
-/// Of those, at most this many from one address, so one peer cannot lock others out.
-const MAX_PENDING_PER_PEER: usize = 16;
+/// Longest wait for a connection's first message: a client speaks as soon as it connects.
+const FIRST_MESSAGE_TIMEOUT: Duration = Duration::from_secs(3);
 /// Pause after a failed accept (out of descriptors), so the loop does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// Most intervals one test may report, all streams together (bounds the results).
 const MAX_INTERVALS: u64 = 50_000;
 /// Largest block a client may ask for.
-const MAX_BLOCK_BYTES: u64 = 64 << 20;
+pub const MAX_BLOCK_BYTES: u64 = 16 << 20;
 
 /// How a server is set up.
 #[derive(Debug, Clone)]
@@ -58,7 +56,7 @@ struct State {
     config: ServeConfig,
     log: Log,
     running: AtomicUsize,
-    pending: Mutex<HashMap<IpAddr, usize>>,
+    admission: Admission,
     served: AtomicUsize,
     routes: Mutex<HashMap<String, Sender<(u32, TcpStream)>>>,
 }
@@ -72,46 +70,6 @@ impl Drop for Slot<'_> {
     }
 }
 
-/// Counts a connection as pending until it belongs to a running test or closes.
-struct Pending {
-    state: Arc<State>,
-    peer: IpAddr,
-}
-
-impl Pending {
-    /// Counts a connection from `peer`, unless the bounds are reached: then says which.
-    fn admit(state: &Arc<State>, peer: IpAddr) -> Result<Pending, String> {
-        let mut pending = state.pending.lock().expect("pending lock");
-        let total: usize = pending.values().sum();
-        let from_peer = pending.get(&peer).copied().unwrap_or(0);
-        if total >= MAX_PENDING {
-            return Err(format!("{MAX_PENDING} connections are already waiting"));
-        }
-        if from_peer >= MAX_PENDING_PER_PEER {
-            return Err(format!(
-                "{MAX_PENDING_PER_PEER} connections from this address are already waiting"
-            ));
-        }
-        *pending.entry(peer).or_insert(0) += 1;
-        Ok(Pending {
-            state: Arc::clone(state),
-            peer,
-        })
-    }
-}
-
-impl Drop for Pending {
-    fn drop(&mut self) {
-        let mut pending = self.state.pending.lock().expect("pending lock");
-        if let Some(count) = pending.get_mut(&self.peer) {
-            *count -= 1;
-            if *count == 0 {
-                pending.remove(&self.peer);
-            }
-        }
-    }
-}
-
 impl Server {
     /// Binds to `config.bind`.
     pub fn bind(config: ServeConfig, log: Log) -> std::io::Result<Server> {
@@ -122,7 +80,7 @@ impl Server {
                 config,
                 log,
                 running: AtomicUsize::new(0),
-                pending: Mutex::new(HashMap::new()),
+                admission: Admission::default(),
                 served: AtomicUsize::new(0),
                 routes: Mutex::new(HashMap::new()),
             }),
@@ -180,20 +138,24 @@ impl Server {
     }
 
     fn admit(&self, connection: TcpStream, peer: SocketAddr) {
-        let pending = match Pending::admit(&self.state, peer.ip()) {
-            Ok(pending) => pending,
+        let state = Arc::clone(&self.state);
+        let log = Arc::clone(&state.log);
+        let ticket = match state
+            .admission
+            .admit(&connection, peer.ip(), &|line| log(&line))
+        {
+            Ok(ticket) => ticket,
             Err(reason) => {
-                (self.state.log)(&format!("{peer}: closed: {reason}"));
+                log(&format!("{peer}: closed: {reason}"));
                 return;
             }
         };
         let spawned = std::thread::Builder::new()
             .name("net-connection".into())
             .spawn(move || {
-                let state = Arc::clone(&pending.state);
                 let _ = connection.set_nonblocking(false);
                 let _ = connection.set_nodelay(true);
-                if let Err(reason) = handle(&state, connection, peer, pending) {
+                if let Err(reason) = handle(&state, connection, peer, ticket) {
                     (state.log)(&format!("{peer}: closed: {reason}"));
                 }
             });
@@ -208,19 +170,24 @@ fn handle(
     state: &State,
     connection: TcpStream,
     peer: SocketAddr,
-    pending: Pending,
+    ticket: Ticket,
 ) -> Result<(), String> {
     let timeout = state.config.idle_timeout;
-    let first = protocol::receive(&connection, MAX_REQUEST_BYTES, timeout)
-        .map_err(|e| format!("first message: {e}"))?;
+    let first = protocol::receive(
+        &connection,
+        MAX_REQUEST_BYTES,
+        timeout.min(FIRST_MESSAGE_TIMEOUT),
+    )
+    .map_err(|e| format!("first message: {e}"))?;
+    ticket.spoken();
     match first {
         Message::Hello {
             protocol,
             client_nonce,
-        } => control(state, &connection, peer, protocol, &client_nonce, pending),
+        } => control(state, &connection, peer, protocol, &client_nonce, ticket),
         Message::Data { cookie, stream } => {
             // From here the connection belongs to a test, which bounds its streams.
-            drop(pending);
+            drop(ticket);
             let route = state
                 .routes
                 .lock()
@@ -262,7 +229,7 @@ fn control(
     peer: SocketAddr,
     version: u32,
     client_nonce: &str,
-    pending: Pending,
+    ticket: Ticket,
 ) -> Result<(), String> {
     let timeout = state.config.idle_timeout;
     let fail = |reason: String| {
@@ -314,12 +281,11 @@ fn control(
         return fail(reason);
     }
     let Some(slot) = take_slot(state) else {
-        drop(pending);
         let reason = busy(state).unwrap_or_else(|| "no test slot is free".into());
         return tell_busy(connection, reason, timeout);
     };
     // The test slot bounds this connection from here on.
-    drop(pending);
+    drop(ticket);
     let cookie = auth::nonce()[..32].to_string();
     let (route, arrivals) = channel();
     state
@@ -327,6 +293,9 @@ fn control(
         .lock()
         .expect("routes lock")
         .insert(cookie.clone(), route);
+    // Announced before the client hears the cookie, so its data connections get in.
+    let wanted = request.direction.connections(request.streams);
+    state.admission.expect(peer.ip(), wanted);
     let gathered = send(&Message::Accepted {
         cookie: cookie.clone(),
     })
@@ -334,9 +303,15 @@ fn control(
     state.routes.lock().expect("routes lock").remove(&cookie);
     let connections = match gathered {
         Ok(connections) => connections,
-        Err(reason) => return fail(reason),
+        Err(reason) => {
+            state.admission.forget(peer.ip(), wanted);
+            return fail(reason);
+        }
     };
-    match receive()? {
+    // The client may set up other workloads (a disk's files) before it says go: wait
+    // as long as a test may last, not just an idle spell.
+    let go_timeout = timeout.max(Duration::from_millis(state.config.limits.max_duration_ms));
+    match protocol::receive(connection, MAX_REQUEST_BYTES, go_timeout).map_err(|e| e.to_string())? {
         Message::Go => {}
         other => return fail(format!("expected go, got {}", other.name())),
     }
@@ -356,7 +331,6 @@ fn control(
     let report = session::run(connections, &request, start, hard_stop, None, &client_gone);
     let _ = connection.set_nonblocking(false);
     drop(slot);
-    state.served.fetch_add(1, Ordering::SeqCst);
     let received: u64 = report
         .streams
         .iter()
@@ -373,7 +347,10 @@ fn control(
         "{peer}: test of {} streams {:?}: received {received} bytes, sent {sent} bytes in {:.2} s",
         request.streams, request.direction, report.wall_seconds
     ));
-    send(&Message::Results(Box::new(report)))
+    let sent = send(&Message::Results(Box::new(report)));
+    // Counted once the results are out, so `--once` never exits while sending them.
+    state.served.fetch_add(1, Ordering::SeqCst);
+    sent
 }
 
 /// Answers "busy" with `reason`; the connection then closes, as the result says.
@@ -446,7 +423,10 @@ pub fn check(request: &TestRequest, limits: &Limits) -> Result<(), String> {
         return Err("a window must be 1 byte to 1 GiB".into());
     }
     if request.interval_ms == 0
-        || (duration_ms / request.interval_ms + 2).saturating_mul(connections) > MAX_INTERVALS
+        // Receivers keep reporting until their streams end, up to the grace past the test.
+        || ((duration_ms + GRACE.as_millis() as u64) / request.interval_ms + 2)
+            .saturating_mul(connections)
+            > MAX_INTERVALS
     {
         return Err(format!(
             "an interval of {} ms gives too many reports; this server allows {MAX_INTERVALS} in all",
@@ -486,11 +466,12 @@ fn gather(
         } else {
             Role::Send
         };
-        connections.push(Connection {
+        connections.push(Connection::new(
             stream,
             role,
             socket,
-        });
+            request.block_bytes as usize,
+        ));
     }
     Ok(connections)
 }

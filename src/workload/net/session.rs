@@ -22,6 +22,26 @@ pub struct Connection {
     pub role: Role,
     /// The socket.
     pub socket: TcpStream,
+    /// The block it writes from or reads into, made before the test starts.
+    pub block: Vec<u8>,
+}
+
+impl Connection {
+    /// Stream `stream`'s connection, with its block of `block_bytes` made now: random
+    /// bytes to send (so a compressing path cannot inflate the rate), or touched pages to
+    /// read into, so neither costs time once the test runs.
+    pub fn new(stream: u32, role: Role, socket: TcpStream, block_bytes: usize) -> Connection {
+        let mut block = vec![1u8; block_bytes];
+        if role == Role::Send {
+            rand::fill(&mut block[..]);
+        }
+        Connection {
+            stream,
+            role,
+            socket,
+            block,
+        }
+    }
 }
 
 /// Runs `connections` from `start` as `request` says, until they end, `hard_stop`
@@ -46,11 +66,11 @@ pub fn run(
             .map(|connection| {
                 let job = StreamJob {
                     socket: connection.socket,
+                    block: connection.block,
                     stream: connection.stream,
                     role: connection.role,
                     until,
                     hard_stop,
-                    block_bytes: request.block_bytes as usize,
                     interval: Duration::from_millis(request.interval_ms.max(1)),
                     start,
                     stop: &stop,

@@ -38,8 +38,8 @@ pub struct StreamJob<'a> {
     pub until: Until,
     /// No stream runs past this, whatever the peer does.
     pub hard_stop: Instant,
-    /// Bytes per call.
-    pub block_bytes: usize,
+    /// The block each call writes from or reads into; its length is the bytes per call.
+    pub block: Vec<u8>,
     /// Length of an interval.
     pub interval: Duration,
     /// The test's start at this end.
@@ -55,6 +55,8 @@ struct Ticker {
     start: Instant,
     interval: Duration,
     next: Instant,
+    /// The nominal interval open now: boundaries passed since the start.
+    index: u64,
     last_s: f64,
     last_bytes: u64,
     intervals: Vec<Interval>,
@@ -66,6 +68,7 @@ impl Ticker {
             start,
             interval,
             next: start + interval,
+            index: 0,
             last_s: 0.0,
             last_bytes: 0,
             intervals: Vec::new(),
@@ -76,8 +79,10 @@ impl Ticker {
     fn tick(&mut self, now: Instant, bytes: u64, socket: &TcpStream) {
         if now >= self.next {
             self.close(now, bytes, socket);
+            // A stall past several boundaries leaves their intervals inside this one.
             while self.next <= now {
                 self.next += self.interval;
+                self.index += 1;
             }
         }
     }
@@ -85,6 +90,7 @@ impl Ticker {
     fn close(&mut self, now: Instant, bytes: u64, socket: &TcpStream) {
         let end_s = now.duration_since(self.start).as_secs_f64();
         self.intervals.push(Interval {
+            index: self.index,
             start_s: self.last_s,
             end_s,
             bytes: bytes - self.last_bytes,
@@ -108,13 +114,14 @@ impl Ticker {
 }
 
 /// Runs one stream to its end and reports it.
-pub fn run(job: StreamJob<'_>) -> StreamReport {
+pub fn run(mut job: StreamJob<'_>) -> StreamReport {
+    let mut block = std::mem::take(&mut job.block);
     let cpu_before = socket::thread_cpu_seconds();
     let mss_bytes = socket::mss_bytes(&job.socket);
     let mtu_bytes = socket::path_mtu_bytes(&job.socket);
     let (bytes, end, intervals, error) = match job.role {
-        Role::Send => send(&job),
-        Role::Receive => receive(&job),
+        Role::Send => send(&job, &block),
+        Role::Receive => receive(&job, &mut block),
     };
     StreamReport {
         stream: job.stream,
@@ -136,9 +143,7 @@ fn timed_out(e: &std::io::Error) -> bool {
     matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
 }
 
-fn send(job: &StreamJob<'_>) -> Outcome {
-    // Random bytes, so a compressing path (a VPN, a WAN optimiser) cannot inflate the rate.
-    let buffer: Vec<u8> = (0..job.block_bytes).map(|_| rand::random::<u8>()).collect();
+fn send(job: &StreamJob<'_>, buffer: &[u8]) -> Outcome {
     let mut socket = &job.socket;
     let mut ticker = Ticker::new(job.start, job.interval);
     let mut sent = 0u64;
@@ -204,8 +209,7 @@ fn drain(job: &StreamJob<'_>) -> Option<String> {
     }
 }
 
-fn receive(job: &StreamJob<'_>) -> Outcome {
-    let mut buffer = vec![0u8; job.block_bytes];
+fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {
     let mut socket = &job.socket;
     let mut ticker = Ticker::new(job.start, job.interval);
     let mut received = 0u64;
@@ -217,7 +221,7 @@ fn receive(job: &StreamJob<'_>) -> Outcome {
         if job.stop.load(Ordering::Relaxed) {
             break;
         }
-        match socket.read(&mut buffer) {
+        match socket.read(buffer) {
             Ok(0) => {
                 last_read = Instant::now();
                 break;
@@ -238,7 +242,7 @@ fn receive(job: &StreamJob<'_>) -> Outcome {
         }
         if now >= job.hard_stop {
             error = Some(format!(
-                "stream {}: the sender did not stop in time",
+                "stream {}: the test's time limit passed before the stream ended",
                 job.stream
             ));
             break;
