@@ -5,7 +5,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::{disk_tempdir, earlier_run, entries, ratelab, stored_run, wait_for_work_folder};
+use common::{
+    disk_tempdir, earlier_run, entries, ratelab, stop_with, stored_run, wait_for_work_folder,
+};
 
 #[test]
 fn sigint_cleans_up_and_stores_the_run_as_interrupted() {
@@ -34,11 +36,8 @@ fn sigint_cleans_up_and_stores_the_run_as_interrupted() {
         .unwrap();
     wait_for_work_folder(&target);
     std::thread::sleep(Duration::from_millis(300));
-    let pid = rustix::process::Pid::from_child(&child);
-    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
-    let output = child.wait_with_output().unwrap();
+    let output = stop_with(child, rustix::process::Signal::INT);
     let message = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(130), "{message}");
     assert!(
         message.contains("interrupted") && message.contains("stored as incomplete"),
         "{message}"
@@ -80,15 +79,7 @@ fn sigterm_is_handled_like_sigint() {
         .unwrap();
     wait_for_work_folder(dir.path());
     std::thread::sleep(Duration::from_millis(200));
-    let pid = rustix::process::Pid::from_child(&child);
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    stop_with(child, rustix::process::Signal::TERM);
     assert!(
         entries(dir.path()).is_empty(),
         "files left: {:?}",

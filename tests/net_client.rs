@@ -11,7 +11,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use common::net_server::Server;
-use common::{json, ratelab, refused, run_json, stored_run, stored_runs};
+use common::{json, ratelab, refused, run_json, stop_with, stored_run, stored_runs};
 
 /// A connection from `source` (any 127.0.0.0/8 address) to the server that sends a
 /// valid hello and then stays silent.
@@ -109,11 +109,7 @@ fn sigint_mid_test_exits_130_keeps_the_run_and_the_server_serves_on() {
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
     let stopped = Instant::now();
-    let pid = rustix::process::Pid::from_child(&child);
-    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
-    let output = child.wait_with_output().unwrap();
-    let message = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(130), "{message}");
+    let output = stop_with(child, rustix::process::Signal::INT);
     assert!(
         stopped.elapsed() < Duration::from_secs(5),
         "took {:?}",

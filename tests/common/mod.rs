@@ -84,6 +84,24 @@ pub fn wait_for_work_folder(dir: &Path) {
     }
 }
 
+/// Sends `signal` to a running ratelab, waits for it, checks it exited 130 (SPEC.md's
+/// code for an interrupted run) and returns its output.
+pub fn stop_with(
+    child: std::process::Child,
+    signal: rustix::process::Signal,
+) -> std::process::Output {
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, signal).expect("signal the child");
+    let output = child.wait_with_output().expect("wait for the child");
+    assert_eq!(
+        output.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
 /// Runs a command that must succeed and print one JSON document; returns it.
 pub fn run_json(command: &mut Command) -> serde_json::Value {
     let output = command.output().expect("start the command");
