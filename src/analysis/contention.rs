@@ -68,6 +68,15 @@ pub struct WorkloadContention {
 /// that ran alone for them (`alone_of`) when there are any; `None` unless two of them
 /// ran.
 pub fn measure(records: &[WorkloadRecord], together: &[usize]) -> Option<Contention> {
+    // Workloads that move no bytes (cpu tests, a monitor) take no bandwidth to share.
+    let moves_bytes = |i: &usize| {
+        records
+            .get(*i)
+            .and_then(|r| r.series.as_ref())
+            .is_none_or(|s| s.bytes.iter().any(|&b| b > 0))
+    };
+    let together: Vec<usize> = together.iter().copied().filter(moves_bytes).collect();
+    let together = together.as_slice();
     let active: Vec<(usize, &Series)> = together
         .iter()
         .filter_map(|&i| records.get(i)?.series.as_ref().map(|s| (i, s)))

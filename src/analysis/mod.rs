@@ -3,5 +3,6 @@
 
 pub mod contention;
 pub mod disk;
+pub mod fits;
 pub mod knees;
 pub mod stats;

@@ -2,9 +2,11 @@
 //! shell completions are generated. Each verb is one file that turns its flags into a
 //! validated plan and hands it to the library.
 
+pub mod cpu;
 pub mod disk;
 pub mod generate;
 pub mod info;
+pub mod monitor;
 pub mod net;
 pub mod profile;
 pub mod quick;
@@ -49,6 +51,10 @@ pub enum Command {
     Run(run::RunArgs),
     /// Destination check: one 50 MB file, then 500 files of 4 KiB written at once.
     Quick(quick::QuickArgs),
+    /// In-core loop tests at 1..N threads, by scheduling class and affinity.
+    Cpu(cpu::CpuArgs),
+    /// Sample each core's residency, frequency and power, and where a command's threads ran.
+    Monitor(monitor::MonitorArgs),
     /// TCP throughput between two hosts: `net serve` on one, `net HOST` on the other.
     Net(net::NetArgs),
     /// Read every file (10 KB and up) of a folder uncached, summarised by size band.
@@ -103,6 +109,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Profile(args) => profile::run(args),
         Command::Run(args) => run::run(args),
         Command::Quick(args) => quick::run(args),
+        Command::Cpu(args) => cpu::run(args),
+        Command::Monitor(args) => monitor::run(args),
         Command::Net(args) => net::run(args),
         Command::Readdir(args) => readdir::run(args),
         Command::Info(args) => info::run(args),

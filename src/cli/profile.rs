@@ -1,6 +1,7 @@
-//! `ratelab profile`: the main job. A storage series in the current folder, then a
-//! loopback network test against a server ratelab runs itself; CPU and tasks join
-//! as their kinds arrive. The parts run one after another, so none takes from another.
+//! `ratelab profile`: the main job. A storage series in the current folder, the cpu
+//! tests at one and all threads, then a loopback network test against a server ratelab
+//! runs itself; tasks join as their kind arrives. The parts run one after another, so
+//! none takes from another.
 
 use std::time::Duration;
 
@@ -13,6 +14,8 @@ use crate::exit::{Exit, UsageError};
 use crate::run::Schedule;
 use crate::workload::Error;
 use crate::workload::Workload;
+use crate::workload::cpu::kernels::DEFAULT_TESTS;
+use crate::workload::cpu::{Budget, CpuPlan, CpuWorkload, SchedClass};
 use crate::workload::disk::{DiskPlan, DiskWorkload};
 use crate::workload::net::{NetPlan, NetWorkload};
 
@@ -49,8 +52,18 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
     };
     plan.validate().map_err(UsageError)?;
     let net_seconds = if args.quick { 3 } else { 10 };
+    let cpus = crate::platform::probe_machine().logical_cpus.max(1);
+    let cpu = CpuPlan {
+        tests: DEFAULT_TESTS.iter().map(|t| t.to_string()).collect(),
+        threads: if cpus > 1 { vec![1, cpus] } else { vec![1] },
+        classes: vec![SchedClass::Normal],
+        cpus: None,
+        budget: Budget::Seconds(if args.quick { 0.3 } else { 1.0 }),
+        baseline: None,
+    };
     let workloads: Vec<Box<dyn Workload>> = vec![
         Box::new(DiskWorkload::new(plan)),
+        Box::new(CpuWorkload::new(cpu)),
         Box::new(NetWorkload::new(NetPlan::loopback(
             Duration::from_secs(net_seconds),
             // A sender and a receiver thread per stream: one stream per two CPUs.

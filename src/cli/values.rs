@@ -64,6 +64,30 @@ pub fn parse_size_list(text: &str) -> Result<SizeList, String> {
         .map(SizeList)
 }
 
+/// Counts given as a range or a list (`--threads`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CountList(pub Vec<usize>);
+
+/// Parses a range of counts as SPEC.md writes them: `1..8` (inclusive) or `1,2,4,8`.
+pub fn parse_count_list(text: &str) -> Result<CountList, String> {
+    let bad = || format!("invalid range \"{text}\" (such as 1..8 or 1,2,4,8)");
+    let number = |t: &str| t.trim().parse::<usize>().map_err(|_| bad());
+    let counts: Vec<usize> = match text.split_once("..") {
+        Some((from, to)) => {
+            let (from, to) = (number(from)?, number(to.trim_start_matches('='))?);
+            if from > to || to - from > 100_000 {
+                return Err(bad());
+            }
+            (from..=to).collect()
+        }
+        None => text.split(',').map(number).collect::<Result<_, _>>()?,
+    };
+    if counts.is_empty() {
+        return Err(bad());
+    }
+    Ok(CountList(counts))
+}
+
 /// Parses a data rate in bytes or bits per second: `600MB/s`, `550M`, `10Gbit/s`.
 pub fn parse_rate(text: &str) -> Result<f64, String> {
     let trimmed = text.trim();

@@ -2,6 +2,7 @@
 //! and the physical limit of each target's link. Linux specifics stay in here.
 
 pub mod block;
+pub mod cores;
 pub mod ioprio;
 pub mod limits;
 pub mod machine;

@@ -10,8 +10,11 @@ const MARKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'
 const WIDTH: usize = 60;
 
 /// "rate over 12.3 s (0.2 s per mark, top 1.20 GB/s): ▁▃▇▇▇▆▃", and the knees; `None`
-/// for a run too short to have a shape.
+/// for a run too short to have a shape, or one that moves no bytes (cpu tests).
 pub fn describe(series: &Series) -> Option<String> {
+    if series.bytes.iter().all(|&b| b == 0) {
+        return None;
+    }
     let mut rates = series.bytes_per_sec();
     // A last sample cut short by the end of the run says little and can spike.
     let last = series

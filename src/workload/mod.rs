@@ -2,8 +2,10 @@
 //! [`Workload`]. The runner drives them through this one trait and never needs to
 //! know what a kind measures.
 
+pub mod cpu;
 pub mod disk;
 mod error;
+pub mod monitor;
 pub mod net;
 pub mod readdir;
 mod sink;
@@ -98,7 +100,13 @@ pub trait Kind: Sync {
 }
 
 /// Every kind ratelab knows; a new kind adds one line here.
-const KINDS: &[&dyn Kind] = &[&disk::DiskKind, &readdir::ReaddirKind, &net::NetKind];
+const KINDS: &[&dyn Kind] = &[
+    &disk::DiskKind,
+    &readdir::ReaddirKind,
+    &net::NetKind,
+    &cpu::CpuKind,
+    &monitor::MonitorKind,
+];
 
 /// The kind named `name`, if ratelab knows it.
 pub fn kind(name: &str) -> Option<&'static dyn Kind> {

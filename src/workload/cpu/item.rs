@@ -1,0 +1,105 @@
+//! A cpu item as stored: one per test, thread count and class, with each thread's
+//! figures inside, so scaling and placement can be read back from the database.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::measure::ThreadFigures;
+
+/// One test at one thread count in one class.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuItem {
+    /// The test (`int`, `fma`, ...).
+    pub op: String,
+    /// Threads that ran it at once.
+    pub threads: usize,
+    /// Their scheduling class as asked (`normal`, `idle`, `nice:5`).
+    pub class: String,
+    /// The instruction set the test used.
+    pub isa: String,
+    /// Loops per second of all threads together, the empty loop's time taken off; null
+    /// when nothing is left of it (the empty test).
+    pub loops_per_sec: Option<f64>,
+    /// The same per thread (mean).
+    pub loops_per_sec_per_thread: Option<f64>,
+    /// Loops per second of all threads with the loop's own cost left in.
+    pub raw_loops_per_sec: f64,
+    /// Nanoseconds of one loop's work on one thread, the empty loop taken off (mean).
+    pub work_ns_per_loop: f64,
+    /// Nanoseconds of one pass of the empty loop on one thread (mean).
+    pub empty_ns_per_loop: f64,
+    /// Cores any thread was seen on.
+    pub cpus_seen: Vec<usize>,
+    /// Migrations seen, all threads together.
+    pub migrations: u64,
+    /// Seconds from the run's start to this test's start, on the group's clock.
+    pub started_at_s: f64,
+    /// Seconds the test ran.
+    pub seconds: f64,
+    /// Energy the package or system used during the test, where the machine says;
+    /// null when it does not (the run's context says why).
+    pub energy_j: Option<f64>,
+    /// That energy over all threads' loops; null where energy is unknown.
+    pub joules_per_loop: Option<f64>,
+    /// Each thread's figures.
+    pub per_thread: Vec<ThreadFigures>,
+}
+
+impl CpuItem {
+    /// The item of `figures`, one per thread, of `test` at `class`.
+    pub fn of(
+        test: &str,
+        class: &str,
+        isa: &str,
+        figures: Vec<ThreadFigures>,
+        started_at_s: f64,
+        seconds: f64,
+        energy_j: Option<f64>,
+    ) -> CpuItem {
+        let all_loops: u64 = figures.iter().map(|f| f.loops).sum();
+        let threads = figures.len();
+        let rates: Option<Vec<f64>> = figures.iter().map(ThreadFigures::loops_per_sec).collect();
+        let total = rates.map(|r| r.iter().sum::<f64>());
+        let mean = |f: &dyn Fn(&ThreadFigures) -> f64| {
+            figures.iter().map(f).sum::<f64>() / threads.max(1) as f64
+        };
+        let per_loop = |seconds: f64, loops: u64| {
+            if loops > 0 {
+                seconds * 1e9 / loops as f64
+            } else {
+                0.0
+            }
+        };
+        let mut cpus_seen: Vec<usize> = figures.iter().flat_map(|f| f.cpus_seen.clone()).collect();
+        cpus_seen.sort_unstable();
+        cpus_seen.dedup();
+        CpuItem {
+            op: test.to_string(),
+            threads,
+            class: class.to_string(),
+            isa: isa.to_string(),
+            loops_per_sec: total,
+            loops_per_sec_per_thread: total.map(|t| t / threads.max(1) as f64),
+            raw_loops_per_sec: figures.iter().map(ThreadFigures::raw_loops_per_sec).sum(),
+            work_ns_per_loop: mean(&|f| per_loop(f.work_seconds - f.empty_seconds, f.loops)),
+            empty_ns_per_loop: mean(&|f| per_loop(f.empty_seconds, f.loops)),
+            cpus_seen,
+            migrations: figures.iter().map(|f| f.migrations).sum(),
+            started_at_s,
+            seconds,
+            energy_j,
+            joules_per_loop: energy_j
+                .filter(|_| all_loops > 0)
+                .map(|j| j / all_loops as f64),
+            per_thread: figures,
+        }
+    }
+}
+
+/// The cpu items of a stored record; items that are not cpu items are skipped.
+pub fn cpu_items(items: &[Value]) -> Vec<CpuItem> {
+    items
+        .iter()
+        .filter_map(|item| serde_json::from_value(item.clone()).ok())
+        .collect()
+}

@@ -1,0 +1,196 @@
+//! One measurement: a kernel on N threads of one class, released together, each
+//! alternating a chunk of work (about a millisecond) with a chunk of the empty loop of
+//! the same length, so both see the same frequency and neighbours. Between chunks each
+//! thread notes the core it is on, which gives the cores seen and the migrations at a
+//! cost of one vDSO call per chunk.
+
+use std::collections::BTreeSet;
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::class::SchedClass;
+use super::kernels::Kernel;
+
+/// Length of one chunk of work, aimed at during calibration.
+const CHUNK: Duration = Duration::from_millis(1);
+
+/// How long, or how much, each thread works.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Budget {
+    /// Each thread works for about this many seconds (work and empty chunks together).
+    Seconds(f64),
+    /// Each thread runs this many loops.
+    Loops(u64),
+}
+
+/// What one thread measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadFigures {
+    /// Loops of work run.
+    pub loops: u64,
+    /// Seconds the work chunks took.
+    pub work_seconds: f64,
+    /// Seconds the empty chunks of the same lengths took.
+    pub empty_seconds: f64,
+    /// Cores the thread was seen on.
+    pub cpus_seen: Vec<usize>,
+    /// Times it was seen on another core than at the chunk before.
+    pub migrations: u64,
+    /// Its class as the kernel reported it while it ran.
+    pub class_seen: String,
+}
+
+impl ThreadFigures {
+    /// Loops per second once the empty loop's time is taken off; `None` when what is
+    /// left is under a tenth of the empty loop's time: no work to speak of (the empty
+    /// test), or noise.
+    pub fn loops_per_sec(&self) -> Option<f64> {
+        let seconds = self.work_seconds - self.empty_seconds;
+        (seconds > self.empty_seconds * 0.1 && seconds > 0.0 && self.loops > 0)
+            .then(|| self.loops as f64 / seconds)
+    }
+
+    /// Loops per second with the loop's own cost left in, as a plain C loop is timed.
+    pub fn raw_loops_per_sec(&self) -> f64 {
+        if self.work_seconds > 0.0 {
+            self.loops as f64 / self.work_seconds
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Where and how the threads of a measurement run.
+#[derive(Debug, Clone)]
+pub struct Placement {
+    /// Threads started.
+    pub threads: usize,
+    /// Their scheduling class.
+    pub class: SchedClass,
+    /// The cores they may run on; all when `None`.
+    pub cpus: Option<Vec<usize>>,
+}
+
+/// Runs `kernel` as `placement` says until `budget` is spent or `stop` says so.
+pub fn measure(
+    kernel: &dyn Kernel,
+    placement: &Placement,
+    budget: Budget,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> Result<Vec<ThreadFigures>, String> {
+    let barrier = Barrier::new(placement.threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..placement.threads)
+            .map(|index| {
+                // Named so a monitor of the process can tell the test threads apart.
+                std::thread::Builder::new()
+                    .name(format!("cpu-{}-{index}", kernel.name()))
+                    .spawn_scoped(scope, || {
+                        one_thread(kernel, placement, budget, stop, &barrier)
+                    })
+                    .map_err(|e| format!("cannot start a test thread: {e}"))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.and_then(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err("a test thread panicked".into()))
+                })
+            })
+            .collect()
+    })
+}
+
+fn one_thread(
+    kernel: &dyn Kernel,
+    placement: &Placement,
+    budget: Budget,
+    stop: &(dyn Fn() -> bool + Sync),
+    barrier: &Barrier,
+) -> Result<ThreadFigures, String> {
+    // Every thread reaches the barrier, also when it cannot run, so none waits forever.
+    let prepared = prepare(kernel, placement);
+    barrier.wait();
+    let (mut runner, chunk) = prepared?;
+    let mut figures = ThreadFigures {
+        loops: 0,
+        work_seconds: 0.0,
+        empty_seconds: 0.0,
+        cpus_seen: Vec::new(),
+        migrations: 0,
+        class_seen: SchedClass::current(),
+    };
+    let mut seen = BTreeSet::new();
+    let mut last_cpu = rustix::thread::sched_getcpu();
+    seen.insert(last_cpu);
+    let started = Instant::now();
+    loop {
+        let loops = match budget {
+            Budget::Loops(total) if figures.loops >= total => break,
+            Budget::Loops(total) => chunk.min(total - figures.loops),
+            Budget::Seconds(seconds) if started.elapsed().as_secs_f64() >= seconds => break,
+            Budget::Seconds(_) => chunk,
+        };
+        if stop() {
+            break;
+        }
+        let before = Instant::now();
+        std::hint::black_box(runner.work(loops));
+        let between = Instant::now();
+        std::hint::black_box(runner.empty(loops));
+        let after = Instant::now();
+        figures.loops += loops;
+        figures.work_seconds += (between - before).as_secs_f64();
+        figures.empty_seconds += (after - between).as_secs_f64();
+        let cpu = rustix::thread::sched_getcpu();
+        if cpu != last_cpu {
+            figures.migrations += 1;
+            last_cpu = cpu;
+        }
+        seen.insert(cpu);
+    }
+    figures.cpus_seen = seen.into_iter().collect();
+    Ok(figures)
+}
+
+/// Sets the thread's class and cores and calibrates the chunk, all before the start.
+fn prepare(
+    kernel: &dyn Kernel,
+    placement: &Placement,
+) -> Result<(Box<dyn super::kernels::Runner>, u64), String> {
+    if let Some(cpus) = &placement.cpus {
+        let mut set = rustix::thread::CpuSet::new();
+        for &cpu in cpus {
+            set.set(cpu);
+        }
+        rustix::thread::sched_setaffinity(None, &set)
+            .map_err(|e| format!("cannot keep threads on --cpus {cpus:?}: {e}"))?;
+    }
+    placement.class.apply().map_err(|e| {
+        format!(
+            "cannot run threads in --class {}: {e}{}",
+            placement.class,
+            if matches!(placement.class, SchedClass::Nice(n) if n < 0) {
+                " (a negative nice needs root)"
+            } else {
+                ""
+            }
+        )
+    })?;
+    let mut runner = kernel.runner();
+    let mut chunk = 16u64;
+    loop {
+        let started = Instant::now();
+        std::hint::black_box(runner.work(chunk));
+        if started.elapsed() >= CHUNK || chunk >= 1 << 40 {
+            break;
+        }
+        chunk *= 2;
+    }
+    Ok((runner, chunk))
+}

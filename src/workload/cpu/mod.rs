@@ -1,0 +1,215 @@
+//! In-core loop tests: kernels of known work at 1..N threads, in scheduling classes and
+//! on the cores asked for, each corrected by its empty loop. Results per test, thread
+//! count and class, with the cores each thread ran on, are items; scaling and the share
+//! of a baseline run are worked out from them by the kind.
+
+mod class;
+mod item;
+pub mod kernels;
+mod kind;
+mod measure;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+pub use class::SchedClass;
+pub use item::{CpuItem, cpu_items};
+pub use kind::CpuKind;
+pub use measure::{Budget, ThreadFigures};
+
+use self::measure::Placement;
+use crate::monitor::power::Power;
+use crate::platform::cores;
+use crate::workload::{Context, Error, Workload};
+
+/// Rates of an earlier run to compare with (`--baseline`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    /// The run the rates come from.
+    pub run_id: i64,
+    /// Its items: test, threads, class and loops per second.
+    pub rates: Vec<BaselineRate>,
+}
+
+/// One rate of a baseline run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaselineRate {
+    /// The test.
+    pub op: String,
+    /// Threads.
+    pub threads: usize,
+    /// Class.
+    pub class: String,
+    /// Its loops per second.
+    pub loops_per_sec: f64,
+}
+
+/// What `ratelab cpu` was asked to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuPlan {
+    /// Tests in the order they run.
+    pub tests: Vec<String>,
+    /// Thread counts, each run in turn.
+    pub threads: Vec<usize>,
+    /// Scheduling classes, each run in turn.
+    pub classes: Vec<SchedClass>,
+    /// Cores the threads may run on; all when null.
+    pub cpus: Option<Vec<usize>>,
+    /// How long or how much each thread works per test.
+    pub budget: Budget,
+    /// The run compared with, if any.
+    pub baseline: Option<Baseline>,
+}
+
+/// The cpu workload.
+pub struct CpuWorkload {
+    plan: CpuPlan,
+    unavailable: Vec<(String, String)>,
+    done: Option<Arc<AtomicBool>>,
+    power: Result<Power, String>,
+}
+
+impl CpuWorkload {
+    /// A workload for `plan`.
+    pub fn new(plan: CpuPlan) -> CpuWorkload {
+        CpuWorkload {
+            plan,
+            unavailable: Vec::new(),
+            done: None,
+            power: Err("not probed yet".into()),
+        }
+    }
+
+    /// Sets `flag` when the tests end, so a monitor beside them knows to stop.
+    pub fn signal_when_done(mut self, flag: Arc<AtomicBool>) -> CpuWorkload {
+        self.done = Some(flag);
+        self
+    }
+}
+
+impl Workload for CpuWorkload {
+    fn kind(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn target(&self) -> String {
+        match &self.plan.cpus {
+            Some(cpus) => format!(
+                "cpus {}",
+                cpus.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            None => "all cpus".into(),
+        }
+    }
+
+    fn params(&self) -> Value {
+        serde_json::to_value(&self.plan).expect("plans serialise")
+    }
+
+    fn context(&self) -> Value {
+        json!({
+            "core_types": cores::core_types(),
+            "unavailable": self.unavailable.iter().map(|(test, reason)| json!({"test": test, "reason": reason})).collect::<Vec<_>>(),
+            "power": match &self.power {
+                Ok(power) => serde_json::to_value(power.source()).unwrap_or(Value::Null),
+                Err(reason) => json!({ "unavailable": reason }),
+            },
+            "loops": self.plan.tests.iter().filter_map(|t| kernels::kernel(t)).map(|k| json!({"test": k.name(), "loop_is": k.loop_is()})).collect::<Vec<_>>(),
+        })
+    }
+
+    fn prepare(&mut self) -> Result<(), Error> {
+        self.power = Power::probe();
+        for test in &self.plan.tests {
+            let kernel = kernels::kernel(test)
+                .ok_or_else(|| Error::Input(format!("no test named \"{test}\" for --test")))?;
+            if let Some(reason) = kernel.unavailable() {
+                self.unavailable.push((test.clone(), reason));
+            } else if let Err(reason) = kernel.permit() {
+                self.unavailable.push((test.clone(), reason));
+            }
+        }
+        Ok(())
+    }
+
+    fn run(&mut self, ctx: &Context) -> Result<(), Error> {
+        let start = Instant::now();
+        let result = self.run_tests(ctx, start);
+        if let Some(done) = &self.done {
+            done.store(true, Ordering::Relaxed);
+        }
+        result
+    }
+}
+
+impl CpuWorkload {
+    fn run_tests(&mut self, ctx: &Context, start: Instant) -> Result<(), Error> {
+        for class in &self.plan.classes {
+            for test in &self.plan.tests {
+                if self.unavailable.iter().any(|(t, _)| t == test) {
+                    continue;
+                }
+                let kernel = kernels::kernel(test).expect("checked in prepare");
+                for &threads in &self.plan.threads {
+                    if ctx.cancel.is_set() {
+                        return Err(Error::Interrupted);
+                    }
+                    ctx.sink
+                        .status(format!("{test} on {threads} threads, {class}"));
+                    let placement = Placement {
+                        threads,
+                        class: *class,
+                        cpus: self.plan.cpus.clone(),
+                    };
+                    let began = start.elapsed().as_secs_f64();
+                    // Energy counters run on: a reading now closes the interval before.
+                    if let Ok(power) = &mut self.power {
+                        power.sample();
+                    }
+                    let figures = measure::measure(kernel, &placement, self.plan.budget, &|| {
+                        ctx.cancel.is_set()
+                    })
+                    .map_err(|reason| {
+                        if reason.contains("--class") || reason.contains("--cpus") {
+                            Error::Unsupported(reason)
+                        } else {
+                            Error::Input(reason)
+                        }
+                    })?;
+                    if ctx.cancel.is_set() {
+                        return Err(Error::Interrupted);
+                    }
+                    let seconds = start.elapsed().as_secs_f64() - began;
+                    let energy_j = match &mut self.power {
+                        Ok(power) => {
+                            let reading = power.sample();
+                            reading.energy_j.or(reading.power_w.map(|w| w * seconds))
+                        }
+                        Err(_) => None,
+                    };
+                    let isa = kernel.runner().isa();
+                    let item = CpuItem::of(
+                        test,
+                        &class.to_string(),
+                        isa,
+                        figures,
+                        began,
+                        seconds,
+                        energy_j,
+                    );
+                    ctx.sink.progress().add(0);
+                    ctx.sink.item(&item);
+                }
+                ctx.sink.stage_done(format!("{test} {class}"));
+            }
+        }
+        Ok(())
+    }
+}

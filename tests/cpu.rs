@@ -1,0 +1,324 @@
+//! `ratelab cpu` on the real machine: the empty-loop correction leaves nothing of a
+//! test without work; a loop's rate doubles from 1 to 2 threads on 2 cores; idle-class
+//! threads really run SCHED_IDLE; `--cpus 1` keeps every thread on core 1; repeat runs
+//! agree; bad input names the flag; a baseline run is compared with.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{ratelab, refused, run_json};
+use serde_json::Value;
+
+fn cpu_items(extra: &[&str]) -> Vec<Value> {
+    let doc = run_json(
+        ratelab()
+            .args(["cpu", "--json", "-q", "--no-store"])
+            .args(extra),
+    );
+    doc["workloads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["kind"] == "cpu")
+        .expect("a cpu workload")["items"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// CPU tests measure the cores: they run one at a time, never beside each other.
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    common::rig::exclusive()
+}
+
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[test]
+fn a_test_without_work_comes_out_near_zero() {
+    let _alone = alone();
+    let items = cpu_items(&[
+        "--test",
+        "empty,int",
+        "--threads",
+        "1",
+        "--seconds",
+        "300ms",
+    ]);
+    let empty = &items[0];
+    assert_eq!(empty["op"], "empty");
+    let left = empty["work_ns_per_loop"].as_f64().unwrap();
+    let loop_ns = empty["empty_ns_per_loop"].as_f64().unwrap();
+    eprintln!("empty test: {left:.4} ns left of a {loop_ns:.4} ns loop");
+    assert!(left.abs() < 0.1 * loop_ns, "{empty}");
+    assert!(empty["loops_per_sec"].is_null(), "{empty}");
+    // A test with work keeps nearly all of its time.
+    let int = &items[1];
+    assert!(
+        int["work_ns_per_loop"].as_f64().unwrap()
+            > 5.0 * int["empty_ns_per_loop"].as_f64().unwrap()
+    );
+}
+
+#[test]
+fn a_loop_scales_about_twice_from_one_to_two_threads_on_two_cores() {
+    let _alone = alone();
+    if cpus() < 2 {
+        eprintln!("skipping: this machine has one CPU");
+        return;
+    }
+    let items = cpu_items(&["--test", "int", "--threads", "1,2", "--seconds", "1"]);
+    let rate = |i: usize| items[i]["loops_per_sec"].as_f64().unwrap();
+    let speedup = rate(1) / rate(0);
+    eprintln!(
+        "int: {:.3e} loops/s on 1 thread, {:.3e} on 2: {speedup:.3}x",
+        rate(0),
+        rate(1)
+    );
+    assert!((1.7..=2.2).contains(&speedup), "{speedup}");
+}
+
+/// The scheduling policy (field 41 of /proc/PID/task/TID/stat) of every thread of `pid`
+/// but the main one.
+fn worker_policies(pid: u32) -> Vec<i64> {
+    let mut policies = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return policies;
+    };
+    for task in tasks.filter_map(Result::ok) {
+        if task.file_name().to_string_lossy() == pid.to_string() {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue;
+        };
+        let after_comm = &stat[stat.rfind(')').unwrap() + 2..];
+        // Fields from 3 on; policy is field 41.
+        if let Some(policy) = after_comm.split_whitespace().nth(41 - 3) {
+            policies.push(policy.parse().unwrap());
+        }
+    }
+    policies
+}
+
+#[test]
+fn idle_class_threads_really_run_sched_idle() {
+    let _alone = alone();
+    let child = ratelab()
+        .args([
+            "cpu",
+            "--test",
+            "int",
+            "--threads",
+            "2",
+            "--class",
+            "idle",
+            "--seconds",
+            "3",
+        ])
+        .args(["--json", "-q", "--no-store"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let started = Instant::now();
+    let mut seen = Vec::new();
+    while started.elapsed() < Duration::from_secs(20) {
+        let policies = worker_policies(pid);
+        // The two test threads, and any other the process has, once they are set.
+        if policies.iter().filter(|&&p| p == 5).count() >= 2 {
+            seen = policies;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    assert!(
+        seen.iter().filter(|&&p| p == 5).count() >= 2,
+        "SCHED_IDLE (5) not seen on two threads: {seen:?}"
+    );
+    let doc = common::json(&output.stdout);
+    let item = &doc["workloads"][0]["items"][0];
+    assert_eq!(item["class"], "idle");
+    for thread in item["per_thread"].as_array().unwrap() {
+        assert_eq!(thread["class_seen"], "idle", "{item}");
+    }
+}
+
+#[test]
+fn cpus_1_keeps_every_thread_on_core_1_and_the_monitor_says_so() {
+    let _alone = alone();
+    if cpus() < 2 {
+        eprintln!("skipping: this machine has one CPU");
+        return;
+    }
+    let doc = run_json(
+        ratelab()
+            .args([
+                "cpu",
+                "--test",
+                "int,dot",
+                "--threads",
+                "1,2",
+                "--cpus",
+                "1",
+            ])
+            .args(["--seconds", "500ms", "--json", "-q", "--no-store"]),
+    );
+    let workload = |kind: &str| {
+        doc["workloads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["kind"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} workload"))
+    };
+    let items = workload("cpu")["items"].as_array().unwrap();
+    for item in items {
+        assert_eq!(item["cpus_seen"], serde_json::json!([1]), "{item}");
+        assert_eq!(item["migrations"], 0, "{item}");
+    }
+    // Two threads on one core share it: no speedup (a little, where another program
+    // also wants core 1 and two threads get a larger share of it than one).
+    let speedup =
+        items[1]["loops_per_sec"].as_f64().unwrap() / items[0]["loops_per_sec"].as_f64().unwrap();
+    assert!(speedup < 1.4, "{speedup}");
+    // The monitor saw every test thread on core 1, and core 1 busy.
+    let samples = workload("monitor")["items"].as_array().unwrap();
+    let test_threads: Vec<&Value> = samples
+        .iter()
+        .filter(|s| {
+            s["op"] == "thread" && s["name"].as_str().is_some_and(|n| n.starts_with("cpu-"))
+        })
+        .collect();
+    assert!(
+        test_threads.len() >= 5,
+        "too few samples of the test threads: {}",
+        test_threads.len()
+    );
+    for sample in &test_threads {
+        assert_eq!(sample["cpu"], 1, "{sample}");
+    }
+    let mean_active = |cpu: u64| {
+        let active: Vec<f64> = samples
+            .iter()
+            .filter(|s| s["op"] == "core" && s["cpu"] == cpu)
+            .filter_map(|s| s["active_fraction"].as_f64())
+            .collect();
+        active.iter().sum::<f64>() / active.len().max(1) as f64
+    };
+    eprintln!(
+        "mean active: core 0 {:.2}, core 1 {:.2}",
+        mean_active(0),
+        mean_active(1)
+    );
+    assert!(
+        mean_active(1) > 0.8,
+        "core 1 was not busy: {}",
+        mean_active(1)
+    );
+    assert!(
+        mean_active(1) > mean_active(0) + 0.3,
+        "core 0 as busy as core 1"
+    );
+}
+
+#[test]
+fn repeat_runs_agree_median_to_median() {
+    let _alone = alone();
+    let median = |runs: usize| {
+        let mut rates: Vec<f64> = (0..runs)
+            .map(|_| {
+                cpu_items(&["--test", "int", "--threads", "1", "--seconds", "300ms"])[0]["loops_per_sec"]
+                    .as_f64()
+                    .unwrap()
+            })
+            .collect();
+        rates.sort_by(f64::total_cmp);
+        rates[runs / 2]
+    };
+    let (first, second) = (median(3), median(3));
+    let change = (second / first - 1.0).abs();
+    eprintln!(
+        "int, 1 thread: medians {first:.4e} and {second:.4e} loops/s: {:.2}% apart",
+        change * 100.0
+    );
+    // The issue asks for 3% on an idle machine; tests share this one, so the bound is generous.
+    assert!(change < 0.10, "{change}");
+}
+
+#[test]
+fn bad_input_names_the_flag() {
+    let _alone = alone();
+    let cpu = |extra: &[&str]| {
+        let mut command = ratelab();
+        command.args(["cpu", "--no-store"]).args(extra);
+        command
+    };
+    refused(
+        &mut cpu(&["--test", "nope"]),
+        2,
+        &["no test named \"nope\" for --test"],
+    );
+    refused(&mut cpu(&["--threads", "0"]), 2, &["--threads 0"]);
+    refused(
+        &mut cpu(&["--threads", "4..2"]),
+        2,
+        &["invalid range \"4..2\""],
+    );
+    refused(
+        &mut cpu(&["--class", "fast"]),
+        2,
+        &["invalid class \"fast\""],
+    );
+    refused(
+        &mut cpu(&["--cpus", "4096"]),
+        2,
+        &["--cpus 4096", "not online"],
+    );
+    refused(&mut cpu(&["--seconds", "1ms"]), 2, &["--seconds 1ms"]);
+    refused(&mut cpu(&["--loops", "0"]), 2, &["--loops 0"]);
+}
+
+#[test]
+fn a_baseline_run_is_compared_with() {
+    let _alone = alone();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.db");
+    let run = |extra: &[&str]| {
+        run_json(
+            ratelab()
+                .args([
+                    "cpu",
+                    "--test",
+                    "int",
+                    "--threads",
+                    "1",
+                    "--seconds",
+                    "200ms",
+                    "--json",
+                    "-q",
+                    "--db",
+                ])
+                .arg(&db)
+                .args(extra),
+        )
+    };
+    let first = run(&[]);
+    assert!(first["workloads"][0]["params"]["baseline"].is_null());
+    // Without --baseline the first cpu run of this machine is the baseline.
+    let second = run(&[]);
+    assert_eq!(second["workloads"][0]["params"]["baseline"]["run_id"], 1);
+    let share = second["workloads"][0]["summary"]["scaling"][0]["points"][0]["share_of_baseline"]
+        .as_f64()
+        .unwrap();
+    assert!((0.7..1.4).contains(&share), "{share}");
+    refused(
+        ratelab().args(["cpu", "--baseline", "99", "--db"]).arg(&db),
+        2,
+        &["--baseline 99"],
+    );
+}
