@@ -143,7 +143,9 @@ mod x86 {
                 c_row = c_row.add(N);
                 // An empty asm hides where the pointer came from, so LLVM cannot turn
                 // it back into base + index addressing.
-                std::arch::asm!("/* {0} */", inout(reg) a_row, options(pure, nomem, nostack));
+                let mut address = a_row.expose_provenance();
+                std::arch::asm!("/* {0} */", inout(reg) address, options(pure, nomem, nostack));
+                a_row = std::ptr::with_exposed_provenance(address);
             }
         }
     }
