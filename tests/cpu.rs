@@ -321,4 +321,28 @@ fn a_baseline_run_is_compared_with() {
         2,
         &["--baseline 99"],
     );
+    // A run kept on other cores is no baseline: it is not picked, and asking for it fails.
+    if cpus() >= 2 {
+        let pinned = run(&["--cpus", "1"]);
+        assert!(
+            pinned["workloads"][0]["params"]["baseline"].is_null(),
+            "{pinned}"
+        );
+        refused(
+            ratelab()
+                .args([
+                    "cpu",
+                    "--test",
+                    "int",
+                    "--cpus",
+                    "1",
+                    "--baseline",
+                    "1",
+                    "--db",
+                ])
+                .arg(&db),
+            2,
+            &["--baseline 1", "all cpus", "give the same --cpus"],
+        );
+    }
 }

@@ -182,6 +182,18 @@ fn a_pinned_busy_command_is_seen_on_its_core_and_keeps_it_busy() {
 #[test]
 fn bad_input_is_refused_naming_the_flag_or_command() {
     refused(
+        ratelab().args([
+            "monitor",
+            "--interval",
+            "2ms",
+            "--samples",
+            "3",
+            "--no-store",
+        ]),
+        2,
+        &["--interval 2ms", "10 ms tick"],
+    );
+    refused(
         ratelab().args(["monitor", "--samples", "0", "--no-store"]),
         2,
         &["--samples"],

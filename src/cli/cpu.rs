@@ -67,7 +67,9 @@ pub fn run(args: CpuArgs) -> anyhow::Result<Exit> {
     // The monitor samples residency, frequency, power and where ratelab's own threads
     // run, beside the tests, until they end.
     let done = Arc::new(AtomicBool::new(false));
-    let mut monitor = MonitorPlan::every(args.output.interval.unwrap_or(DEFAULT_INTERVAL));
+    // Not shorter than the 10 ms tick /proc/stat counts residency in.
+    let interval = args.output.interval.unwrap_or(DEFAULT_INTERVAL);
+    let mut monitor = MonitorPlan::every(interval.max(Duration::from_millis(10)));
     monitor.pid = Some(std::process::id());
     let workloads: Vec<Box<dyn Workload>> = vec![
         Box::new(CpuWorkload::new(plan).signal_when_done(Arc::clone(&done))),
@@ -138,13 +140,14 @@ impl CpuArgs {
             }
             None => Budget::Seconds(self.seconds.as_secs_f64()),
         };
+        let baseline = baseline(&self.output, self.baseline, &cpus)?;
         Ok(CpuPlan {
             tests,
             threads,
             classes: self.classes.clone(),
             cpus,
             budget,
-            baseline: baseline(&self.output, self.baseline)?,
+            baseline,
         })
     }
 }
@@ -158,7 +161,11 @@ fn online_cpus() -> Vec<usize> {
 
 /// The rates of the run to compare with: the one asked for (an error when it has no cpu
 /// tests), or the first run with cpu tests stored for this machine, or none.
-fn baseline(output: &MeasureArgs, asked: Option<i64>) -> anyhow::Result<Option<Baseline>> {
+fn baseline(
+    output: &MeasureArgs,
+    asked: Option<i64>,
+    cpus: &Option<Vec<usize>>,
+) -> anyhow::Result<Option<Baseline>> {
     let path = Store::path(output.db.as_deref())?;
     if !path.exists() {
         return match asked {
@@ -173,11 +180,11 @@ fn baseline(output: &MeasureArgs, asked: Option<i64>) -> anyhow::Result<Option<B
     let store = Store::open(&path)?;
     let rates_of = |run_id: i64| -> anyhow::Result<Option<Baseline>> {
         let doc = store.load_run(run_id)?;
-        let rates: Vec<BaselineRate> = doc
-            .workloads
-            .iter()
-            .filter(|w| w.kind == "cpu")
-            .flat_map(|w| cpu_items(&w.items))
+        let Some(workload) = doc.workloads.iter().find(|w| w.kind == "cpu") else {
+            return Ok(None);
+        };
+        let rates: Vec<BaselineRate> = cpu_items(&workload.items)
+            .into_iter()
             .filter_map(|i| {
                 Some(BaselineRate {
                     loops_per_sec: i.loops_per_sec?,
@@ -187,10 +194,25 @@ fn baseline(output: &MeasureArgs, asked: Option<i64>) -> anyhow::Result<Option<B
                 })
             })
             .collect();
-        Ok((!rates.is_empty()).then_some(Baseline { run_id, rates }))
+        let run_cpus = serde_json::from_value(workload.params["cpus"].clone()).unwrap_or(None);
+        Ok((!rates.is_empty()).then_some(Baseline {
+            run_id,
+            cpus: run_cpus,
+            rates,
+        }))
+    };
+    let cores = |cpus: &Option<Vec<usize>>| match cpus {
+        Some(list) => format!("cpus {list:?}"),
+        None => "all cpus".to_string(),
     };
     if let Some(id) = asked {
         return match rates_of(id) {
+            Ok(Some(baseline)) if &baseline.cpus != cpus => Err(UsageError(format!(
+                "--baseline {id}: run {id} ran on {}, this run on {}: give the same --cpus",
+                cores(&baseline.cpus),
+                cores(cpus)
+            ))
+            .into()),
             Ok(Some(baseline)) => Ok(Some(baseline)),
             Ok(None) => {
                 Err(UsageError(format!("--baseline {id}: run {id} has no cpu tests")).into())
@@ -210,6 +232,7 @@ fn baseline(output: &MeasureArgs, asked: Option<i64>) -> anyhow::Result<Option<B
         };
         if doc.machine.hostname == hostname
             && let Some(baseline) = rates_of(run.run_id)?
+            && &baseline.cpus == cpus
         {
             return Ok(Some(baseline));
         }

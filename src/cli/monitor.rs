@@ -48,6 +48,14 @@ pub struct MonitorArgs {
 /// Runs `ratelab monitor`.
 pub fn run(args: MonitorArgs) -> anyhow::Result<Exit> {
     let interval = args.output.interval.unwrap_or(crate::run::DEFAULT_INTERVAL);
+    // /proc/stat counts in ticks of 10 ms (USER_HZ 100): shorter samples hold none.
+    if interval < std::time::Duration::from_millis(10) {
+        return Err(UsageError(format!(
+            "--interval {} is shorter than the 10 ms tick /proc/stat counts in: give 10ms or more",
+            humantime::format_duration(interval)
+        ))
+        .into());
+    }
     let seconds = args.seconds.map(|s| s.as_secs_f64());
     if seconds.is_some_and(|s| s < interval.as_secs_f64()) {
         return Err(UsageError(format!(

@@ -28,7 +28,7 @@ struct Sensor {
     name: String,
     file: File,
     unit: Unit,
-    last: u64,
+    last: Option<u64>,
 }
 
 /// Every power or energy sensor, with the time of the last reading.
@@ -98,7 +98,7 @@ impl Hwmon {
                         name: format!("{device_name}/{label}"),
                         file,
                         unit,
-                        last,
+                        last: Some(last),
                     }),
                     Err(e) => {
                         problem.get_or_insert_with(|| cannot("read", &path, &e));
@@ -140,9 +140,18 @@ impl Hwmon {
                 match sensor.unit {
                     Unit::Microjoules => {
                         // A counter that went back was reset: that interval is unknown.
-                        let energy_j = value
-                            .and_then(|uj| uj.checked_sub(std::mem::replace(&mut sensor.last, uj)))
-                            .map(|uj| uj as f64 / 1e6);
+                        // A failed read loses the interval it ends and the next.
+                        let energy_j = match value {
+                            Some(uj) => {
+                                let last = sensor.last.replace(uj);
+                                last.and_then(|last| uj.checked_sub(last))
+                                    .map(|uj| uj as f64 / 1e6)
+                            }
+                            None => {
+                                sensor.last = None;
+                                None
+                            }
+                        };
                         ZoneReading::of(&sensor.name, energy_j, seconds)
                     }
                     Unit::Microwatts => ZoneReading {

@@ -29,6 +29,8 @@ struct Zone {
     file: File,
     max_range_uj: u64,
     last_uj: u64,
+    /// The last read failed: the next delta would span two intervals, so it is unknown.
+    lost: bool,
     /// Whether the zone is a package, whose energies make the package total.
     package: bool,
 }
@@ -93,6 +95,7 @@ impl Rapl {
                         .and_then(|t| t.parse().ok())
                         .unwrap_or(u64::MAX),
                     last_uj,
+                    lost: false,
                 }),
                 Err(e) => {
                     problem.get_or_insert_with(|| cannot("read", &path, &e));
@@ -129,11 +132,17 @@ impl Rapl {
             .zones
             .iter_mut()
             .map(|zone| {
-                let energy_j = read_number(&zone.file).ok().map(|uj| {
-                    let delta = energy_delta_uj(zone.last_uj, uj, zone.max_range_uj);
-                    zone.last_uj = uj;
-                    delta as f64 / 1e6
-                });
+                let energy_j = match read_number(&zone.file) {
+                    Ok(uj) => {
+                        let delta = energy_delta_uj(zone.last_uj, uj, zone.max_range_uj);
+                        zone.last_uj = uj;
+                        (!std::mem::replace(&mut zone.lost, false)).then(|| delta as f64 / 1e6)
+                    }
+                    Err(_) => {
+                        zone.lost = true;
+                        None
+                    }
+                };
                 let reading = ZoneReading::of(&zone.name, energy_j, seconds);
                 (zone.package, reading)
             })

@@ -59,7 +59,12 @@ pub fn render(doc: &RunDocument) -> String {
         }
         match workload::kind(&record.kind) {
             Some(kind) => {
-                for table in kind.tables(record) {
+                // A table with no rows (a run stopped before its first item) says nothing.
+                for table in kind
+                    .tables(record)
+                    .into_iter()
+                    .filter(|t| !t.rows.is_empty())
+                {
                     let _ = writeln!(out, "{}", table_text(&table));
                 }
             }

@@ -57,6 +57,8 @@ impl CpuItem {
         energy_j: Option<f64>,
     ) -> CpuItem {
         let all_loops: u64 = figures.iter().map(|f| f.loops).sum();
+        let work_seconds: f64 = figures.iter().map(|f| f.work_seconds).sum();
+        let busy_seconds: f64 = work_seconds + figures.iter().map(|f| f.empty_seconds).sum::<f64>();
         let threads = figures.len();
         let rates: Option<Vec<f64>> = figures.iter().map(ThreadFigures::loops_per_sec).collect();
         let total = rates.map(|r| r.iter().sum::<f64>());
@@ -88,9 +90,10 @@ impl CpuItem {
             started_at_s,
             seconds,
             energy_j,
+            // The energy covers the empty chunks too: only the work's share is the loops'.
             joules_per_loop: energy_j
-                .filter(|_| all_loops > 0)
-                .map(|j| j / all_loops as f64),
+                .filter(|_| all_loops > 0 && busy_seconds > 0.0)
+                .map(|j| j * work_seconds / busy_seconds / all_loops as f64),
             per_thread: figures,
         }
     }

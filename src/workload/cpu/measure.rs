@@ -7,7 +7,7 @@
 //! the migrations at a cost of one vDSO call per chunk.
 
 use std::collections::BTreeSet;
-use std::sync::Barrier;
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -95,6 +95,58 @@ pub struct Placement {
     pub cpus: Option<Vec<usize>>,
 }
 
+/// The start line: threads say they are ready (or failed), and the measuring thread
+/// lets them all go, or calls the test off when one failed or could not start, so no
+/// thread ever waits for one that will not come.
+#[derive(Default)]
+struct Gate {
+    state: Mutex<GateState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct GateState {
+    ready: usize,
+    failed: bool,
+    go: Option<bool>,
+}
+
+impl Gate {
+    fn lock(&self) -> std::sync::MutexGuard<'_, GateState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Says this thread is ready (or failed) and waits for the verdict: true to run.
+    fn arrive(&self, ok: bool) -> bool {
+        let mut state = self.lock();
+        state.ready += 1;
+        state.failed |= !ok;
+        self.changed.notify_all();
+        while state.go.is_none() {
+            state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+        state.go == Some(true)
+    }
+
+    /// Waits for `threads` to arrive, then lets them go unless one failed.
+    fn open(&self, threads: usize) {
+        let mut state = self.lock();
+        while state.ready < threads && !state.failed {
+            state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+        state.go = Some(!state.failed);
+        self.changed.notify_all();
+    }
+
+    /// Calls the test off.
+    fn abort(&self) {
+        self.lock().go = Some(false);
+        self.changed.notify_all();
+    }
+}
+
 /// Runs `kernel` as `placement` says until `budget` is spent or `stop` says so.
 pub fn measure(
     kernel: &dyn Kernel,
@@ -102,41 +154,65 @@ pub fn measure(
     budget: Budget,
     stop: &(dyn Fn() -> bool + Sync),
 ) -> Result<Vec<ThreadFigures>, String> {
-    let barrier = Barrier::new(placement.threads);
+    let gate = Gate::default();
     std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..placement.threads)
-            .map(|index| {
-                // Named so a monitor of the process can tell the test threads apart.
-                std::thread::Builder::new()
-                    .name(format!("cpu-{}-{index}", kernel.name()))
-                    .spawn_scoped(scope, || {
-                        one_thread(kernel, placement, budget, stop, &barrier)
-                    })
-                    .map_err(|e| format!("cannot start a test thread: {e}"))
-            })
-            .collect();
-        handles
+        let mut handles = Vec::with_capacity(placement.threads);
+        for index in 0..placement.threads {
+            // Named so a monitor of the process can tell the test threads apart.
+            let spawned = std::thread::Builder::new()
+                .name(format!("cpu-{}-{index}", kernel.name()))
+                .spawn_scoped(scope, || one_thread(kernel, placement, budget, stop, &gate));
+            match spawned {
+                Ok(handle) => handles.push(handle),
+                Err(e) => {
+                    gate.abort();
+                    for handle in handles {
+                        let _ = handle.join();
+                    }
+                    return Err(format!(
+                        "cannot start test thread {} of {}: {e}",
+                        index + 1,
+                        placement.threads
+                    ));
+                }
+            }
+        }
+        gate.open(placement.threads);
+        let results: Vec<Result<ThreadFigures, String>> = handles
             .into_iter()
             .map(|h| {
-                h.and_then(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err("a test thread panicked".into()))
-                })
+                h.join()
+                    .unwrap_or_else(|_| Err("a test thread panicked".into()))
             })
-            .collect()
+            .collect();
+        // The first real reason, rather than the "called off" of the threads it stopped.
+        match results
+            .iter()
+            .find_map(|r| r.as_ref().err().filter(|e| *e != CALLED_OFF))
+        {
+            Some(reason) => Err(reason.clone()),
+            None => results.into_iter().collect(),
+        }
     })
 }
+
+/// What a thread says when another one failed and the test was called off.
+const CALLED_OFF: &str = "called off";
 
 fn one_thread(
     kernel: &dyn Kernel,
     placement: &Placement,
     budget: Budget,
     stop: &(dyn Fn() -> bool + Sync),
-    barrier: &Barrier,
+    gate: &Gate,
 ) -> Result<ThreadFigures, String> {
-    // Every thread reaches the barrier, also when it cannot run, so none waits forever.
-    let prepared = prepare(kernel, placement);
-    barrier.wait();
+    // Every thread arrives at the gate, also when it cannot run, so none waits forever.
+    let prepared =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prepare(kernel, placement)))
+            .unwrap_or_else(|_| Err("a test thread panicked while it was set up".into()));
+    if !gate.arrive(prepared.is_ok()) {
+        return Err(prepared.err().unwrap_or_else(|| CALLED_OFF.into()));
+    }
     let (mut runner, chunk) = prepared?;
     let mut figures = ThreadFigures {
         loops: 0,

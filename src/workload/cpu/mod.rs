@@ -31,6 +31,10 @@ use crate::workload::{Context, Error, Workload};
 pub struct Baseline {
     /// The run the rates come from.
     pub run_id: i64,
+    /// The cores its threads were kept on; all when null. Only runs on the same cores
+    /// are compared.
+    #[serde(default)]
+    pub cpus: Option<Vec<usize>>,
     /// Its items: test, threads, class and loops per second.
     pub rates: Vec<BaselineRate>,
 }
@@ -177,7 +181,10 @@ impl CpuWorkload {
                         ctx.cancel.is_set()
                     })
                     .map_err(|reason| {
-                        if reason.contains("--class") || reason.contains("--cpus") {
+                        if reason.contains("--class")
+                            || reason.contains("--cpus")
+                            || reason.contains("cannot start")
+                        {
                             Error::Unsupported(reason)
                         } else {
                             Error::Input(reason)

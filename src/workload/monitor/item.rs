@@ -35,7 +35,7 @@ pub enum MonitorItem {
         /// End of the sample, seconds from the monitor's start.
         t_s: f64,
         /// Cores at least [`ACTIVE_AT`] active.
-        active_cores: u32,
+        active_cores: Option<u32>,
         /// Mean active share over the cores; null when no core counted a tick.
         active_fraction: Option<f64>,
         /// Package or system power, in watts; null when unavailable (see `sources`).

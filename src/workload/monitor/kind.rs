@@ -94,6 +94,7 @@ impl crate::workload::Kind for MonitorKind {
             Stats::of(&items.iter().filter_map(pick).collect::<Vec<_>>())
         };
         let mut zone_names: Vec<&String> = zones.iter().map(|(name, _)| name).collect();
+        zone_names.sort();
         zone_names.dedup();
         let threads = placements(&items);
         json!({

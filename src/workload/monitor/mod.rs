@@ -99,7 +99,9 @@ impl MonitorWorkload {
     /// Stops the watched command if it still runs, and reaps it.
     fn stop_command(&mut self) {
         if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
+            if let Ok(None) = child.try_wait() {
+                command::stop_group(&mut child);
+            }
             self.command_status = child.wait().ok();
         }
     }

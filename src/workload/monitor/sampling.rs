@@ -108,7 +108,9 @@ impl MonitorWorkload {
         ctx.sink.item(&MonitorItem::System {
             sample,
             t_s,
-            active_cores: fractions.iter().filter(|&&f| f >= ACTIVE_AT).count() as u32,
+            // Unknown, not 0, when no core's residency could be measured this sample.
+            active_cores: (!fractions.is_empty())
+                .then(|| fractions.iter().filter(|&&f| f >= ACTIVE_AT).count() as u32),
             active_fraction: (!fractions.is_empty())
                 .then(|| fractions.iter().sum::<f64>() / fractions.len() as f64),
             power_w: reading.power.as_ref().and_then(|p| p.power_w),

@@ -125,6 +125,8 @@ impl AmxRunner {
                         c = in(reg) self.c.as_mut_ptr(),
                         stride = in(reg) 64usize,
                         n = inout(reg) loops => _,
+                        out("tmm0") _, out("tmm1") _, out("tmm2") _, out("tmm3") _,
+                        out("tmm4") _, out("tmm5") _,
                         options(nostack),
                     );
                 }

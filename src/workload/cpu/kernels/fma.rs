@@ -89,6 +89,9 @@ unsafe fn fma_loop(loops: u64, work: bool) -> u64 {
                     out("ymm0") _, out("ymm1") _, out("ymm2") _, out("ymm3") _,
                     out("ymm4") _, out("ymm5") _, out("ymm6") _, out("ymm7") _,
                     out("ymm8") _, out("ymm9") _,
+                    // vzeroupper clears the upper halves of every ymm register.
+                    out("ymm10") _, out("ymm11") _, out("ymm12") _, out("ymm13") _,
+                    out("ymm14") _, out("ymm15") _,
                     options(nostack, readonly),
                 );
             }
