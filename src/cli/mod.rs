@@ -13,6 +13,7 @@ pub mod quick;
 pub mod readdir;
 pub mod results;
 pub mod run;
+pub mod scale;
 pub mod scenario;
 pub mod values;
 
@@ -63,6 +64,8 @@ pub enum Command {
     Info(info::InfoArgs),
     /// The results database: list, show and export stored runs.
     Results(results::ResultsArgs),
+    /// Time any command held to 1..N CPUs, R times each: speedup and efficiency.
+    Scale(scale::ScaleArgs),
     /// Print a shell completion script.
     Completions(generate::CompletionsArgs),
     /// Print the man page (roff).
@@ -115,6 +118,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Readdir(args) => readdir::run(args),
         Command::Info(args) => info::run(args),
         Command::Results(args) => results::run(args),
+        Command::Scale(args) => scale::run(args),
         Command::Completions(args) => generate::completions(args),
         Command::Man => generate::man(),
     }

@@ -8,6 +8,7 @@ mod error;
 pub mod monitor;
 pub mod net;
 pub mod readdir;
+pub mod scale;
 mod sink;
 
 use serde_json::Value;
@@ -105,6 +106,7 @@ const KINDS: &[&dyn Kind] = &[
     &readdir::ReaddirKind,
     &net::NetKind,
     &cpu::CpuKind,
+    &scale::ScaleKind,
     &monitor::MonitorKind,
 ];
 

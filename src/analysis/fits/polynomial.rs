@@ -1,9 +1,9 @@
-//! Least-squares fits of measured figures to laws: here polynomials (frequency against
-//! active cores is about quadratic); power laws, Amdahl and USL follow beside them.
-//! Pure functions over numbers, with the goodness of fit (R²) and residuals returned so
-//! a report can judge the fit rather than trust it.
+//! Least-squares polynomials (frequency against active cores is about quadratic), solved
+//! in closed form, with R² and residuals so a report can judge the fit.
 
 use serde::{Deserialize, Serialize};
+
+use super::goodness::r_squared;
 
 /// A polynomial fitted to points.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -62,16 +62,7 @@ pub fn polynomial(xs: &[f64], ys: &[f64], degree: usize) -> Option<PolynomialFit
         .zip(ys)
         .map(|(&x, &y)| y - evaluate(&coefficients, x))
         .collect();
-    let mean = ys.iter().sum::<f64>() / ys.len() as f64;
-    let total: f64 = ys.iter().map(|y| (y - mean).powi(2)).sum();
-    let residual: f64 = residuals.iter().map(|r| r * r).sum();
-    let r2 = if total > 0.0 {
-        1.0 - residual / total
-    } else if residual <= f64::EPSILON * ys.len() as f64 * mean.abs().max(1.0) {
-        1.0
-    } else {
-        0.0
-    };
+    let r2 = r_squared(ys, &residuals);
     Some(PolynomialFit {
         coefficients,
         r2,

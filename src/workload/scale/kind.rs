@@ -1,0 +1,236 @@
+//! How ratelab summarises, judges and shows a stored scale run: the median time at each
+//! CPU count, the speedup over the fewest CPUs, efficiency, throughput, and the failures.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::ScaleItem;
+use crate::analysis::fits::fit_scaling;
+use crate::analysis::stats::Stats;
+use crate::document::{Severity, Verdict, WorkloadRecord};
+use crate::report::Table;
+use crate::report::units::{format_rate, format_seconds};
+
+/// Speedup at the most CPUs under which a command is said not to scale.
+const NO_SCALING: f64 = 1.2;
+
+/// One CPU count's runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScalePoint {
+    /// CPUs.
+    pub cpus: usize,
+    /// Median wall seconds of its runs.
+    pub seconds: f64,
+    /// Fastest and slowest.
+    pub min_seconds: f64,
+    /// Slowest.
+    pub max_seconds: f64,
+    /// Median time at the fewest CPUs over this one's.
+    pub speedup: f64,
+    /// Speedup per CPU added, relative to the fewest CPUs.
+    pub efficiency: f64,
+    /// Median bytes per second, with `--bytes`.
+    pub bytes_per_sec: Option<f64>,
+    /// Runs.
+    pub runs: usize,
+}
+
+fn items(record: &WorkloadRecord) -> Vec<ScaleItem> {
+    record
+        .items
+        .iter()
+        .filter_map(|i| serde_json::from_value(i.clone()).ok())
+        .collect()
+}
+
+/// The points of a record, fewest CPUs first.
+pub fn points(record: &WorkloadRecord) -> Vec<ScalePoint> {
+    let items = items(record);
+    let mut counts: Vec<usize> = items.iter().map(|i| i.cpus).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    let mut out: Vec<ScalePoint> = Vec::new();
+    for cpus in counts {
+        let times: Vec<f64> = items
+            .iter()
+            .filter(|i| i.cpus == cpus)
+            .map(|i| i.seconds)
+            .collect();
+        let Some(stats) = Stats::of(&times) else {
+            continue;
+        };
+        let rates: Vec<f64> = items
+            .iter()
+            .filter(|i| i.cpus == cpus)
+            .filter_map(|i| i.bytes_per_sec)
+            .collect();
+        let (first_cpus, first_seconds) = out
+            .first()
+            .map_or((cpus, stats.median), |p| (p.cpus, p.seconds));
+        let speedup = first_seconds / stats.median;
+        out.push(ScalePoint {
+            cpus,
+            seconds: stats.median,
+            min_seconds: stats.min,
+            max_seconds: stats.max,
+            speedup,
+            efficiency: speedup * first_cpus as f64 / cpus as f64,
+            bytes_per_sec: Stats::of(&rates).map(|s| s.median),
+            runs: stats.n,
+        });
+    }
+    out
+}
+
+/// How ratelab summarises, judges and shows stored scale workloads.
+pub struct ScaleKind;
+
+impl crate::workload::Kind for ScaleKind {
+    fn name(&self) -> &'static str {
+        "scale"
+    }
+
+    fn summarize(&self, record: &WorkloadRecord) -> Value {
+        // Every run is a point of rate (runs per second) against CPUs.
+        let runs: Vec<(f64, f64)> = items(record)
+            .iter()
+            .filter(|i| i.seconds > 0.0)
+            .map(|i| (i.cpus as f64, 1.0 / i.seconds))
+            .collect();
+        let fits = fit_scaling(&runs);
+        json!({
+            "points": points(record),
+            "fits": fits.as_ref().map(|f| &f.fits).ok(),
+            "best_fit": fits.as_ref().ok().and_then(|f| f.best_fit),
+            "fit_warning": match &fits {
+                Ok(f) => f.warning.as_ref().map(ToString::to_string),
+                Err(e) => Some(e.to_string()),
+            },
+        })
+    }
+
+    fn verdicts(&self, workload: usize, record: &WorkloadRecord) -> Vec<Verdict> {
+        let verdict = |code: &str, severity, message: String| Verdict {
+            code: code.into(),
+            severity,
+            message,
+            workload: Some(workload),
+        };
+        let mut out = Vec::new();
+        let failed = items(record)
+            .iter()
+            .filter(|i| i.exit_code != Some(0))
+            .count();
+        if failed > 0 {
+            out.push(verdict(
+                "command_failed",
+                Severity::Warning,
+                format!(
+                    "{failed} runs of `{}` did not exit 0: their times may not be of the whole work",
+                    record.target
+                ),
+            ));
+        }
+        let summary = self.summarize(record);
+        if let Some(best) = summary["best_fit"].as_str() {
+            let fit = summary["fits"]
+                .as_array()
+                .and_then(|fits| fits.iter().find(|f| f["law"] == best))
+                .cloned()
+                .unwrap_or_default();
+            out.push(verdict(
+                "scaling_law",
+                Severity::Info,
+                format!(
+                    "the {best} law fits best (R² {:.3}; {}){}",
+                    fit["r2"].as_f64().unwrap_or(f64::NAN),
+                    fit["params"]
+                        .as_object()
+                        .map(|p| p
+                            .iter()
+                            .map(|(k, v)| format!(
+                                "{k} {}",
+                                v.as_f64().map_or("-".into(), |v| format!("{v:.4}"))
+                            ))
+                            .collect::<Vec<_>>()
+                            .join(", "))
+                        .unwrap_or_default(),
+                    summary["fit_warning"]
+                        .as_str()
+                        .map(|w| format!(" — {w}"))
+                        .unwrap_or_default()
+                ),
+            ));
+        } else if let Some(warning) = summary["fit_warning"].as_str() {
+            out.push(verdict(
+                "scaling_law",
+                Severity::Info,
+                format!("no scaling law is fitted: {warning}"),
+            ));
+        }
+        let points = points(record);
+        if let (Some(first), Some(last)) = (points.first(), points.last())
+            && last.cpus > first.cpus
+        {
+            let (code, words) = if last.speedup < NO_SCALING {
+                (
+                    "does_not_scale",
+                    "it does not use more CPUs: something else sets its pace (one thread, waiting, I/O)",
+                )
+            } else {
+                ("scales", "more CPUs shorten it")
+            };
+            out.push(verdict(
+                code,
+                Severity::Info,
+                format!(
+                    "`{}` ran {:.2}x faster on {} CPUs than on {} ({:.0}% efficiency): {words}",
+                    record.target,
+                    last.speedup,
+                    last.cpus,
+                    first.cpus,
+                    last.efficiency * 100.0
+                ),
+            ));
+        }
+        out
+    }
+
+    fn tables(&self, record: &WorkloadRecord) -> Vec<Table> {
+        let limit = match record.params["limit"].as_str() {
+            Some("quota") => "a CFS quota of n CPUs (--vcpus)",
+            _ => "affinity to the first n CPUs",
+        };
+        vec![Table {
+            title: format!("`{}` held by {limit}", record.target),
+            header: [
+                "cpus",
+                "runs",
+                "median",
+                "min",
+                "max",
+                "speedup",
+                "efficiency",
+                "throughput",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: points(record)
+                .into_iter()
+                .map(|p| {
+                    vec![
+                        p.cpus.to_string(),
+                        p.runs.to_string(),
+                        format_seconds(p.seconds),
+                        format_seconds(p.min_seconds),
+                        format_seconds(p.max_seconds),
+                        format!("{:.2}x", p.speedup),
+                        format!("{:.0}%", p.efficiency * 100.0),
+                        p.bytes_per_sec.map_or("-".into(), format_rate),
+                    ]
+                })
+                .collect(),
+            numeric: vec![0, 1, 2, 3, 4, 5, 6, 7],
+        }]
+    }
+}
