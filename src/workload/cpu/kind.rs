@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::item::{CpuItem, cpu_items};
+use crate::analysis::fits::{ScalingFits, fit_scaling};
 use crate::document::{Severity, Verdict, WorkloadRecord};
 use crate::report::Table;
 
@@ -43,6 +44,10 @@ pub struct Scaling {
     pub class: String,
     /// One point per thread count, fewest first.
     pub points: Vec<ScalingPoint>,
+    /// Scaling laws fitted to the rate against threads, with the best named.
+    pub fits: Option<ScalingFits>,
+    /// Why the laws could not be fitted, or tell each other apart.
+    pub fit_warning: Option<String>,
 }
 
 fn baseline_rate(record: &WorkloadRecord, item: &CpuItem) -> Option<f64> {
@@ -76,7 +81,7 @@ pub fn scaling(record: &WorkloadRecord) -> Vec<Scaling> {
         let Some(first) = same.first() else { continue };
         let one_thread = first.loops_per_sec.unwrap_or(0.0) / first.threads as f64;
         let mut previous: Option<&CpuItem> = None;
-        let points = same
+        let points: Vec<ScalingPoint> = same
             .iter()
             .map(|i| {
                 let rate = i.loops_per_sec.unwrap_or(0.0);
@@ -102,10 +107,20 @@ pub fn scaling(record: &WorkloadRecord) -> Vec<Scaling> {
                 }
             })
             .collect();
+        let rates: Vec<(f64, f64)> = points
+            .iter()
+            .map(|p: &ScalingPoint| (p.threads as f64, p.loops_per_sec))
+            .collect();
+        let fits = fit_scaling(&rates);
         out.push(Scaling {
             test: item.op.clone(),
             class: item.class.clone(),
             points,
+            fit_warning: match &fits {
+                Ok(f) => f.warning.as_ref().map(ToString::to_string),
+                Err(e) => Some(e.to_string()),
+            },
+            fits: fits.ok(),
         });
     }
     out
