@@ -181,6 +181,18 @@ pub struct Verdict {
     pub workload: Option<usize>,
 }
 
+impl Verdict {
+    /// What a kind's verdicts about `workload` (the whole run when `None`) are made with.
+    pub fn about(workload: Option<usize>) -> impl Fn(&str, Severity, String) -> Verdict {
+        move |code, severity, message| Verdict {
+            code: code.to_string(),
+            severity,
+            message,
+            workload,
+        }
+    }
+}
+
 impl RunDocument {
     /// Whether any verdict is an error, which makes the run exit with code 1.
     pub fn has_error_verdict(&self) -> bool {

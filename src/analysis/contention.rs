@@ -207,12 +207,7 @@ fn whole_rate(series: &Series) -> f64 {
 
 /// What the contention report says, in words.
 pub fn verdicts(report: &Contention) -> Vec<Verdict> {
-    let verdict = |code: &str, severity, message: String| Verdict {
-        code: code.to_string(),
-        severity,
-        message,
-        workload: None,
-    };
+    let verdict = Verdict::about(None);
     let n = report.workloads.len();
     let mut out = Vec::new();
     if !report.never_ran.is_empty() {

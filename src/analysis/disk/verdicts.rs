@@ -13,12 +13,7 @@ use crate::workload::disk::{ReadMode, read_modes_of};
 
 /// Verdicts about one disk workload.
 pub fn verdicts(workload: usize, record: &WorkloadRecord, items: &[DiskItem]) -> Vec<Verdict> {
-    let verdict = |code: &str, severity, message: String| Verdict {
-        code: code.to_string(),
-        severity,
-        message,
-        workload: Some(workload),
-    };
+    let verdict = Verdict::about(Some(workload));
     let target = &record.target;
     let limit = record
         .context

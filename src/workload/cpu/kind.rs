@@ -156,12 +156,7 @@ impl crate::workload::Kind for CpuKind {
     }
 
     fn verdicts(&self, workload: usize, record: &WorkloadRecord) -> Vec<Verdict> {
-        let verdict = |code: &str, severity, message: String| Verdict {
-            code: code.into(),
-            severity,
-            message,
-            workload: Some(workload),
-        };
+        let verdict = Verdict::about(Some(workload));
         let mut out = Vec::new();
         for missing in record.context["unavailable"]
             .as_array()

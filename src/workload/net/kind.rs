@@ -179,12 +179,7 @@ impl crate::workload::Kind for NetKind {
 
     fn verdicts(&self, workload: usize, record: &WorkloadRecord) -> Vec<Verdict> {
         let items = net_items(&record.items);
-        let verdict = |code: &str, severity, message: String| Verdict {
-            code: code.into(),
-            severity,
-            message,
-            workload: Some(workload),
-        };
+        let verdict = Verdict::about(Some(workload));
         let mut out = Vec::new();
         let Some(receive) = totals(&items, Role::Receive, None, nominal_s(record)) else {
             return out;

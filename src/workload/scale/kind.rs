@@ -110,12 +110,7 @@ impl crate::workload::Kind for ScaleKind {
     }
 
     fn verdicts(&self, workload: usize, record: &WorkloadRecord) -> Vec<Verdict> {
-        let verdict = |code: &str, severity, message: String| Verdict {
-            code: code.into(),
-            severity,
-            message,
-            workload: Some(workload),
-        };
+        let verdict = Verdict::about(Some(workload));
         let mut out = Vec::new();
         let failed = items(record)
             .iter()
