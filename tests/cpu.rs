@@ -346,3 +346,66 @@ fn a_baseline_run_is_compared_with() {
         );
     }
 }
+
+#[test]
+fn a_thread_that_cannot_start_stops_the_test_instead_of_hanging_it() {
+    let _alone = alone();
+    let test = "a_thread_that_cannot_start_stops_the_test_instead_of_hanging_it";
+    if !common::root_or_skip(test, "it runs ratelab as nobody under a process limit")
+        || !common::have("setpriv")
+        || !common::have("prlimit")
+    {
+        return;
+    }
+    // A copy nobody may run, outside the build folder.
+    let dir = tempfile::Builder::new()
+        .prefix("ratelab-nproc-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let binary = dir.path().join("ratelab");
+    std::fs::copy(assert_cmd::cargo::cargo_bin!("ratelab"), &binary).unwrap();
+    let child = std::process::Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "prlimit",
+            "--nproc=8",
+        ])
+        .arg(&binary)
+        .args([
+            "cpu",
+            "--test",
+            "int",
+            "--threads",
+            "12",
+            "--seconds",
+            "200ms",
+            "--no-store",
+            "-q",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let waiter = std::thread::spawn(move || child.wait_with_output().unwrap());
+    let started = Instant::now();
+    while !waiter.is_finished() {
+        if started.elapsed() > Duration::from_secs(30) {
+            // SAFETY: a signal to the child this test started.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            panic!("ratelab cpu hung when a test thread could not start");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = waiter.join().unwrap();
+    let message = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{message}");
+    assert!(message.contains("cannot start test thread"), "{message}");
+}
