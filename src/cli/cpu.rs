@@ -96,7 +96,7 @@ impl CpuArgs {
                 .into());
             }
         }
-        let online = online_cpus();
+        let online = cores::online_cpus();
         let cpus = match &self.cpus {
             Some(text) => {
                 let list = cores::parse_list(&text.replace("..", "-"))
@@ -150,13 +150,6 @@ impl CpuArgs {
             baseline,
         })
     }
-}
-
-fn online_cpus() -> Vec<usize> {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|l| cores::parse_list(l.trim()))
-        .unwrap_or_else(|| (0..crate::platform::probe_machine().logical_cpus).collect())
 }
 
 /// The rates of the run to compare with: the one asked for (an error when it has no cpu

@@ -41,10 +41,7 @@ pub struct ScaleArgs {
 
 /// Runs `ratelab scale`.
 pub fn run(args: ScaleArgs) -> anyhow::Result<Exit> {
-    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|l| cores::parse_list(l.trim()))
-        .unwrap_or_else(|| (0..crate::platform::probe_machine().logical_cpus).collect());
+    let online = cores::online_cpus();
     let cpus = match &args.cpus {
         Some(list) => list.0.clone(),
         None => (1..=online.len().max(1)).collect(),

@@ -66,6 +66,15 @@ fn core_types_in(devices: &Path) -> Vec<CoreType> {
     }]
 }
 
+/// The online CPUs, from the kernel's list, else 0..(the CPUs the machine reports).
+pub fn online_cpus() -> Vec<usize> {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|l| parse_list(l.trim()))
+        .filter(|cpus| !cpus.is_empty())
+        .unwrap_or_else(|| (0..super::probe_machine().logical_cpus).collect())
+}
+
 /// Parses a kernel CPU list: `0-3,8,10-11`.
 pub fn parse_list(text: &str) -> Option<Vec<usize>> {
     let mut cpus = Vec::new();

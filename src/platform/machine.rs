@@ -119,17 +119,9 @@ fn online_cpus(roots: &Roots) -> usize {
 
 /// Counts the CPUs in a kernel CPU list (`0-3,5,8-9`).
 fn count_cpu_list(list: &str) -> Option<usize> {
-    let mut count = 0;
-    for range in list.trim().split(',') {
-        count += match range.split_once('-') {
-            Some((first, last)) => {
-                let (first, last): (usize, usize) = (first.parse().ok()?, last.parse().ok()?);
-                last.checked_sub(first)? + 1
-            }
-            None => range.parse::<usize>().map(|_| 1).ok()?,
-        };
-    }
-    (count > 0).then_some(count)
+    super::cores::parse_list(list.trim())
+        .map(|cpus| cpus.len())
+        .filter(|&n| n > 0)
 }
 
 /// MemTotal from /proc/meminfo, in bytes.
