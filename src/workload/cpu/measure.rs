@@ -1,8 +1,9 @@
 //! One measurement: a kernel on N threads of one class, released together, each running
-//! chunks of work (about a millisecond each) and, after every eighth, a chunk of the
-//! empty loop of the same length, so both see the same frequency and neighbours while
-//! the work keeps the core busy nearly all the time (at half and half, the idle-ish
-//! empty loop left clock headroom a sustained loop does not have: fma ran 12% above C).
+//! chunks of work (about a millisecond each), each followed by a chunk of the empty loop
+//! of the same length, so both see the same frequency and neighbours. (An empty chunk
+//! after only every eighth left the empty loop's time 8 times less sampled: the empty
+//! test then missed zero by 11%; and fma stayed 13% above C either way, so the share of
+//! time in the empty loop was not why.)
 //! Between chunks each thread notes the core it is on, which gives the cores seen and
 //! the migrations at a cost of one vDSO call per chunk.
 
@@ -18,7 +19,7 @@ use super::kernels::Kernel;
 /// Length of one chunk of work, aimed at during calibration.
 const CHUNK: Duration = Duration::from_millis(1);
 /// Work chunks per empty chunk.
-const EMPTY_EVERY: u64 = 8;
+const EMPTY_EVERY: u64 = 1;
 
 /// How long, or how much, each thread works.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -243,7 +244,7 @@ fn one_thread(
         let after = Instant::now();
         figures.work_seconds += (after - before).as_secs_f64();
         chunks += 1;
-        if chunks % EMPTY_EVERY == 1 {
+        if (chunks - 1).is_multiple_of(EMPTY_EVERY) {
             std::hint::black_box(runner.empty(loops));
             figures.empty_seconds += after.elapsed().as_secs_f64();
             figures.empty_loops += loops;
