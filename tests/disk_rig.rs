@@ -14,10 +14,6 @@ const WRITE_BPS: u64 = 200 * MIB;
 const READ_BPS: u64 = 300 * MIB;
 const TOLERANCE: f64 = 0.05;
 
-fn bin() -> std::path::PathBuf {
-    assert_cmd::cargo::cargo_bin!("ratelab").to_path_buf()
-}
-
 fn median(mut values: Vec<f64>) -> f64 {
     assert!(!values.is_empty(), "no values");
     values.sort_by(f64::total_cmp);
@@ -57,7 +53,7 @@ fn direct_figures_match_the_rig_rate_with_both_engines() {
     for engine in ["sync", "uring"] {
         let doc = run_json(
             throttle
-                .command(bin())
+                .command(common::bin())
                 .arg("disk")
                 .arg(disk.path())
                 .args([
@@ -117,17 +113,23 @@ fn buffered_fsync_writes_match_fio() {
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     // ABAB: each tool writes one 512 MiB file with buffered writes and an fsync at the end.
     for _ in 0..3 {
-        let doc = run_json(throttle.command(bin()).arg("disk").arg(disk.path()).args([
-            "--sizes",
-            "512M",
-            "--phase",
-            "write",
-            "--sync",
-            "fsync",
-            "--json",
-            "--no-store",
-            "-q",
-        ]));
+        let doc = run_json(
+            throttle
+                .command(common::bin())
+                .arg("disk")
+                .arg(disk.path())
+                .args([
+                    "--sizes",
+                    "512M",
+                    "--phase",
+                    "write",
+                    "--sync",
+                    "fsync",
+                    "--json",
+                    "--no-store",
+                    "-q",
+                ]),
+        );
         ours.push(median_rate(&doc, "write", 0));
 
         let report = run_json(
@@ -171,7 +173,7 @@ fn enospc_mid_run_stops_cleans_up_and_keeps_the_run_incomplete() {
     let db = disk.scratch().join("results.db");
     earlier_run(disk.path(), &db);
     let child = throttle
-        .command(bin())
+        .command(common::bin())
         .arg("disk")
         .arg(disk.path())
         .args([

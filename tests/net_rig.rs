@@ -15,10 +15,6 @@ const NETNS_NEEDS: &str = "it builds network namespaces, a veth pair and tbf qdi
 const RATELAB_PORT: u16 = 5301;
 const IPERF3_PORT: u16 = 5201;
 
-fn bin() -> std::path::PathBuf {
-    assert_cmd::cargo::cargo_bin!("ratelab").to_path_buf()
-}
-
 /// iperf3's receiver rate on the link, bits per second.
 fn iperf3_bits_per_sec(link: &Link, seconds: u32) -> f64 {
     let output = link
@@ -53,7 +49,7 @@ fn net_reaches_the_goodput_limit_of_a_shaped_link_and_reports_the_mss() {
         let mut link = Link::new(mtu, rate);
         link.serve_ratelab(RATELAB_PORT);
         let doc = run_json(
-            link.in_client(bin())
+            link.in_client(common::bin())
                 .args([
                     "net",
                     &link.server_address,
@@ -131,7 +127,7 @@ fn a_scenario_runs_net_and_disk_together_on_one_clock() {
     command
         .args(["netns", "exec"])
         .arg(link.client_namespace())
-        .arg(bin())
+        .arg(common::bin())
         .arg("run")
         .arg(&scenario)
         .args(["--json", "--no-store", "-q"]);

@@ -11,10 +11,6 @@ use common::rig::{self, MIB, SlowDisk, Throttle};
 use common::{RIG_NEEDS, json, root_or_skip, run_json, wait_for_work_folder};
 use serde_json::Value;
 
-fn bin() -> std::path::PathBuf {
-    assert_cmd::cargo::cargo_bin!("ratelab").to_path_buf()
-}
-
 fn contention(doc: &Value) -> &Value {
     doc.get("contention")
         .unwrap_or_else(|| panic!("no contention report in {doc}"))
@@ -51,17 +47,23 @@ fn two_folders_on_one_device_share_it_as_fio_jobs_do() {
     std::fs::create_dir(&a).unwrap();
     std::fs::create_dir(&b).unwrap();
 
-    let doc = run_json(throttle.command(bin()).args(["disk"]).args([&a, &b]).args([
-        "--sizes",
-        "256M,256M",
-        "--direct",
-        "--phase",
-        "write",
-        "--alone",
-        "--json",
-        "--no-store",
-        "-q",
-    ]));
+    let doc = run_json(
+        throttle
+            .command(common::bin())
+            .args(["disk"])
+            .args([&a, &b])
+            .args([
+                "--sizes",
+                "256M,256M",
+                "--direct",
+                "--phase",
+                "write",
+                "--alone",
+                "--json",
+                "--no-store",
+                "-q",
+            ]),
+    );
     let report = contention(&doc);
 
     // fio: two jobs, one per folder, the same work, in the same cgroup.
@@ -135,7 +137,7 @@ fn two_devices_with_their_own_limits_keep_their_own_rates() {
         .limit(&slow, 100 * MIB, 300 * MIB);
     let doc = run_json(
         throttle
-            .command(bin())
+            .command(common::bin())
             .args(["disk"])
             .args([fast.path(), slow.path()])
             .args([
@@ -184,7 +186,7 @@ fn a_limit_changed_mid_run_gives_one_knee_where_it_changed() {
     let throttle = Throttle::new();
     throttle.limit(&disk, 400 * MIB, 400 * MIB);
     let child = throttle
-        .command(bin())
+        .command(common::bin())
         .arg("disk")
         .arg(disk.path())
         .args([

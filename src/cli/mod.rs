@@ -15,6 +15,7 @@ pub mod results;
 pub mod run;
 pub mod scale;
 pub mod scenario;
+pub mod task;
 pub mod values;
 
 use std::path::PathBuf;
@@ -66,6 +67,8 @@ pub enum Command {
     Results(results::ResultsArgs),
     /// Time any command held to 1..N CPUs, R times each: speedup and efficiency.
     Scale(scale::ScaleArgs),
+    /// Time a real task (compression) at 1..N threads, split into read, compress and write.
+    Task(task::TaskArgs),
     /// Print a shell completion script.
     Completions(generate::CompletionsArgs),
     /// Print the man page (roff).
@@ -119,6 +122,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Info(args) => info::run(args),
         Command::Results(args) => results::run(args),
         Command::Scale(args) => scale::run(args),
+        Command::Task(args) => task::run(args),
         Command::Completions(args) => generate::completions(args),
         Command::Man => generate::man(),
     }

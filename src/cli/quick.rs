@@ -50,13 +50,7 @@ fn baseline(output: &MeasureArgs, target: &Path) -> Value {
     let Some(target) = std::fs::canonicalize(target).ok() else {
         return Value::Null;
     };
-    let Ok(path) = Store::path(output.db.as_deref()) else {
-        return Value::Null;
-    };
-    if !path.exists() {
-        return Value::Null;
-    }
-    let Ok(store) = Store::open(&path) else {
+    let Some(store) = Store::open_existing(output.db.as_deref()) else {
         return Value::Null;
     };
     let target = target.display().to_string();

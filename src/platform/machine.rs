@@ -126,9 +126,18 @@ fn count_cpu_list(list: &str) -> Option<usize> {
 
 /// MemTotal from /proc/meminfo, in bytes.
 fn memory_bytes(meminfo: &str) -> Option<u64> {
-    let line = meminfo
-        .lines()
-        .find_map(|line| line.strip_prefix("MemTotal:"))?;
+    meminfo_bytes(meminfo, "MemTotal:")
+}
+
+/// Memory the kernel could give a new program without swapping (MemAvailable), in bytes.
+pub fn available_memory_bytes() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    meminfo_bytes(&meminfo, "MemAvailable:")
+}
+
+/// One `Name:  N kB` field of /proc/meminfo, in bytes.
+fn meminfo_bytes(meminfo: &str, field: &str) -> Option<u64> {
+    let line = meminfo.lines().find_map(|line| line.strip_prefix(field))?;
     let mut words = line.split_whitespace();
     let kib: u64 = words.next()?.parse().ok()?;
     // The kernel prints "kB" but means KiB (fs/proc/meminfo.c shifts by 10).

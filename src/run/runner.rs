@@ -130,15 +130,21 @@ pub fn execute(
         outcome = Err(Interrupted.into());
     }
 
-    for (index, record) in doc.workloads.iter_mut().enumerate() {
+    for record in doc.workloads.iter_mut() {
         if let Some(kind) = workload::kind(&record.kind) {
             if let Some(series) = record.series.as_mut() {
                 series.knees = kind.knees(&record.params, series);
             }
             record.summary = kind.summarize(record);
+        }
+    }
+    for (index, record) in doc.workloads.iter().enumerate() {
+        if let Some(kind) = workload::kind(&record.kind) {
             // A workload run alone first speaks through the contention report.
             if record.alone_of.is_none() {
-                for verdict in kind.verdicts(index, record) {
+                let mut verdicts = kind.verdicts(index, record);
+                verdicts.extend(kind.verdicts_beside(index, &doc.workloads));
+                for verdict in verdicts {
                     // Several targets on one filesystem would say the same thing each.
                     if !doc
                         .verdicts

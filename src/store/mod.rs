@@ -116,6 +116,13 @@ impl Store {
         }
     }
 
+    /// The database `--db` names (or the default one) if it exists and opens, to look
+    /// up earlier runs; never creates one.
+    pub fn open_existing(chosen: Option<&Path>) -> Option<Store> {
+        let path = Store::path(chosen).ok()?;
+        path.exists().then(|| Store::open(&path).ok()).flatten()
+    }
+
     /// Opens (creating if needed) and migrates the database at `path`.
     pub fn open(path: &Path) -> Result<Store, Error> {
         if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {

@@ -10,6 +10,7 @@ pub mod net;
 pub mod readdir;
 pub mod scale;
 mod sink;
+pub mod task;
 
 use serde_json::Value;
 
@@ -89,6 +90,12 @@ pub trait Kind: Sync {
     /// Tables for the terminal and text reports.
     fn tables(&self, record: &WorkloadRecord) -> Vec<crate::report::Table>;
 
+    /// Conclusions that need the other workloads of the same run (a task beside the
+    /// storage series of its folder); none by default.
+    fn verdicts_beside(&self, _workload: usize, _records: &[WorkloadRecord]) -> Vec<Verdict> {
+        Vec::new()
+    }
+
     /// Lasting changes of rate in the workload's series, where the kind's runs make
     /// them meaningful (sustained runs); none by default.
     fn knees(
@@ -107,6 +114,7 @@ const KINDS: &[&dyn Kind] = &[
     &net::NetKind,
     &cpu::CpuKind,
     &scale::ScaleKind,
+    &task::TaskKind,
     &monitor::MonitorKind,
 ];
 

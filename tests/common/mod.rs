@@ -15,6 +15,11 @@ pub fn ratelab() -> Command {
     Command::new(assert_cmd::cargo::cargo_bin!("ratelab"))
 }
 
+/// The path of the ratelab binary, for wrappers that start it (a cgroup, a namespace).
+pub fn bin() -> std::path::PathBuf {
+    assert_cmd::cargo::cargo_bin!("ratelab").to_path_buf()
+}
+
 /// Whether the tests run as root.
 pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()

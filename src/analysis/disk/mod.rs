@@ -25,6 +25,27 @@ pub const CACHED_FRACTION: f64 = 0.5;
 /// An evicted file should have at most this fraction resident before its read.
 pub const EVICTED_FRACTION: f64 = 0.01;
 
+/// Files at least this large show a disk's streaming rate, as a task's file does.
+const STREAMING_BYTES: u64 = 64 << 20;
+
+/// The median rate of `op` (`write` or `read`) over the large files of a storage
+/// series (the largest size when none is large), leaving out cached reads and flagged
+/// figures: the rate a task streaming one big file can expect.
+pub fn streaming_rate(items: &[DiskItem], op: &str) -> Option<f64> {
+    let items: Vec<&DiskItem> = items
+        .iter()
+        .filter(|i| i.op.as_str() == op && i.mode != "cached" && i.flags.is_empty())
+        .collect();
+    let largest = items.iter().map(|i| i.size_bytes).max()?;
+    let floor = STREAMING_BYTES.min(largest);
+    let rates: Vec<f64> = items
+        .iter()
+        .filter(|i| i.size_bytes >= floor)
+        .map(|i| i.bytes_per_sec)
+        .collect();
+    Stats::of(&rates).map(|s| s.median)
+}
+
 /// The item with its flags set from its figures and the link limit.
 pub fn flagged(mut item: DiskItem, limit_bytes_per_sec: Option<f64>) -> DiskItem {
     item.flags.clear();

@@ -9,11 +9,13 @@ mod laws;
 mod least_squares;
 mod polynomial;
 mod scaling;
+mod summary;
 
 pub use goodness::{aicc, r_squared};
 pub use laws::{Law, LawParams};
 pub use polynomial::{PolynomialFit, evaluate, polynomial};
 pub use scaling::{FitError, FitWarning, LawFit, ScalingFits, fit_scaling};
+pub use summary::{fits_sentence, fits_summary};
 
 #[cfg(test)]
 mod recovery_tests;

@@ -69,6 +69,11 @@ impl AlignedBuf {
         self.len
     }
 
+    /// Whether the buffer holds no bytes (never: buffers are a page at least).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// The bytes.
     pub fn as_slice(&self) -> &[u8] {
         // SAFETY: ptr is valid for len bytes for the buffer's lifetime.

@@ -83,7 +83,7 @@ impl Pattern {
 }
 
 /// Fills `bytes` from a splitmix64 stream seeded with `seed`.
-fn fill_random(bytes: &mut [u8], seed: u64) {
+pub(crate) fn fill_random(bytes: &mut [u8], seed: u64) {
     let mut state = seed;
     for chunk in bytes.chunks_mut(8) {
         state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -93,7 +93,7 @@ fn fill_random(bytes: &mut [u8], seed: u64) {
 }
 
 /// The splitmix64 finaliser: a cheap, well-mixed 64-bit hash.
-fn mix(mut z: u64) -> u64 {
+pub(crate) fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)

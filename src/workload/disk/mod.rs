@@ -3,9 +3,9 @@
 //! for a while. Engines (sync, uring, null) move the bytes; this module decides what is
 //! written, in what order, and what state the cache is in before a read.
 
-mod buffer;
+pub mod buffer;
 pub mod cache;
-mod data;
+pub mod data;
 pub mod engine;
 pub mod item;
 mod kind;

@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::ScaleItem;
-use crate::analysis::fits::fit_scaling;
+use crate::analysis::fits::{fits_sentence, fits_summary};
 use crate::analysis::stats::Stats;
 use crate::document::{Severity, Verdict, WorkloadRecord};
 use crate::report::Table;
@@ -97,16 +97,9 @@ impl crate::workload::Kind for ScaleKind {
             .filter(|i| i.seconds > 0.0)
             .map(|i| (i.cpus as f64, 1.0 / i.seconds))
             .collect();
-        let fits = fit_scaling(&runs);
-        json!({
-            "points": points(record),
-            "fits": fits.as_ref().map(|f| &f.fits).ok(),
-            "best_fit": fits.as_ref().ok().and_then(|f| f.best_fit),
-            "fit_warning": match &fits {
-                Ok(f) => f.warning.as_ref().map(ToString::to_string),
-                Err(e) => Some(e.to_string()),
-            },
-        })
+        let mut summary = fits_summary(&runs);
+        summary.insert("points".into(), json!(points(record)));
+        Value::Object(summary)
     }
 
     fn verdicts(&self, workload: usize, record: &WorkloadRecord) -> Vec<Verdict> {
@@ -126,42 +119,8 @@ impl crate::workload::Kind for ScaleKind {
                 ),
             ));
         }
-        let summary = self.summarize(record);
-        if let Some(best) = summary["best_fit"].as_str() {
-            let fit = summary["fits"]
-                .as_array()
-                .and_then(|fits| fits.iter().find(|f| f["law"] == best))
-                .cloned()
-                .unwrap_or_default();
-            out.push(verdict(
-                "scaling_law",
-                Severity::Info,
-                format!(
-                    "the {best} law fits best (R² {:.3}; {}){}",
-                    fit["r2"].as_f64().unwrap_or(f64::NAN),
-                    fit["params"]
-                        .as_object()
-                        .map(|p| p
-                            .iter()
-                            .map(|(k, v)| format!(
-                                "{k} {}",
-                                v.as_f64().map_or("-".into(), |v| format!("{v:.4}"))
-                            ))
-                            .collect::<Vec<_>>()
-                            .join(", "))
-                        .unwrap_or_default(),
-                    summary["fit_warning"]
-                        .as_str()
-                        .map(|w| format!(" — {w}"))
-                        .unwrap_or_default()
-                ),
-            ));
-        } else if let Some(warning) = summary["fit_warning"].as_str() {
-            out.push(verdict(
-                "scaling_law",
-                Severity::Info,
-                format!("no scaling law is fitted: {warning}"),
-            ));
+        if let Some(sentence) = fits_sentence(&self.summarize(record)) {
+            out.push(verdict("scaling_law", Severity::Info, sentence));
         }
         let points = points(record);
         if let (Some(first), Some(last)) = (points.first(), points.last())

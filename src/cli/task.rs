@@ -1,0 +1,201 @@
+//! `ratelab task compress FILE`: a real task, timed as a whole and step by step at
+//! each thread count, next to what stored disk runs measured on the same storage.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+
+use super::MeasureArgs;
+use super::values::{CountList, parse_count_list, parse_size};
+use crate::analysis::disk::streaming_rate;
+use crate::exit::{Exit, UsageError};
+use crate::platform::cores;
+use crate::run::Schedule;
+use crate::store::Store;
+use crate::workload::disk::item::items_of;
+use crate::workload::task::{Codec, Direction, TaskPlan, TaskWorkload};
+
+/// Stored runs looked through for disk figures of the task's storage.
+const DISK_RUNS_LOOKED_AT: usize = 30;
+
+/// Options of `ratelab task`.
+#[derive(Debug, Args)]
+pub struct TaskArgs {
+    /// The task.
+    #[command(subcommand)]
+    pub task: TaskCommand,
+}
+
+/// The tasks ratelab times.
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Compress a file at 1..N threads: the whole task, and read, compress and write alone.
+    Compress(CompressArgs),
+}
+
+/// Options of `ratelab task compress`.
+#[derive(Debug, Args)]
+#[command(
+    after_long_help = "For each thread count, times four things: reading FILE \
+uncached (O_DIRECT, or evicted first where the filesystem refuses it), compressing it in \
+memory, writing the compressed bytes to a new file in DIR with fsync, and the whole task \
+(read, compress and write at once, as `zstd -T n` does). Steps are compared in the task's \
+unit, original bytes per second; the slowest is the rate-limiting step. Every output is \
+decoded and compared with FILE by SHA-256. Outputs go in a work folder ratelab makes in DIR \
+and removes after."
+)]
+pub struct CompressArgs {
+    /// The file to compress; with --make-file, the test file to make (it must not exist).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Compression thread counts: 1..4 or 1,2,4 [default: 1..(online CPUs)].
+    #[arg(long, value_name = "RANGE", value_parser = parse_count_list)]
+    pub threads: Option<CountList>,
+    /// The codec, through its own library.
+    #[arg(long, value_enum, default_value_t = Codec::Zstd)]
+    pub codec: Codec,
+    /// Compression level [default: the codec's tool default: zstd 3, lz4 1, xz 6].
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub level: Option<i32>,
+    /// Folder the outputs are written in [default: FILE's folder].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Time decompression instead (of FILE compressed first, untimed); one thread.
+    #[arg(long)]
+    pub decompress: bool,
+    /// Make FILE first: SIZE bytes of mixed text-like and random blocks, removed after.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub make_file: Option<u64>,
+    /// Keep the file --make-file made.
+    #[arg(long)]
+    pub keep: bool,
+    /// Output and storage options.
+    #[command(flatten)]
+    pub output: MeasureArgs,
+}
+
+/// Runs `ratelab task`.
+pub fn run(args: TaskArgs) -> anyhow::Result<Exit> {
+    match args.task {
+        TaskCommand::Compress(args) => compress(args),
+    }
+}
+
+fn compress(args: CompressArgs) -> anyhow::Result<Exit> {
+    let codec = args.codec;
+    let level = args.level.unwrap_or(codec.default_level());
+    if !codec.levels().contains(&level) {
+        return Err(UsageError(format!(
+            "--level {level} is out of range for {} ({} to {})",
+            codec.as_str(),
+            codec.levels().start(),
+            codec.levels().end()
+        ))
+        .into());
+    }
+    let threads = match (&args.threads, args.decompress) {
+        (Some(list), true) if list.0 != [1] => {
+            return Err(UsageError(
+                "--threads with --decompress: decompression runs on one thread (the zstd, lz4 and xz decoders here have no threads)".into(),
+            )
+            .into());
+        }
+        (Some(list), _) => list.0.clone(),
+        (None, true) => vec![1],
+        (None, false) => (1..=cores::online_cpus().len().max(1)).collect(),
+    };
+    if let Some(bad) = threads.iter().find(|&&n| n == 0 || n > 256) {
+        return Err(UsageError(format!("--threads {bad} is out of range (1 to 256)")).into());
+    }
+    if args.make_file == Some(0) {
+        return Err(UsageError(
+            "--make-file 0 makes an empty file: give a size such as 256M".into(),
+        )
+        .into());
+    }
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| match args.file.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        });
+    let disk_runs = disk_runs(&args.output, args.file.parent(), &out);
+    let plan = TaskPlan {
+        file: Some(args.file),
+        make_file_bytes: args.make_file,
+        out,
+        codec,
+        level,
+        threads,
+        direction: if args.decompress {
+            Direction::Decompress
+        } else {
+            Direction::Compress
+        },
+        keep: args.keep,
+        seed: rand::random(),
+    };
+    super::measure(
+        "task",
+        &args.output,
+        vec![Box::new(TaskWorkload::new(plan, disk_runs))],
+        Schedule::together(1, &[]),
+    )
+}
+
+/// What the newest stored disk runs on the source's and the output's filesystems
+/// measured: `{source: {run_id, target, read_bytes_per_sec}, out: {..., write_bytes_per_sec}}`,
+/// each absent when no run covers it.
+pub fn disk_runs(output: &MeasureArgs, source_folder: Option<&Path>, out: &Path) -> Value {
+    let Some(store) = Store::open_existing(output.db.as_deref()) else {
+        return Value::Null;
+    };
+    let source_folder = source_folder
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut found = serde_json::Map::new();
+    let runs = store.list_runs().unwrap_or_default();
+    for run in runs
+        .iter()
+        .filter(|r| r.status == "complete" && r.targets.iter().any(|t| t.starts_with('/')))
+        .take(DISK_RUNS_LOOKED_AT)
+    {
+        let Ok(doc) = store.load_run(run.run_id) else {
+            continue;
+        };
+        for record in doc.workloads.iter().filter(|w| w.kind == "disk") {
+            for (key, folder, op, rate_key) in [
+                ("source", source_folder, "read", "read_bytes_per_sec"),
+                ("out", out, "write", "write_bytes_per_sec"),
+            ] {
+                if found.contains_key(key) || !same_storage(Path::new(&record.target), folder) {
+                    continue;
+                }
+                if let Some(rate) = streaming_rate(&items_of(record), op) {
+                    found.insert(
+                        key.into(),
+                        json!({ "run_id": run.run_id, "target": record.target, rate_key: rate }),
+                    );
+                }
+            }
+        }
+    }
+    if found.is_empty() {
+        Value::Null
+    } else {
+        Value::Object(found)
+    }
+}
+
+/// Whether `folder` lies under a disk run's `target`, on the same filesystem as now.
+fn same_storage(target: &Path, folder: &Path) -> bool {
+    let (Ok(target), Ok(folder)) = (std::fs::canonicalize(target), std::fs::canonicalize(folder))
+    else {
+        return false;
+    };
+    let device = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
+    folder.starts_with(&target) && device(&target).is_some() && device(&target) == device(&folder)
+}

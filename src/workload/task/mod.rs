@@ -1,0 +1,434 @@
+//! Real tasks split into their steps: compressing a file (or decompressing it) at each
+//! thread count, timed as a whole (read uncached, compress, write synced) and step by
+//! step (read alone, compress in memory, write alone), so that the step that sets the
+//! task's pace has a name. Every output is decoded and compared with the original.
+
+mod codec;
+mod frames;
+mod item;
+mod kind;
+mod made;
+mod steps;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+pub use codec::Codec;
+pub use item::{TaskItem, items_of};
+pub use kind::TaskKind;
+pub use steps::Direction;
+
+use self::steps::{Transform, Uncached};
+use crate::platform::{self, StorageChain};
+use crate::report::units::format_bytes;
+use crate::workload::disk::buffer::AlignedBuf;
+use crate::workload::disk::workdir::{self, WorkDir};
+use crate::workload::{Context, Error, Workload};
+
+/// Share of the available memory the in-memory steps may hold (input and output).
+const MEMORY_SHARE: u64 = 4;
+
+/// What `ratelab task compress` was asked to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskPlan {
+    /// The file to compress; `None` makes one in the work folder (with `make_file_bytes`).
+    pub file: Option<PathBuf>,
+    /// Size of the test file to make first (`--make-file`), removed after the run.
+    pub make_file_bytes: Option<u64>,
+    /// The folder outputs are written in (inside a work folder ratelab makes there).
+    pub out: PathBuf,
+    /// The codec.
+    pub codec: Codec,
+    /// Its level.
+    pub level: i32,
+    /// Compression thread counts, each run in turn.
+    pub threads: Vec<usize>,
+    /// Compress, or decompress what ratelab compressed first.
+    pub direction: Direction,
+    /// Keep the made file (`--make-file`) after the run.
+    pub keep: bool,
+    /// Seed of the made file.
+    pub seed: u64,
+}
+
+/// The task workload.
+pub struct TaskWorkload {
+    plan: TaskPlan,
+    /// What stored disk runs say of the source's and the output's storage.
+    disk_runs: Value,
+    chains: [Option<StorageChain>; 2],
+    workdir: Option<WorkDir>,
+    /// The original file and its size.
+    source: Option<(PathBuf, u64)>,
+    /// Whether ratelab made the source (and so may sync and evict it hard).
+    made: bool,
+    /// The file the read steps read: the source, or its compressed copy.
+    input: Option<(PathBuf, u64)>,
+    digest: [u8; 32],
+    /// The input's first bytes (all of it, memory allowing), for the in-memory step.
+    memory: Option<(AlignedBuf, usize)>,
+    /// The in-memory step's output buffer, reused at every thread count.
+    output: Option<Vec<u8>>,
+}
+
+impl TaskWorkload {
+    /// A workload for `plan`; `disk_runs` is what stored disk runs measured on the
+    /// source's and output's storage (null when none).
+    pub fn new(plan: TaskPlan, disk_runs: Value) -> TaskWorkload {
+        TaskWorkload {
+            plan,
+            disk_runs,
+            chains: [None, None],
+            workdir: None,
+            source: None,
+            made: false,
+            input: None,
+            digest: [0; 32],
+            memory: None,
+            output: None,
+        }
+    }
+
+    fn how(&self, threads: usize) -> Transform {
+        Transform {
+            direction: self.plan.direction,
+            codec: self.plan.codec,
+            level: self.plan.level,
+            threads,
+        }
+    }
+
+    fn output_name(&self, step: &str) -> String {
+        match self.plan.direction {
+            Direction::Compress => format!("{step}.{}", self.plan.codec.as_str()),
+            Direction::Decompress => format!("{step}.out"),
+        }
+    }
+
+    /// Runs every step at `threads` and sends the items.
+    fn run_threads(&mut self, ctx: &Context, threads: usize) -> Result<(), Error> {
+        let how = self.how(threads);
+        let (source_path, size) = self.source.clone().expect("set in prepare");
+        let (input_path, input_size) = self.input.clone().expect("set in setup");
+        let compress = how.direction == Direction::Compress;
+        let step = |op: &str, bytes: u64, source_bytes: u64, seconds: f64| {
+            TaskItem::timed(op, threads, bytes, source_bytes, seconds)
+        };
+
+        ctx.sink
+            .status(format!("{threads} threads: read {}", input_path.display()));
+        let (memory, kept) = self.memory.as_mut().expect("made in setup");
+        let kept = *kept;
+        let reader = Uncached::open(&input_path, input_size, self.made)?;
+        let seconds = steps::read(ctx, &reader, &mut memory.as_mut_slice()[..kept])?;
+        ctx.sink.item(&TaskItem {
+            cached_fraction_before: Some(reader.cached_fraction_before),
+            direct: Some(reader.direct),
+            ..step("read", input_size, size, seconds)
+        });
+        drop(reader);
+
+        ctx.sink.status(format!(
+            "{threads} threads: {} in memory",
+            how.direction.as_str()
+        ));
+        let started = Instant::now();
+        let pledged = compress.then_some(kept as u64);
+        let mut output = self.output.take().expect("made in setup");
+        output.clear();
+        let (output, output_bytes) = steps::transform(
+            ctx,
+            how,
+            pledged,
+            &memory.as_slice()[..kept],
+            output,
+            &input_path,
+        )?;
+        let seconds = started.elapsed().as_secs_f64();
+        let original = if compress { kept as u64 } else { output_bytes };
+        ctx.sink.item(&TaskItem {
+            output_bytes: Some(output_bytes),
+            ..step(how.direction.as_str(), kept as u64, original, seconds)
+        });
+
+        ctx.sink.status(format!(
+            "{threads} threads: write {}",
+            self.plan.out.display()
+        ));
+        let name = self.output_name("write-only");
+        let task_name = self.output_name("task");
+        let workdir = self.workdir.as_mut().expect("made in setup");
+        let seconds = steps::write(ctx, workdir, &name, &output)?;
+        ctx.sink
+            .item(&step("write", output.len() as u64, original, seconds));
+        self.output = Some(output);
+
+        ctx.sink
+            .status(format!("{threads} threads: the whole task"));
+        let reader = Uncached::open(&input_path, input_size, self.made)?;
+        let (fraction, direct) = (reader.cached_fraction_before, reader.direct);
+        let whole = steps::whole(
+            ctx,
+            how,
+            reader,
+            compress.then_some(size),
+            workdir,
+            &task_name,
+        )?;
+        ctx.sink
+            .status(format!("{threads} threads: check the round trip"));
+        let decode = compress.then_some(how.codec);
+        let round_trip_ok = steps::file_digest(&whole.output, decode)? == self.digest;
+        workdir.remove_file(&whole.output)?;
+        ctx.sink.item(&TaskItem {
+            output_bytes: Some(whole.output_bytes),
+            cached_fraction_before: Some(fraction),
+            direct: Some(direct),
+            round_trip_ok: Some(round_trip_ok),
+            ..step("total", size, size, whole.seconds)
+        });
+        if !round_trip_ok {
+            ctx.sink.warning(format!(
+                "the output of {} at {threads} threads does not decode to {}",
+                how.codec.as_str(),
+                source_path.display()
+            ));
+        }
+        ctx.sink.stage_done(format!("{threads} threads"));
+        Ok(())
+    }
+
+    /// Makes the test file of `--make-file` at `path`.
+    fn make_source(&mut self, ctx: &Context, path: &Path, size: u64) -> Result<(), Error> {
+        ctx.sink
+            .status(format!("make a {} test file", format_bytes(size)));
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| Error::io("create", path, e))?;
+        self.made = true;
+        made::make(&mut file, path, size, self.plan.seed)
+    }
+}
+
+/// Refuses a source that is not a readable, non-empty regular file; gives its size.
+fn source_size(path: &Path) -> Result<u64, Error> {
+    let refuse = |reason: String| Error::Target {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let why = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file or directory".to_string(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+        _ => e.to_string().to_lowercase(),
+    };
+    let meta = std::fs::metadata(path).map_err(|e| refuse(why(e)))?;
+    if !meta.is_file() {
+        return Err(refuse("not a regular file".into()));
+    }
+    if meta.len() == 0 {
+        return Err(refuse(
+            "the file is empty: give a file with data, or make one with --make-file SIZE".into(),
+        ));
+    }
+    std::fs::File::open(path).map_err(|e| refuse(why(e)))?;
+    Ok(meta.len())
+}
+
+impl Workload for TaskWorkload {
+    fn kind(&self) -> &'static str {
+        "task"
+    }
+
+    fn target(&self) -> String {
+        match &self.plan.file {
+            Some(file) => file.display().to_string(),
+            None => self.plan.out.display().to_string(),
+        }
+    }
+
+    fn params(&self) -> Value {
+        serde_json::to_value(&self.plan).expect("plans serialise")
+    }
+
+    fn context(&self) -> Value {
+        json!({
+            "source_bytes": self.source.as_ref().map(|s| s.1),
+            "made_file": self.made,
+            "source_folder": self.source.as_ref().and_then(|s| s.0.parent()),
+            "out_folder": self.plan.out,
+            "source_chain": self.chains[0],
+            "out_chain": self.chains[1],
+            "disk_runs": self.disk_runs,
+        })
+    }
+
+    fn planned_bytes(&self) -> u64 {
+        let size = self.source.as_ref().map_or(0, |s| s.1);
+        // Per thread count: the read, the in-memory step, a write of about a third, the
+        // whole task.
+        self.plan.threads.len() as u64 * (size * 3 + size / 3)
+    }
+
+    fn prepare(&mut self) -> Result<(), Error> {
+        self.plan.out = workdir::check_target(&self.plan.out)?;
+        let size = match (&self.plan.file, self.plan.make_file_bytes) {
+            (Some(file), Some(size)) => {
+                if file.symlink_metadata().is_ok() {
+                    return Err(Error::Target {
+                        path: file.clone(),
+                        reason: "it exists, and --make-file makes a new file: give a path that does not exist, or drop --make-file to compress it".into(),
+                    });
+                }
+                let parent = match file.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                    _ => PathBuf::from("."),
+                };
+                let parent = workdir::check_target(&parent)?;
+                workdir::check_space(&parent, size, 1)?;
+                self.plan.file = Some(parent.join(file.file_name().unwrap_or_default()));
+                size
+            }
+            (Some(file), None) => {
+                let size = source_size(file)?;
+                self.plan.file =
+                    Some(std::fs::canonicalize(file).map_err(|e| Error::io("resolve", file, e))?);
+                size
+            }
+            (None, Some(size)) => size,
+            (None, None) => {
+                return Err(Error::Input(
+                    "a task needs a file to compress, or --make-file SIZE".into(),
+                ));
+            }
+        };
+        let made_here = self.plan.file.is_none() as u64;
+        // The write-only step's file and the whole task's are never there at once.
+        workdir::check_space(
+            &self.plan.out,
+            size + size / 16 + made_here * size,
+            2 + made_here,
+        )?;
+        if self.plan.direction == Direction::Decompress {
+            let budget = available_memory() / MEMORY_SHARE;
+            if size > budget {
+                return Err(Error::Unsupported(format!(
+                    "--decompress holds the file and its compressed copy in memory: {} is more than a {MEMORY_SHARE}th of the available memory ({})",
+                    format_bytes(size),
+                    format_bytes(budget * MEMORY_SHARE)
+                )));
+            }
+        }
+        let file = self.plan.file.clone();
+        self.source = Some((file.unwrap_or_default(), size));
+        let source_folder = self.plan.file.as_ref().and_then(|f| f.parent());
+        self.chains = [
+            source_folder.and_then(|f| platform::probe_path(f).ok()),
+            platform::probe_path(&self.plan.out).ok(),
+        ];
+        Ok(())
+    }
+
+    fn setup(&mut self, ctx: &Context) -> Result<(), Error> {
+        let mut workdir = WorkDir::create(&self.plan.out)?;
+        let (mut source, size) = self.source.clone().expect("set in prepare");
+        let result = (|| {
+            match (self.plan.file.clone(), self.plan.make_file_bytes) {
+                (None, Some(size)) => {
+                    source = workdir.path().join("source.dat");
+                    workdir.adopt([source.clone()]);
+                    let path = source.clone();
+                    self.make_source(ctx, &path, size)?;
+                }
+                (Some(file), Some(size)) => self.make_source(ctx, &file, size)?,
+                _ => {}
+            }
+            self.source = Some((source.clone(), size));
+            ctx.sink.status("hash the original".to_string());
+            self.digest = steps::file_digest(&source, None)?;
+            let input = match self.plan.direction {
+                Direction::Compress => (source.clone(), size),
+                Direction::Decompress => {
+                    ctx.sink
+                        .status(format!("compress {} to decompress", source.display()));
+                    let how = Transform {
+                        direction: Direction::Compress,
+                        ..self.how(crate::platform::cores::online_cpus().len().max(1))
+                    };
+                    let reader = Uncached::open(&source, size, self.made)?.reader()?;
+                    let out = workdir.path().join(format!("input.{}", how.codec.as_str()));
+                    workdir.adopt([out.clone()]);
+                    let file = std::fs::File::create_new(&out)
+                        .map_err(|e| Error::io("create", &out, e))?;
+                    let writer = std::io::BufWriter::new(file);
+                    let (writer, bytes) =
+                        steps::transform(ctx, how, Some(size), reader, writer, &source)?;
+                    let file = writer
+                        .into_inner()
+                        .map_err(|e| Error::io("write", &out, e.into_error()))?;
+                    file.sync_all().map_err(|e| Error::io("sync", &out, e))?;
+                    (out, bytes)
+                }
+            };
+            let budget = available_memory() / MEMORY_SHARE;
+            let kept = input.1.min(budget).max(1) as usize;
+            if kept < input.1 as usize {
+                ctx.sink.warning(format!(
+                    "the in-memory step uses the first {} of {}: memory allows no more",
+                    format_bytes(kept as u64),
+                    format_bytes(input.1)
+                ));
+            }
+            let mut memory =
+                AlignedBuf::new(kept).map_err(|e| Error::io("allocate memory for", &input.0, e))?;
+            // Touched now, so that no step times the kernel's first faults on it.
+            memory.as_mut_slice().fill(1);
+            let capacity = match self.plan.direction {
+                Direction::Compress => kept / 2,
+                Direction::Decompress => size as usize,
+            };
+            let mut output = vec![1u8; capacity];
+            output.clear();
+            self.output = Some(output);
+            self.memory = Some((memory, kept));
+            self.input = Some(input);
+            Ok(())
+        })();
+        self.workdir = Some(workdir);
+        result
+    }
+
+    fn run(&mut self, ctx: &Context) -> Result<(), Error> {
+        for threads in self.plan.threads.clone() {
+            self.run_threads(ctx, threads)?;
+        }
+        Ok(())
+    }
+
+    fn cleanup(&mut self) -> Result<(), Error> {
+        self.memory = None;
+        self.output = None;
+        let mut result = Ok(());
+        if self.made
+            && !self.plan.keep
+            && let Some(file) = &self.plan.file
+            && let Err(e) = std::fs::remove_file(file)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            result = Err(Error::io("remove", file, e));
+        }
+        if let Some(workdir) = self.workdir.as_mut() {
+            result = result.and(workdir.remove_all());
+        }
+        result
+    }
+}
+
+/// The memory the kernel could give without swapping; 1 GiB when it does not say.
+fn available_memory() -> u64 {
+    platform::machine::available_memory_bytes().unwrap_or(1 << 30)
+}

@@ -1,0 +1,388 @@
+//! The measuring loops of a task: read a file uncached, transform bytes (compress or
+//! decompress) in memory, write bytes with a sync, and all three at once as the whole
+//! task. Files are opened before a timer starts; each timer stops after the last byte
+//! (and, for writes, after fsync returns).
+
+use std::fs::File;
+use std::io::{self, BufRead, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use sha2::{Digest, Sha256};
+
+use super::codec::Codec;
+use crate::workload::disk::buffer::AlignedBuf;
+use crate::workload::disk::cache::{self, Eviction};
+use crate::workload::disk::workdir::{self, WorkDir};
+use crate::workload::{Context, Error};
+
+/// Bytes per read and write call, as the disk series uses.
+pub const CHUNK: usize = 1 << 20;
+
+/// Which way a task runs its codec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Original bytes in, compressed bytes out.
+    Compress,
+    /// Compressed bytes in, original bytes out (`--decompress`).
+    Decompress,
+}
+
+impl Direction {
+    /// The name of the middle step.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Compress => "compress",
+            Direction::Decompress => "decompress",
+        }
+    }
+}
+
+/// The codec settings of a transform.
+#[derive(Debug, Clone, Copy)]
+pub struct Transform {
+    /// Which way.
+    pub direction: Direction,
+    /// The codec.
+    pub codec: Codec,
+    /// Its level.
+    pub level: i32,
+    /// Compression threads.
+    pub threads: usize,
+}
+
+/// A file opened to be read uncached: direct where the filesystem allows, else
+/// evicted first and read through the cache; with how much of it was resident.
+pub struct Uncached {
+    file: File,
+    path: PathBuf,
+    size: u64,
+    /// Whether reads bypass the page cache (O_DIRECT).
+    pub direct: bool,
+    /// Fraction of the file in the page cache just before the read.
+    pub cached_fraction_before: f64,
+}
+
+impl Uncached {
+    /// Opens `path` (of `size` bytes) for an uncached read. A file that is not `ours`
+    /// is only advised out of the cache, never synced or dropped with the whole cache.
+    pub fn open(path: &Path, size: u64, ours: bool) -> Result<Uncached, Error> {
+        let probe = workdir::open_for_read(path, false)?;
+        let (advise, force) = if ours {
+            (Eviction::Advise, Eviction::Force)
+        } else {
+            (Eviction::Foreign, Eviction::Foreign)
+        };
+        let (file, direct) = match workdir::open_for_read(path, true) {
+            Ok(file) => {
+                cache::evict(&probe, path, size, advise)?;
+                (file, true)
+            }
+            // Refused at open: this filesystem does not take O_DIRECT.
+            Err(Error::Unsupported(_)) => {
+                cache::evict(&probe, path, size, force)?;
+                (probe, false)
+            }
+            Err(e) => return Err(e),
+        };
+        let cached_fraction_before = cache::resident_fraction(&file, path, size)?;
+        Ok(Uncached {
+            file,
+            path: path.to_path_buf(),
+            size,
+            direct,
+            cached_fraction_before,
+        })
+    }
+
+    /// Reads `buf.len()` bytes (a multiple of the page size) at `offset`, or what is
+    /// left of the file; retries interrupted calls.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize, Error> {
+        loop {
+            match rustix::io::pread(&self.file, &mut *buf, offset) {
+                Ok(0) if offset < self.size => {
+                    return Err(crate::workload::disk::engine::short_file(
+                        "read", &self.path, offset,
+                    ));
+                }
+                Ok(n) => return Ok(n.min((self.size - offset) as usize)),
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(Error::io("read", &self.path, e)),
+            }
+        }
+    }
+
+    /// A buffered reader of the whole file in [`CHUNK`]-sized aligned reads.
+    pub fn reader(self) -> Result<UncachedReader, Error> {
+        Ok(UncachedReader {
+            buf: AlignedBuf::new(CHUNK)
+                .map_err(|e| Error::io("allocate a buffer for", &self.path, e))?,
+            source: self,
+            offset: 0,
+            start: 0,
+            end: 0,
+        })
+    }
+}
+
+/// Times reading the whole file, keeping its first `keep.len()` bytes in `keep`
+/// (the input of the in-memory step). Returns the seconds taken.
+pub fn read(ctx: &Context, source: &Uncached, keep: &mut [u8]) -> Result<f64, Error> {
+    let mut scratch =
+        AlignedBuf::new(CHUNK).map_err(|e| Error::io("allocate a buffer for", &source.path, e))?;
+    let progress = ctx.sink.progress();
+    let started = Instant::now();
+    let mut offset = 0u64;
+    while offset < source.size {
+        if ctx.cancel.is_set() {
+            return Err(Error::Interrupted);
+        }
+        let at = offset as usize;
+        let buf = if at < keep.len() {
+            let end = (at + CHUNK).min(keep.len());
+            &mut keep[at..end]
+        } else {
+            scratch.as_mut_slice()
+        };
+        let n = source.read_at(buf, offset)?;
+        offset += n as u64;
+        progress.add(n as u64);
+    }
+    Ok(started.elapsed().as_secs_f64())
+}
+
+/// An [`Uncached`] file as a buffered reader, for the whole task.
+pub struct UncachedReader {
+    source: Uncached,
+    buf: AlignedBuf,
+    offset: u64,
+    start: usize,
+    end: usize,
+}
+
+impl Read for UncachedReader {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let available = self.fill_buf()?;
+        let n = available.len().min(out.len());
+        out[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for UncachedReader {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        if self.start == self.end && self.offset < self.source.size {
+            let n = self
+                .source
+                .read_at(self.buf.as_mut_slice(), self.offset)
+                .map_err(io::Error::other)?;
+            self.offset += n as u64;
+            (self.start, self.end) = (0, n);
+        }
+        Ok(&self.buf.as_slice()[self.start..self.end])
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.start = (self.start + amount).min(self.end);
+    }
+}
+
+/// Why a transform stopped early: the run was cancelled.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted")]
+struct Cancelled;
+
+/// A reader that counts what is consumed into the run's progress and stops on cancel.
+struct Metered<'c, R> {
+    inner: R,
+    ctx: &'c Context,
+}
+
+impl<R: BufRead> Read for Metered<'_, R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let available = self.fill_buf()?;
+        let n = available.len().min(out.len());
+        out[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Metered<'_, R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        if self.ctx.cancel.is_set() {
+            return Err(io::Error::other(Cancelled));
+        }
+        // At most a chunk at a time, so an in-memory input still reports progress.
+        let buf = self.inner.fill_buf()?;
+        Ok(&buf[..buf.len().min(CHUNK)])
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.inner.consume(amount);
+        self.ctx.sink.progress().add(amount as u64);
+    }
+}
+
+/// A writer that counts the bytes through it.
+struct Counted<W> {
+    inner: W,
+    bytes: u64,
+}
+
+impl<W: Write> Write for Counted<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Runs the codec over all of `input` into `output`; returns the writer and the bytes
+/// written to it.
+pub fn transform<W: Write + 'static>(
+    ctx: &Context,
+    how: Transform,
+    size: Option<u64>,
+    input: impl BufRead,
+    output: W,
+    input_path: &Path,
+) -> Result<(W, u64), Error> {
+    let mut input = Metered { inner: input, ctx };
+    let counted = Counted {
+        inner: output,
+        bytes: 0,
+    };
+    let result = match how.direction {
+        Direction::Compress => (|| {
+            let mut encoder = how.codec.encoder(counted, how.level, how.threads, size)?;
+            loop {
+                let buf = input.fill_buf()?;
+                if buf.is_empty() {
+                    break;
+                }
+                encoder.write_all(buf)?;
+                let n = buf.len();
+                input.consume(n);
+            }
+            encoder.finish()
+        })(),
+        Direction::Decompress => (|| {
+            let mut counted = counted;
+            let mut decoder = how.codec.decoder(&mut input)?;
+            let mut buf = vec![0u8; CHUNK];
+            loop {
+                let n = decoder.read(&mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                counted.write_all(&buf[..n])?;
+            }
+            Ok(counted)
+        })(),
+    };
+    match result {
+        Ok(counted) => Ok((counted.inner, counted.bytes)),
+        Err(_) if ctx.cancel.is_set() => Err(Error::Interrupted),
+        Err(e) => Err(Error::io(
+            match how.direction {
+                Direction::Compress => "compress",
+                Direction::Decompress => "decompress",
+            },
+            input_path,
+            e,
+        )),
+    }
+}
+
+/// Times writing `data` to a new file `name` in `dir`, synced; removes it after.
+pub fn write(ctx: &Context, dir: &mut WorkDir, name: &str, data: &[u8]) -> Result<f64, Error> {
+    let (path, mut file) = dir.create_file(name, false)?;
+    let progress = ctx.sink.progress();
+    let started = Instant::now();
+    for piece in data.chunks(CHUNK) {
+        if ctx.cancel.is_set() {
+            return Err(Error::Interrupted);
+        }
+        file.write_all(piece)
+            .map_err(|e| Error::io("write", &path, e))?;
+        progress.add(piece.len() as u64);
+    }
+    file.sync_all().map_err(|e| Error::io("sync", &path, e))?;
+    let seconds = started.elapsed().as_secs_f64();
+    drop(file);
+    dir.remove_file(&path)?;
+    Ok(seconds)
+}
+
+/// What the whole task did.
+pub struct Whole {
+    /// Seconds from the first read to the return of the output's fsync.
+    pub seconds: f64,
+    /// Bytes written to the output.
+    pub output_bytes: u64,
+    /// The output file, kept for the round-trip check.
+    pub output: PathBuf,
+}
+
+/// Times the whole task: `source` read uncached, transformed, written to a new file
+/// `name` in `dir` and synced.
+pub fn whole(
+    ctx: &Context,
+    how: Transform,
+    source: Uncached,
+    size: Option<u64>,
+    dir: &mut WorkDir,
+    name: &str,
+) -> Result<Whole, Error> {
+    let source_path = source.path.clone();
+    let reader = source.reader()?;
+    let (path, file) = dir.create_file(name, false)?;
+    let started = Instant::now();
+    let out = io::BufWriter::with_capacity(CHUNK, file);
+    let (out, output_bytes) = transform(ctx, how, size, reader, out, &source_path)?;
+    let file = out
+        .into_inner()
+        .map_err(|e| Error::io("write", &path, e.into_error()))?;
+    file.sync_all().map_err(|e| Error::io("sync", &path, e))?;
+    Ok(Whole {
+        seconds: started.elapsed().as_secs_f64(),
+        output_bytes,
+        output: path,
+    })
+}
+
+/// SHA-256 of everything `input` gives.
+pub fn digest(mut input: impl Read, path: &Path) -> Result<[u8; 32], Error> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        match input.read(&mut buf) {
+            Ok(0) => return Ok(hasher.finalize().into()),
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::io("read back", path, e)),
+        }
+    }
+}
+
+/// SHA-256 of a file's content, after decoding it with `codec` when given.
+pub fn file_digest(path: &Path, codec: Option<Codec>) -> Result<[u8; 32], Error> {
+    let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
+    let input = io::BufReader::with_capacity(CHUNK, file);
+    match codec {
+        Some(codec) => digest(
+            codec
+                .decoder(input)
+                .map_err(|e| Error::io("decompress", path, e))?,
+            path,
+        ),
+        None => digest(input, path),
+    }
+}

@@ -1,0 +1,354 @@
+//! `ratelab task compress`: the slow step is named correctly on real parts (a loop
+//! device throttled to 20 MiB/s makes write the limit; tmpfs leaves compression as the
+//! limit), every codec round-trips, stored disk runs are set beside the task's steps,
+//! bad input is refused with the flag or path named, and Ctrl-C leaves nothing behind.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::rig::{self, MIB, SlowDisk, Throttle};
+use common::{entries, ratelab, refused, root_or_skip, run_json, stop_with, stored_runs};
+use serde_json::Value;
+
+/// The rig's write rate: slow enough that writing, not compressing, sets the pace.
+const WRITE_BPS: u64 = 20 * MIB;
+/// How far the write step may stray from the rig's rate.
+const TOLERANCE: f64 = 0.15;
+
+/// A scratch folder on tmpfs, where reads and writes run at memory speed.
+fn memory_dir() -> Option<tempfile::TempDir> {
+    let shm = Path::new("/dev/shm");
+    shm.is_dir()
+        .then(|| tempfile::tempdir_in(shm).ok())
+        .flatten()
+}
+
+fn task(file: &Path, out: &Path, extra: &[&str]) -> std::process::Command {
+    let mut command = ratelab();
+    command
+        .args(["task", "compress"])
+        .arg(file)
+        .arg("--out")
+        .arg(out)
+        .args(["--json", "-q"])
+        .args(extra);
+    command
+}
+
+fn per_threads(doc: &Value) -> Vec<Value> {
+    doc["workloads"][0]["summary"]["per_threads"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn step_rate(point: &Value, op: &str) -> f64 {
+    point["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["op"] == op)
+        .unwrap()["bytes_per_sec"]
+        .as_f64()
+        .unwrap()
+}
+
+fn round_trips(doc: &Value) -> Vec<bool> {
+    doc["workloads"][0]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["op"] == "total")
+        .map(|i| i["round_trip_ok"] == true)
+        .collect()
+}
+
+#[test]
+fn a_throttled_destination_makes_write_the_limit() {
+    if !root_or_skip(
+        "a_throttled_destination_makes_write_the_limit",
+        "a loop device and a blkio cgroup",
+    ) {
+        return;
+    }
+    let Some(memory) = memory_dir() else {
+        eprintln!("skipping: no /dev/shm for the source file");
+        return;
+    };
+    let _lock = rig::exclusive();
+    let disk = SlowDisk::new(512 * MIB);
+    let throttle = Throttle::new();
+    throttle.limit(&disk, WRITE_BPS, 400 * MIB);
+    let source = memory.path().join("source.dat");
+    let doc = run_json(
+        throttle
+            .command(common::bin())
+            .args(["task", "compress"])
+            .arg(&source)
+            .arg("--out")
+            .arg(disk.path())
+            .args(["--make-file", "96M", "--threads", "1,2"])
+            .args(["--json", "-q", "--no-store"]),
+    );
+    for point in per_threads(&doc) {
+        let write = step_rate(&point, "write") / WRITE_BPS as f64;
+        eprintln!(
+            "{} threads: the limit is {}, write at {write:.3}x the rig's rate, compress at {:.0} MB/s",
+            point["threads"],
+            point["rate_limiting_step"],
+            step_rate(&point, "compress") / 1e6
+        );
+        assert_eq!(point["rate_limiting_step"], "write", "{point}");
+        assert!((write - 1.0).abs() <= TOLERANCE, "{point}");
+    }
+    assert_eq!(round_trips(&doc), [true, true]);
+    assert!(
+        doc["verdicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v["code"] == "rate_limiting_step"
+                && v["message"].as_str().unwrap().contains("write limits")),
+        "{}",
+        doc["verdicts"]
+    );
+    assert!(
+        entries(disk.path()).iter().all(|e| e == "lost+found"),
+        "{:?}",
+        entries(disk.path())
+    );
+    assert!(
+        entries(memory.path()).is_empty(),
+        "{:?}",
+        entries(memory.path())
+    );
+}
+
+#[test]
+fn on_tmpfs_compression_is_the_limit_and_every_codec_round_trips() {
+    let Some(memory) = memory_dir() else {
+        eprintln!("skipping: no /dev/shm to stand for storage at memory speed");
+        return;
+    };
+    let _lock = rig::exclusive();
+    let source = memory.path().join("source.dat");
+    let doc = run_json(&mut task(
+        &source,
+        memory.path(),
+        &["--make-file", "64M", "--threads", "1,2", "--no-store"],
+    ));
+    for point in per_threads(&doc) {
+        eprintln!(
+            "{} threads on tmpfs: the limit is {}",
+            point["threads"], point["rate_limiting_step"]
+        );
+        assert_eq!(point["rate_limiting_step"], "compress", "{point}");
+        let ratio = point["ratio"].as_f64().unwrap();
+        assert!((1.6..2.6).contains(&ratio), "{point}");
+    }
+    assert_eq!(round_trips(&doc), [true, true]);
+    for (codec, extra) in [
+        ("lz4", "--threads=2"),
+        ("xz", "--level=1"),
+        ("zstd", "--decompress"),
+    ] {
+        let doc = run_json(&mut task(
+            &source,
+            memory.path(),
+            &["--make-file", "8M", "--codec", codec, extra, "--no-store"],
+        ));
+        let trips = round_trips(&doc);
+        assert!(
+            !trips.is_empty() && trips.iter().all(|&ok| ok),
+            "{codec} {extra}: {doc}"
+        );
+        let ops: Vec<&str> = doc["workloads"][0]["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["op"].as_str().unwrap())
+            .collect();
+        let middle = if extra == "--decompress" {
+            "decompress"
+        } else {
+            "compress"
+        };
+        assert_eq!(&ops[..4], ["read", middle, "write", "total"], "{codec}");
+    }
+    assert!(
+        entries(memory.path()).is_empty(),
+        "{:?}",
+        entries(memory.path())
+    );
+}
+
+#[test]
+fn a_stored_disk_run_of_the_destination_is_set_beside_the_write_step() {
+    let Some(memory) = memory_dir() else {
+        eprintln!("skipping: no /dev/shm");
+        return;
+    };
+    let _lock = rig::exclusive();
+    let db = memory.path().join("results.db");
+    let out = memory.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    run_json(
+        ratelab()
+            .arg("disk")
+            .arg(memory.path())
+            .args(["--sizes", "64M", "--json", "-q", "--db"])
+            .arg(&db),
+    );
+    let doc = run_json(
+        task(
+            &memory.path().join("source.dat"),
+            &out,
+            &["--make-file", "16M", "--threads", "1", "--db"],
+        )
+        .arg(&db),
+    );
+    let stored = &doc["workloads"][0]["context"]["disk_runs"]["out"];
+    assert_eq!(stored["run_id"], 1, "{stored}");
+    assert!(stored["write_bytes_per_sec"].as_f64().unwrap() > 0.0);
+    let words: Vec<&str> = doc["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["code"] == "disk_vs_task")
+        .map(|v| v["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        words
+            .iter()
+            .any(|w| w.contains("storage series (run 1)") && w.contains("write")),
+        "{words:?}"
+    );
+    // The task is stored, and `results show` gives the same verdicts from the database.
+    let shown = common::stored_run(&db, doc["run_id"].as_i64().unwrap());
+    assert_eq!(shown["verdicts"], doc["verdicts"]);
+}
+
+#[test]
+fn bad_input_names_the_flag_or_path_and_changes_nothing() {
+    let dir = common::disk_tempdir();
+    let db = dir.path().join("results.db");
+    common::earlier_run(dir.path(), &db);
+    let before = stored_runs(&db);
+    let file = dir.path().join("data.bin");
+    std::fs::write(&file, vec![7u8; 1 << 20]).unwrap();
+    let empty = dir.path().join("empty.bin");
+    std::fs::write(&empty, b"").unwrap();
+    let missing = dir.path().join("missing.bin");
+    let f = file.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, i32, Vec<&str>)> = vec![
+        (vec![missing.to_str().unwrap()], 3, vec!["missing.bin"]),
+        (
+            vec![dir.path().to_str().unwrap()],
+            3,
+            vec!["not a regular file"],
+        ),
+        (
+            vec![empty.to_str().unwrap()],
+            3,
+            vec!["empty.bin", "--make-file"],
+        ),
+        (
+            vec![f, "--level", "30"],
+            2,
+            vec!["--level 30", "zstd (1 to 22)"],
+        ),
+        (
+            vec![f, "--codec", "xz", "--level", "10"],
+            2,
+            vec!["--level 10", "xz"],
+        ),
+        (vec![f, "--threads", "0"], 2, vec!["--threads 0"]),
+        (vec![f, "--threads", "1..x"], 2, vec!["1..x"]),
+        (vec![f, "--codec", "brotli"], 2, vec!["brotli"]),
+        (
+            vec![f, "--decompress", "--threads", "2"],
+            2,
+            vec!["--threads", "--decompress"],
+        ),
+        (
+            vec![f, "--make-file", "1M"],
+            3,
+            vec!["data.bin", "--make-file"],
+        ),
+        (
+            vec![missing.to_str().unwrap(), "--make-file", "0"],
+            2,
+            vec!["--make-file 0"],
+        ),
+        (
+            vec![missing.to_str().unwrap(), "--make-file", "5Q"],
+            2,
+            vec!["5Q"],
+        ),
+        (
+            vec![f, "--out", missing.to_str().unwrap()],
+            3,
+            vec!["missing.bin"],
+        ),
+    ];
+    for (args, code, expect) in cases {
+        refused(
+            ratelab()
+                .args(["task", "compress"])
+                .args(&args)
+                .arg("--db")
+                .arg(&db),
+            code,
+            &expect,
+        );
+    }
+    assert_eq!(stored_runs(&db), before);
+    let mut left: Vec<String> = entries(dir.path());
+    left.sort();
+    assert_eq!(
+        left,
+        ["data.bin", "empty.bin", "results.db"].map(String::from),
+        "{left:?}"
+    );
+}
+
+#[test]
+fn ctrl_c_stores_the_run_incomplete_and_removes_what_it_made() {
+    let Some(memory) = memory_dir() else {
+        eprintln!("skipping: no /dev/shm");
+        return;
+    };
+    let _lock = rig::exclusive();
+    let db = memory.path().join("results.db");
+    let out = memory.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let source: PathBuf = memory.path().join("source.dat");
+    let child = ratelab()
+        .args(["task", "compress"])
+        .arg(&source)
+        .args([
+            "--make-file",
+            "400M",
+            "--codec",
+            "xz",
+            "--threads",
+            "1",
+            "-q",
+            "--out",
+        ])
+        .arg(&out)
+        .arg("--db")
+        .arg(&db)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::wait_for_work_folder(&out);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    stop_with(child, rustix::process::Signal::INT);
+    let runs = stored_runs(&db);
+    assert_eq!(runs[0]["status"], "incomplete", "{runs}");
+    assert!(entries(&out).is_empty(), "{:?}", entries(&out));
+    assert!(!source.exists(), "the made file was left behind");
+}
