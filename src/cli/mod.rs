@@ -136,6 +136,28 @@ fn measure(
     workloads: Vec<Box<dyn Workload>>,
     schedule: Schedule,
 ) -> anyhow::Result<Exit> {
+    measure_with(verb, output, workloads, schedule, Extras::default())
+}
+
+/// What a verb adds to a run: its own verdicts over the whole run, and work once the
+/// run is over (complete or not) before the exit is decided (profile's HTML page).
+#[derive(Default)]
+struct Extras {
+    judge: Option<crate::run::Judge>,
+    then: Option<Then>,
+}
+
+/// Work a verb does once its run is over.
+type Then = Box<dyn FnOnce(&crate::document::RunDocument) -> anyhow::Result<()>>;
+
+/// As [`measure`], with the verb's [`Extras`].
+fn measure_with(
+    verb: &str,
+    output: &MeasureArgs,
+    workloads: Vec<Box<dyn Workload>>,
+    schedule: Schedule,
+    extras: Extras,
+) -> anyhow::Result<Exit> {
     let interval = output.interval.unwrap_or(crate::run::DEFAULT_INTERVAL);
     let spec = RunSpec {
         verb: verb.to_string(),
@@ -144,6 +166,7 @@ fn measure(
         show_progress: !output.quiet,
         schedule,
         interval,
+        judge: extras.judge,
     };
     let finished = crate::run::execute(spec, workloads)?;
     // An incomplete run is shown too: what it measured before it stopped is real.
@@ -153,10 +176,16 @@ fn measure(
         Format::Table
     };
     report::emit(&report::render(&finished.doc, format)?, None)?;
+    let after = extras.then.map_or(Ok(()), |then| then(&finished.doc));
     match finished.error {
         Some(error) => Err(error),
-        None if finished.doc.has_error_verdict() => Ok(Exit::CheckFailed),
-        None => Ok(Exit::Success),
+        None => after.map(|()| {
+            if finished.doc.has_error_verdict() {
+                Exit::CheckFailed
+            } else {
+                Exit::Success
+            }
+        }),
     }
 }
 

@@ -1,12 +1,15 @@
-//! `ratelab results list|show|export`: views of stored runs.
+//! `ratelab results list|show|compare|report|export`: views of stored runs.
 
 use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
 
 use clap::{Args, Subcommand, ValueEnum};
 
+use crate::analysis::compare::compare;
+use crate::document::RunDocument;
 use crate::exit::Exit;
 use crate::report::{self, Format, Table};
-use crate::store::Store;
+use crate::store::{RunListing, Store};
 
 /// Options of `ratelab results`.
 #[derive(Debug, Args)]
@@ -27,6 +30,9 @@ pub enum Action {
         /// One JSON document on stdout.
         #[arg(long)]
         json: bool,
+        /// Which runs to list.
+        #[command(flatten)]
+        filter: ListFilter,
     },
     /// One run's tables and verdicts.
     Show {
@@ -37,7 +43,44 @@ pub enum Action {
         #[arg(long)]
         json: bool,
     },
-    /// One run as JSON (the document), CSV (a row per item) or series (CSV, a row per sample).
+    /// Runs side by side: each later run's medians against the first run's, with a
+    /// Mann-Whitney U test saying which changes stand out of the noise.
+    #[command(
+        long_about = "Runs side by side: workloads are matched by kind and target (then by \
+kind and position), their items grouped (disk: per operation and file size; cpu: per test, \
+threads and class; task: per step and threads; net: per direction, each interval's receive \
+rate; readdir: per size band), and each later run's median is set against the first run's. \
+A change is called beyond noise when a two-sided Mann-Whitney U test of the items' rates \
+gives p < 0.05 and the median moved by 5% or more; with fewer than 3 items on a side no \
+verdict is given. Items too short to time well (flag small) are left out. The test is exact (the permutation distribution, ties included) when both \
+runs have at most 20 items in a group, and the normal approximation with tie and continuity \
+corrections beyond."
+    )]
+    Compare {
+        /// Run ids (see `results list`): the first is the reference the others are set against.
+        #[arg(value_name = "ID", num_args = 2.., required = true)]
+        run_ids: Vec<i64>,
+        /// One JSON document on stdout (same as --format json).
+        #[arg(long, conflicts_with = "format")]
+        json: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "table")]
+        format: CompareFormat,
+        /// Write to this file instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// One run as a self-contained HTML page: charts (inline SVG), tables and verdicts.
+    Report {
+        /// The run id (see `results list`).
+        #[arg(value_name = "ID")]
+        run_id: i64,
+        /// Write to this file (FILE.html) instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// One run as JSON (the document), CSV (a row per item), series (CSV, a row per
+    /// sample) or Markdown (its tables and verdicts, to paste into an issue).
     Export {
         /// The run id (see `results list`).
         #[arg(value_name = "ID")]
@@ -60,6 +103,192 @@ pub enum ExportFormat {
     Csv,
     /// One row per sample of each workload's rate series.
     Series,
+    /// The run's tables and verdicts as GitHub-flavoured Markdown.
+    Markdown,
+}
+
+/// Formats `results compare` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    /// Tables for people.
+    Table,
+    /// One JSON document: runs, and per group the medians, ratio, p-value, U and verdict.
+    Json,
+    /// GitHub-flavoured Markdown tables, to paste into an issue.
+    Markdown,
+}
+
+/// Which runs `results list` shows; every filter given must hold.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ListFilter {
+    /// Only runs on a machine whose host name or CPU model contains TEXT (any case).
+    #[arg(long, value_name = "TEXT")]
+    pub machine: Option<String>,
+    /// Only runs with a workload whose target contains TEXT.
+    #[arg(long, value_name = "TEXT")]
+    pub target: Option<String>,
+    /// Only runs with a workload of this kind (disk, net, cpu, task, readdir, scale, monitor).
+    #[arg(long, value_name = "KIND", value_parser = parse_kind)]
+    pub kind: Option<String>,
+    /// Only runs whose label contains TEXT.
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+    /// Only runs started at or after DATE (RFC 3339: 2026-11-23 or 2026-11-23T10:00:00Z;
+    /// UTC when no offset is given).
+    #[arg(long, value_name = "DATE", value_parser = parse_date)]
+    pub since: Option<Date>,
+    /// Only runs started at or before DATE (a date alone includes that whole day).
+    #[arg(long, value_name = "DATE", value_parser = parse_date)]
+    pub until: Option<Date>,
+}
+
+/// A date or date-time given on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Date {
+    /// The moment it names: midnight UTC for a date alone.
+    pub at: SystemTime,
+    /// Whether only a date was given, which stands for the whole day.
+    pub whole_day: bool,
+}
+
+impl ListFilter {
+    /// Whether the filters need each run's document (the listing lacks machine and kinds).
+    fn needs_document(&self) -> bool {
+        self.machine.is_some() || self.kind.is_some()
+    }
+
+    /// Whether a listed run passes the filters the listing can answer.
+    fn admits_listing(&self, run: &RunListing) -> bool {
+        let contains = |text: &str, part: &Option<String>| {
+            part.as_deref().is_none_or(|part| text.contains(part))
+        };
+        let started = humantime::parse_rfc3339_weak(&run.started_at).ok();
+        let after_since = self
+            .since
+            .is_none_or(|since| started.is_some_and(|s| s >= since.at));
+        let before_until = self.until.is_none_or(|until| {
+            // A date alone runs to the next midnight; a date-time is the last moment.
+            started.is_some_and(|s| {
+                if until.whole_day {
+                    s < until.at + Duration::from_secs(86_400)
+                } else {
+                    s <= until.at
+                }
+            })
+        });
+        contains(run.label.as_deref().unwrap_or(""), &self.label)
+            && (self.label.is_none() || run.label.is_some())
+            && (self.target.is_none() || run.targets.iter().any(|t| contains(t, &self.target)))
+            && after_since
+            && before_until
+    }
+
+    /// Whether a run's document passes the filters the listing cannot answer.
+    fn admits_document(&self, doc: &RunDocument) -> bool {
+        let machine = self.machine.as_deref().is_none_or(|text| {
+            let text = text.to_lowercase();
+            let m = &doc.machine;
+            m.hostname.to_lowercase().contains(&text)
+                || m.cpu_model
+                    .as_deref()
+                    .is_some_and(|c| c.to_lowercase().contains(&text))
+        });
+        let kind = self
+            .kind
+            .as_deref()
+            .is_none_or(|kind| doc.workloads.iter().any(|w| w.kind == kind));
+        machine && kind
+    }
+
+    /// Whether any filter is given.
+    fn is_empty(&self) -> bool {
+        self.machine.is_none()
+            && self.target.is_none()
+            && self.kind.is_none()
+            && self.label.is_none()
+            && self.since.is_none()
+            && self.until.is_none()
+    }
+}
+
+/// Parses `--kind`: a kind ratelab knows.
+fn parse_kind(text: &str) -> Result<String, String> {
+    match crate::workload::kind(text) {
+        Some(kind) => Ok(kind.name().to_string()),
+        None => Err(format!(
+            "unknown kind \"{text}\" (use disk, net, cpu, task, readdir, scale or monitor)"
+        )),
+    }
+}
+
+/// Parses an RFC 3339 date (`2026-11-23`) or date-time (`2026-11-23T10:00:00Z`,
+/// `2026-11-23T12:00:00+02:00`, `2026-11-23 10:00:00`); no offset means UTC.
+pub fn parse_date(text: &str) -> Result<Date, String> {
+    let invalid = || {
+        format!(
+            "invalid date \"{text}\": use an RFC 3339 date or date-time such as 2026-11-23 or \
+             2026-11-23T10:00:00Z"
+        )
+    };
+    let trimmed = text.trim();
+    let is_date = trimmed.len() == 10
+        && trimmed.char_indices().all(|(i, c)| {
+            if i == 4 || i == 7 {
+                c == '-'
+            } else {
+                c.is_ascii_digit()
+            }
+        });
+    if is_date {
+        let at =
+            humantime::parse_rfc3339(&format!("{trimmed}T00:00:00Z")).map_err(|_| invalid())?;
+        return Ok(Date {
+            at,
+            whole_day: true,
+        });
+    }
+    // humantime reads UTC date-times only: take a numeric offset off first.
+    let (local, offset_seconds) = split_offset(trimmed).ok_or_else(invalid)?;
+    let local = humantime::parse_rfc3339_weak(local).map_err(|_| invalid())?;
+    let at = if offset_seconds >= 0 {
+        local.checked_sub(Duration::from_secs(offset_seconds.unsigned_abs()))
+    } else {
+        local.checked_add(Duration::from_secs(offset_seconds.unsigned_abs()))
+    }
+    .ok_or_else(invalid)?;
+    Ok(Date {
+        at,
+        whole_day: false,
+    })
+}
+
+/// A date-time without its offset, and the offset east of UTC in seconds; `None` for a
+/// malformed offset.
+fn split_offset(text: &str) -> Option<(&str, i64)> {
+    if let Some(local) = text.strip_suffix(['Z', 'z']) {
+        return Some((local, 0));
+    }
+    // `+HH:MM` or `-HH:MM` after the time (a date's own dashes come before the `T`).
+    let time_at = text.find(['T', 't', ' '])?;
+    let sign_at = text[time_at..].rfind(['+', '-']).map(|i| i + time_at);
+    let Some(sign_at) = sign_at else {
+        return Some((text, 0));
+    };
+    let offset = &text[sign_at + 1..];
+    let (hours, minutes) = offset.split_once(':')?;
+    let valid = |part: &str, max: i64| {
+        (part.len() == 2)
+            .then(|| part.parse::<i64>().ok())
+            .flatten()
+            .filter(|&v| v <= max)
+    };
+    let seconds = valid(hours, 23)? * 3600 + valid(minutes, 59)? * 60;
+    let sign = if text[sign_at..].starts_with('-') {
+        -1
+    } else {
+        1
+    };
+    Some((&text[..sign_at], sign * seconds))
 }
 
 /// Runs `ratelab results`.
@@ -74,34 +303,35 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
     }
     let store = Store::open(&path)?;
     match args.action {
-        Action::List { json } => {
-            let runs = store.list_runs()?;
+        Action::List { json, filter } => {
+            let all = store.list_runs()?;
+            let total = all.len();
+            let mut runs = Vec::new();
+            for run in all {
+                if !filter.admits_listing(&run) {
+                    continue;
+                }
+                if filter.needs_document() && !filter.admits_document(&store.load_run(run.run_id)?)
+                {
+                    continue;
+                }
+                runs.push(run);
+            }
             let bytes = if json {
                 let mut bytes = serde_json::to_vec_pretty(&runs)?;
                 bytes.push(b'\n');
                 bytes
             } else {
-                let table = Table {
-                    title: format!("{} runs in {}", runs.len(), path.display()),
-                    header: ["id", "started", "verb", "targets", "label", "status"]
-                        .map(String::from)
-                        .to_vec(),
-                    rows: runs
-                        .iter()
-                        .map(|r| {
-                            vec![
-                                r.run_id.to_string(),
-                                r.started_at.clone(),
-                                r.verb.clone(),
-                                r.targets.join(", "),
-                                r.label.clone().unwrap_or_default(),
-                                r.status.clone(),
-                            ]
-                        })
-                        .collect(),
-                    numeric: vec![0],
+                let title = if filter.is_empty() {
+                    format!("{} runs in {}", runs.len(), path.display())
+                } else {
+                    format!("{} of {total} runs in {} match", runs.len(), path.display())
                 };
-                format!("{}\n", report::terminal::table_text(&table)).into_bytes()
+                format!(
+                    "{}\n",
+                    report::terminal::table_text(&list_table(title, &runs))
+                )
+                .into_bytes()
             };
             report::emit(&bytes, None)?;
         }
@@ -110,19 +340,143 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
             let format = if json { Format::Json } else { Format::Table };
             report::emit(&report::render(&doc, format)?, None)?;
         }
+        Action::Compare {
+            run_ids,
+            json,
+            format,
+            out,
+        } => {
+            let runs = run_ids
+                .iter()
+                .map(|&id| store.load_run(id))
+                .collect::<Result<Vec<_>, _>>()?;
+            let comparison = compare(&runs);
+            let format = if json { CompareFormat::Json } else { format };
+            let bytes = match format {
+                CompareFormat::Table => report::compare::terminal(&comparison).into_bytes(),
+                CompareFormat::Json => report::compare::json(&comparison),
+                CompareFormat::Markdown => report::compare::markdown(&comparison).into_bytes(),
+            };
+            report::emit(&bytes, out.as_deref())?;
+        }
+        Action::Report { run_id, out } => {
+            let doc = store.load_run(run_id)?;
+            report::emit(report::html::render(&doc).as_bytes(), out.as_deref())?;
+        }
         Action::Export {
             run_id,
             format,
             out,
         } => {
             let doc = store.load_run(run_id)?;
-            let format = match format {
-                ExportFormat::Json => Format::Json,
-                ExportFormat::Csv => Format::Csv,
-                ExportFormat::Series => Format::SeriesCsv,
+            let bytes = match format {
+                ExportFormat::Json => report::render(&doc, Format::Json)?,
+                ExportFormat::Csv => report::render(&doc, Format::Csv)?,
+                ExportFormat::Series => report::render(&doc, Format::SeriesCsv)?,
+                ExportFormat::Markdown => report::markdown::render(&doc).into_bytes(),
             };
-            report::emit(&report::render(&doc, format)?, out.as_deref())?;
+            report::emit(&bytes, out.as_deref())?;
         }
     }
     Ok(Exit::Success)
+}
+
+/// The table of `results list`.
+fn list_table(title: String, runs: &[RunListing]) -> Table {
+    Table {
+        title,
+        header: ["id", "started", "verb", "targets", "label", "status"]
+            .map(String::from)
+            .to_vec(),
+        rows: runs
+            .iter()
+            .map(|r| {
+                vec![
+                    r.run_id.to_string(),
+                    r.started_at.clone(),
+                    r.verb.clone(),
+                    r.targets.join(", "),
+                    r.label.clone().unwrap_or_default(),
+                    r.status.clone(),
+                ]
+            })
+            .collect(),
+        numeric: vec![0],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> SystemTime {
+        humantime::parse_rfc3339(text).unwrap()
+    }
+
+    #[test]
+    fn dates_and_date_times() {
+        let day = parse_date("2026-11-23").unwrap();
+        assert_eq!(day.at, at("2026-11-23T00:00:00Z"));
+        assert!(day.whole_day);
+        let utc = parse_date("2026-11-23T10:00:00Z").unwrap();
+        assert_eq!(utc.at, at("2026-11-23T10:00:00Z"));
+        assert!(!utc.whole_day);
+        assert_eq!(
+            parse_date("2026-11-23T12:30:00+02:30").unwrap().at,
+            at("2026-11-23T10:00:00Z")
+        );
+        assert_eq!(
+            parse_date("2026-11-23T08:00:00-02:00").unwrap().at,
+            at("2026-11-23T10:00:00Z")
+        );
+        assert_eq!(
+            parse_date("2026-11-23 10:00:00").unwrap().at,
+            at("2026-11-23T10:00:00Z")
+        );
+        for bad in [
+            "yesterday",
+            "2026-13-01",
+            "2026-11-23T25:00:00Z",
+            "2026-11-23T10:00:00+2",
+            "2026-11-23 10:00",
+            "",
+        ] {
+            let err = parse_date(bad).unwrap_err();
+            assert!(err.contains(&format!("\"{bad}\"")), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_date_alone_for_until_holds_the_whole_day() {
+        let listing = |started: &str| RunListing {
+            run_id: 1,
+            started_at: started.into(),
+            verb: "disk".into(),
+            targets: vec!["/mnt/ssd".into()],
+            label: Some("before-fix".into()),
+            status: "complete".into(),
+        };
+        let filter = ListFilter {
+            since: Some(parse_date("2026-11-23").unwrap()),
+            until: Some(parse_date("2026-11-23").unwrap()),
+            ..ListFilter::default()
+        };
+        assert!(filter.admits_listing(&listing("2026-11-23T00:00:00Z")));
+        assert!(filter.admits_listing(&listing("2026-11-23T23:59:59Z")));
+        assert!(!filter.admits_listing(&listing("2026-11-24T00:00:00Z")));
+        assert!(!filter.admits_listing(&listing("2026-11-22T23:59:59Z")));
+        let filter = ListFilter {
+            until: Some(parse_date("2026-11-23T10:00:00Z").unwrap()),
+            label: Some("fix".into()),
+            target: Some("ssd".into()),
+            ..ListFilter::default()
+        };
+        assert!(filter.admits_listing(&listing("2026-11-23T10:00:00Z")));
+        assert!(!filter.admits_listing(&listing("2026-11-23T10:00:01Z")));
+        let other_target = ListFilter {
+            target: Some("hdd".into()),
+            ..ListFilter::default()
+        };
+        assert!(!other_target.admits_listing(&listing("2026-11-23T10:00:00Z")));
+    }
 }

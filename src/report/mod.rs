@@ -1,9 +1,12 @@
 //! Reports: views of a stored run. Each format turns a [`RunDocument`] into bytes;
 //! [`emit`] alone decides whether they go to a file or to stdout.
 
+pub mod compare;
 mod contention;
 pub mod csv;
+pub mod html;
 pub mod json;
+pub mod markdown;
 mod series;
 pub mod terminal;
 pub mod units;

@@ -9,5 +9,5 @@ mod sampler;
 mod schedule;
 
 pub use cancel::Cancel;
-pub use runner::{DEFAULT_INTERVAL, Finished, RunSpec, execute};
+pub use runner::{DEFAULT_INTERVAL, Finished, Judge, RunSpec, execute};
 pub use schedule::{Member, Schedule};

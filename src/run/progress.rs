@@ -20,7 +20,7 @@ impl ProgressDisplay {
         };
         let bar = ProgressBar::with_draw_target(Some(total_bytes), target);
         bar.set_style(
-            ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {percent:>3}% {msg}")
+            ProgressStyle::with_template("{elapsed:>4} {prefix}[{bar:30}] {percent:>3}% {msg}")
                 .expect("a valid progress template")
                 .progress_chars("=> "),
         );
@@ -35,6 +35,14 @@ impl ProgressDisplay {
         self.bar.set_position(bytes);
         self.bar
             .set_message(format!("{} · {} moved", status(), format_bytes(bytes)));
+    }
+
+    /// Shows which part of a run of several runs now, and how many there are.
+    pub fn part(&self, index: usize, parts: usize, names: &str) {
+        if parts > 1 {
+            self.bar
+                .set_prefix(format!("part {} of {parts}, {names} ", index + 1));
+        }
     }
 
     /// Prints a warning on stderr above the bar.

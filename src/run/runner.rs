@@ -11,7 +11,7 @@ use super::group::{Shared, run_group};
 use super::progress::ProgressDisplay;
 use super::schedule::Schedule;
 use crate::analysis;
-use crate::document::{RunDocument, RunStatus, WorkloadRecord, now_rfc3339};
+use crate::document::{RunDocument, RunStatus, Verdict, WorkloadRecord, now_rfc3339};
 use crate::exit::Interrupted;
 use crate::store::Store;
 use crate::workload::{self, Workload};
@@ -33,7 +33,13 @@ pub struct RunSpec {
     pub schedule: Schedule,
     /// The sampler's interval.
     pub interval: Duration,
+    /// Verdicts over the whole finished run that only the verb can give (profile's
+    /// changes since the last profile), added before the run is stored.
+    pub judge: Option<Judge>,
 }
+
+/// A verb's own verdicts over a finished run.
+pub type Judge = Box<dyn FnOnce(&RunDocument) -> Vec<Verdict>>;
 
 /// A run that started: its document, and the error or interrupt that stopped it early.
 pub struct Finished {
@@ -84,10 +90,13 @@ pub fn execute(
     let mut outcome: anyhow::Result<()> = Ok(());
     let cpu_before = thread_cpu_seconds();
     let wall = Instant::now();
-    for group in &spec.schedule.groups {
+    let parts = spec.schedule.groups.len();
+    for (part, group) in spec.schedule.groups.iter().enumerate() {
         if outcome.is_err() {
             break;
         }
+        let names: Vec<&str> = group.iter().map(|m| workloads[m.workload].kind()).collect();
+        display.part(part, parts, &names.join(" + "));
         let moved_before = doc
             .workloads
             .iter()
@@ -166,6 +175,10 @@ pub fn execute(
             doc.contention =
                 Some(serde_json::to_value(&contention).expect("contention serialises"));
         }
+    }
+    if let Some(judge) = spec.judge.take() {
+        let verdicts = judge(&doc);
+        doc.verdicts.extend(verdicts);
     }
     doc.finished_at = Some(now_rfc3339());
     match &outcome {

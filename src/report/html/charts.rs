@@ -1,0 +1,212 @@
+//! The report's charts as inline SVG, drawn by plotters from stored figures: lines of
+//! points with optional min-max bars and fitted curves, on linear or log axes. Text is
+//! left to the browser's fonts (plotters' SVG backend writes <text> elements).
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+/// Chart size in SVG units; the page scales it to the screen's width.
+const WIDTH: u32 = 860;
+const HEIGHT: u32 = 360;
+
+/// Colours of the lines, in order: readable on white and in grey print.
+const COLOURS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(255, 127, 14),
+    RGBColor(23, 190, 207),
+    RGBColor(140, 86, 75),
+    RGBColor(127, 127, 127),
+];
+
+/// One line of a chart.
+#[derive(Debug, Clone, Default)]
+pub struct Line {
+    /// Its name in the legend.
+    pub name: String,
+    /// (x, y) points, in x order.
+    pub points: Vec<(f64, f64)>,
+    /// For each point, the (min, max) of y drawn as a bar; empty when none.
+    pub ranges: Vec<(f64, f64)>,
+    /// A curve drawn dashed over the x range (a fitted law), with its name.
+    pub curve: Option<(String, Vec<(f64, f64)>)>,
+}
+
+/// What a chart shows and how its axes read.
+#[derive(Debug, Clone)]
+pub struct Chart {
+    /// The title, above the plot.
+    pub title: String,
+    /// The x axis's name with its unit.
+    pub x_label: String,
+    /// The y axis's name with its unit.
+    pub y_label: String,
+    /// Whether x is on a log scale (file sizes).
+    pub x_log: bool,
+    /// Formats an x value for the axis.
+    pub x_format: fn(f64) -> String,
+    /// Formats a y value for the axis.
+    pub y_format: fn(f64) -> String,
+    /// The lines.
+    pub lines: Vec<Line>,
+}
+
+impl Chart {
+    /// The chart as an SVG document; None when it has no point to draw.
+    pub fn svg(&self) -> Option<String> {
+        let xs = || {
+            self.lines
+                .iter()
+                .flat_map(|l| l.points.iter().map(|p| p.0))
+                .filter(|x| x.is_finite() && (!self.x_log || *x > 0.0))
+        };
+        let x_min = xs().fold(f64::INFINITY, f64::min);
+        let x_max = xs().fold(f64::NEG_INFINITY, f64::max);
+        if !x_min.is_finite() {
+            return None;
+        }
+        let y_max = self
+            .lines
+            .iter()
+            .flat_map(|l| {
+                l.points
+                    .iter()
+                    .map(|p| p.1)
+                    .chain(l.ranges.iter().map(|r| r.1))
+                    .chain(l.curve.iter().flat_map(|c| c.1.iter().map(|p| p.1)))
+            })
+            .filter(|y| y.is_finite())
+            .fold(0.0, f64::max);
+        let y_top = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
+        let mut out = String::new();
+        {
+            let root = SVGBackend::with_string(&mut out, (WIDTH, HEIGHT)).into_drawing_area();
+            root.fill(&WHITE).ok()?;
+            if self.x_log {
+                let (lo, hi) = (x_min / 1.5, x_max * 1.5);
+                self.draw(&root, (lo..hi).log_scale(), y_top)?;
+            } else {
+                let pad = ((x_max - x_min) * 0.05).max(0.5);
+                self.draw(&root, (x_min - pad)..(x_max + pad), y_top)?;
+            }
+            root.present().ok()?;
+        }
+        Some(out)
+    }
+
+    fn draw<X>(&self, root: &DrawingArea<SVGBackend, Shift>, x: X, y_top: f64) -> Option<()>
+    where
+        X: plotters::coord::ranged1d::AsRangedCoord<Value = f64>,
+        X::CoordDescType: plotters::coord::ranged1d::ValueFormatter<f64>,
+    {
+        let mut chart = ChartBuilder::on(root)
+            .caption(&self.title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(42)
+            .y_label_area_size(78)
+            .build_cartesian_2d(x, 0.0..y_top)
+            .ok()?;
+        let (x_format, y_format) = (self.x_format, self.y_format);
+        chart
+            .configure_mesh()
+            .x_desc(&self.x_label)
+            .y_desc(&self.y_label)
+            .x_label_formatter(&|x| x_format(*x))
+            .y_label_formatter(&|y| y_format(*y))
+            .x_labels(10)
+            .y_labels(8)
+            .light_line_style(RGBColor(245, 245, 245))
+            .label_style(("sans-serif", 13))
+            .draw()
+            .ok()?;
+        for (index, line) in self.lines.iter().enumerate() {
+            let colour = COLOURS[index % COLOURS.len()];
+            let points: Vec<(f64, f64)> = line
+                .points
+                .iter()
+                .copied()
+                .filter(|p| p.0.is_finite() && p.1.is_finite())
+                .collect();
+            chart
+                .draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))
+                .ok()?
+                .label(&line.name)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], colour));
+            chart
+                .draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
+                .ok()?;
+            for (&(x, _), &(low, high)) in line.points.iter().zip(&line.ranges) {
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(x, low), (x, high)],
+                        colour.mix(0.6).stroke_width(2),
+                    )))
+                    .ok()?;
+            }
+            if let Some((name, curve)) = &line.curve {
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        curve.iter().copied().filter(|p| p.1.is_finite()),
+                        6,
+                        4,
+                        colour.mix(0.7).stroke_width(1),
+                    ))
+                    .ok()?
+                    .label(name)
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 18, y)], colour.mix(0.7))
+                    });
+            }
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(200, 200, 200))
+            .label_font(("sans-serif", 13))
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .ok()?;
+        Some(())
+    }
+}
+
+/// `n` points spread evenly from `from` to `to`, for drawing a curve.
+pub fn spread(from: f64, to: f64, n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|i| from + (to - from) * i as f64 / (n.max(2) - 1) as f64)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chart_is_svg_with_its_title_and_lines_and_an_empty_one_is_none() {
+        let chart = Chart {
+            title: "rate by size".into(),
+            x_label: "file size".into(),
+            y_label: "MB/s".into(),
+            x_log: true,
+            x_format: |x| format!("{x:.0}"),
+            y_format: |y| format!("{y:.0}"),
+            lines: vec![Line {
+                name: "write".into(),
+                points: vec![(1e4, 10.0), (1e6, 100.0), (1e8, 120.0)],
+                ranges: vec![(8.0, 12.0), (90.0, 110.0), (119.0, 121.0)],
+                curve: Some(("fit".into(), vec![(1e4, 9.0), (1e8, 119.0)])),
+            }],
+        };
+        let svg = chart.svg().unwrap();
+        assert!(svg.starts_with("<svg"), "{}", &svg[..80]);
+        assert!(svg.contains("rate by size") && svg.contains("write"));
+        assert!(svg.matches("<circle").count() >= 3);
+        let empty = Chart {
+            lines: Vec::new(),
+            ..chart
+        };
+        assert!(empty.svg().is_none());
+    }
+}

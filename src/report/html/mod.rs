@@ -1,0 +1,309 @@
+//! The HTML report of a stored run: one self-contained page (inline CSS and SVG, no
+//! script, nothing fetched) that reads on a phone and prints. It shows what the run's
+//! document holds and nothing else, so a report of an old run made from the database
+//! is the page that run made when it ended.
+
+mod charts;
+mod figures;
+
+use std::fmt::Write;
+
+use super::Table;
+use super::units::{format_bits_rate, format_bytes, format_rate};
+use crate::document::{RunDocument, Severity, WorkloadRecord};
+use crate::workload;
+
+/// The page's style: narrow screens get one column, print gets no backgrounds.
+const STYLE: &str = "
+body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;color:#1b1f24;margin:0;background:#f6f7f9}
+main{max-width:960px;margin:0 auto;padding:16px}
+h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.2em;margin:1.4em 0 .4em;border-bottom:1px solid #d0d4da}
+h3{font-size:1.05em;margin:1em 0 .3em}
+.meta{color:#57606a}
+section{background:#fff;border:1px solid #d0d4da;border-radius:8px;padding:8px 14px;margin:12px 0}
+figure{margin:8px 0}figure svg{width:100%;height:auto;display:block}
+.table{overflow-x:auto}table{border-collapse:collapse;font-size:.9em;margin:6px 0}
+th,td{padding:3px 8px;border-bottom:1px solid #e4e7eb;text-align:left;white-space:nowrap}
+td.n{text-align:right;font-variant-numeric:tabular-nums}caption{text-align:left;font-weight:600;padding:4px 0}
+ul.verdicts{list-style:none;padding:0}ul.verdicts li{padding:6px 10px;margin:6px 0;border-left:4px solid #8c959f;background:#f6f8fa}
+li.warning{border-color:#d4a72c!important}li.error{border-color:#cf222e!important}
+code{font-size:.9em}
+@media print{body{background:#fff}section{border:none;padding:0;break-inside:avoid}main{max-width:none}}
+";
+
+/// The run as a self-contained HTML page.
+pub fn render(doc: &RunDocument) -> String {
+    let mut page = String::new();
+    let title = format!(
+        "ratelab {} · {}",
+        doc.verb,
+        doc.run_id
+            .map_or("not stored".into(), |id| format!("run {id}"))
+    );
+    let _ = write!(
+        page,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
+         <title>{}</title><style>{STYLE}</style></head><body><main>",
+        escape(&title)
+    );
+    header(&mut page, doc, &title);
+    verdicts(&mut page, doc);
+    limits(&mut page, doc);
+    together(&mut page, doc);
+    for (index, record) in doc.workloads.iter().enumerate() {
+        workload_section(&mut page, index, record);
+    }
+    if let Some(table) = doc.contention.as_ref().and_then(super::contention::table) {
+        page.push_str("<section><h2>Contention</h2>");
+        page.push_str(&html_table(&table));
+        page.push_str("</section>");
+    }
+    page.push_str("</main></body></html>\n");
+    page
+}
+
+fn header(page: &mut String, doc: &RunDocument, title: &str) {
+    let m = &doc.machine;
+    let _ = write!(
+        page,
+        "<header><h1>{}</h1><p class=\"meta\">{} · {}{} · started {}{}</p>\
+         <p class=\"meta\">{} · {} · {} CPUs · {} memory · Linux {}{}</p></header>",
+        escape(title),
+        escape(doc.status.as_str()),
+        escape(&doc.verb),
+        doc.incomplete_reason
+            .as_deref()
+            .map(|r| format!(" ({})", escape(r)))
+            .unwrap_or_default(),
+        escape(&doc.started_at),
+        doc.label
+            .as_deref()
+            .map(|l| format!(" · label <b>{}</b>", escape(l)))
+            .unwrap_or_default(),
+        escape(&m.hostname),
+        escape(m.cpu_model.as_deref().unwrap_or("unknown CPU")),
+        m.logical_cpus,
+        m.memory_bytes.map_or("unknown".into(), format_bytes),
+        escape(&m.kernel),
+        m.virtualization
+            .as_deref()
+            .map(|v| format!(" · virtual machine ({})", escape(v)))
+            .unwrap_or_default(),
+    );
+}
+
+fn verdicts(page: &mut String, doc: &RunDocument) {
+    if doc.verdicts.is_empty() {
+        return;
+    }
+    page.push_str("<section><h2>Verdicts</h2><ul class=\"verdicts\">");
+    // Errors first, then warnings, then the rest, each in the run's order.
+    for severity in [Severity::Error, Severity::Warning, Severity::Info] {
+        for verdict in doc.verdicts.iter().filter(|v| v.severity == severity) {
+            let class = match severity {
+                Severity::Error => "error",
+                Severity::Warning => "warning",
+                Severity::Info => "info",
+            };
+            let about = verdict
+                .workload
+                .and_then(|w| doc.workloads.get(w).map(|r| (w, r)))
+                .map(|(w, r)| {
+                    format!(
+                        " <span class=\"meta\">({} {})</span>",
+                        escape(&r.kind),
+                        w + 1
+                    )
+                })
+                .unwrap_or_default();
+            let _ = write!(
+                page,
+                "<li class=\"{class}\"><b>{}</b>{about}: {}</li>",
+                escape(&verdict.code),
+                escape(&verdict.message)
+            );
+        }
+    }
+    page.push_str("</ul></section>");
+}
+
+/// The physical limit of each workload's link, as the platform probes found it.
+fn limits(page: &mut String, doc: &RunDocument) {
+    let rows: Vec<Vec<String>> = doc
+        .workloads
+        .iter()
+        .enumerate()
+        .filter_map(|(index, record)| {
+            let context = &record.context;
+            let (limit, how) = if let Some(limit) = context["goodput_limit_bytes_per_sec"].as_f64()
+            {
+                (
+                    format_bits_rate(limit),
+                    "TCP goodput of the link".to_string(),
+                )
+            } else if let Some(limit) = context["max_bytes_per_sec"].as_f64() {
+                let via = context["chain"]["limit_via"].as_str().unwrap_or("its link");
+                (format_rate(limit), format!("data rate of {via}"))
+            } else if context.get("chain").is_some() || context.get("out_chain").is_some() {
+                (
+                    "unknown".to_string(),
+                    "no link limit could be derived".to_string(),
+                )
+            } else {
+                return None;
+            };
+            Some(vec![
+                format!("{} {}", record.kind, index + 1),
+                record.target.clone(),
+                limit,
+                how,
+            ])
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let table = Table {
+        title: "physical limits of the links measured".into(),
+        header: ["workload", "target", "limit", "from"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+        numeric: vec![2],
+    };
+    page.push_str("<section><h2>Machine and link limits</h2>");
+    page.push_str(&html_table(&table));
+    page.push_str("</section>");
+}
+
+/// One chart per group of workloads that ran at once (same clock start).
+fn together(page: &mut String, doc: &RunDocument) {
+    let mut groups: Vec<(f64, Vec<(usize, &WorkloadRecord)>)> = Vec::new();
+    for (index, record) in doc.workloads.iter().enumerate() {
+        let Some(series) = &record.series else {
+            continue;
+        };
+        match groups
+            .iter_mut()
+            .find(|(clock, _)| (clock - series.clock_unix_s).abs() < 1e-6)
+        {
+            Some((_, members)) => members.push((index, record)),
+            None => groups.push((series.clock_unix_s, vec![(index, record)])),
+        }
+    }
+    let shared: Vec<String> = groups
+        .iter()
+        .filter(|(_, members)| members.len() > 1)
+        .filter_map(|(_, members)| figures::series(members).and_then(|c| c.svg()))
+        .collect();
+    if shared.is_empty() {
+        return;
+    }
+    page.push_str("<section><h2>Workloads that ran together</h2>");
+    for svg in shared {
+        let _ = write!(page, "<figure>{svg}</figure>");
+    }
+    page.push_str("</section>");
+}
+
+fn workload_section(page: &mut String, index: usize, record: &WorkloadRecord) {
+    let alone = record
+        .alone_of
+        .map(|of| format!(" (alone, for {} {})", record.kind, of + 1))
+        .unwrap_or_default();
+    let _ = write!(
+        page,
+        "<section class=\"workload {}\"><h2>{} {}{}: {}</h2>",
+        escape(&record.kind),
+        escape(&record.kind),
+        index + 1,
+        escape(&alone),
+        escape(&record.target)
+    );
+    let mut charts: Vec<charts::Chart> = Vec::new();
+    charts.extend(figures::disk(record));
+    charts.extend(figures::by_count(record));
+    charts.extend(figures::monitor(record));
+    if record.kind != "monitor" {
+        charts.extend(figures::series(&[(index, record)]));
+    }
+    for svg in charts.iter().filter_map(charts::Chart::svg) {
+        let _ = write!(page, "<figure>{svg}</figure>");
+    }
+    match workload::kind(&record.kind) {
+        Some(kind) => {
+            for table in kind.tables(record).iter().filter(|t| !t.rows.is_empty()) {
+                page.push_str(&html_table(table));
+            }
+        }
+        None => {
+            let _ = write!(
+                page,
+                "<p>kind {} is not known to this ratelab version</p>",
+                escape(&record.kind)
+            );
+        }
+    }
+    for warning in &record.warnings {
+        let _ = write!(page, "<p class=\"meta\">warning: {}</p>", escape(warning));
+    }
+    page.push_str("</section>");
+}
+
+/// A table as HTML, numbers aligned right, scrolling sideways on narrow screens.
+fn html_table(table: &Table) -> String {
+    let mut out = String::from("<div class=\"table\"><table>");
+    let _ = write!(
+        out,
+        "<caption>{}</caption><thead><tr>",
+        escape(&table.title)
+    );
+    for cell in &table.header {
+        let _ = write!(out, "<th>{}</th>", escape(cell));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for row in &table.rows {
+        out.push_str("<tr>");
+        for (column, cell) in row.iter().enumerate() {
+            let class = if table.numeric.contains(&column) {
+                " class=\"n\""
+            } else {
+                ""
+            };
+            let _ = write!(out, "<td{class}>{}</td>", escape(cell));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table></div>");
+    out
+}
+
+/// Text made safe for HTML content and attribute values.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped() {
+        assert_eq!(
+            escape("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+    }
+}

@@ -1,0 +1,189 @@
+//! The Markdown report: a run's tables and verdicts as GitHub-flavoured Markdown, to
+//! paste into an issue. The tables are the very [`Table`] values of the terminal report,
+//! so the two cannot say different things.
+
+use std::fmt::Write;
+
+use super::Table;
+use super::units::format_bytes;
+use crate::document::{RunDocument, Severity};
+use crate::workload;
+
+/// The run as Markdown: a heading, the machine, each workload's tables, contention and
+/// the verdicts.
+pub fn render(doc: &RunDocument) -> String {
+    let mut out = String::new();
+    let id = doc
+        .run_id
+        .map_or("not stored".to_string(), |id| format!("run {id}"));
+    let label = doc
+        .label
+        .as_deref()
+        .map(|l| format!(" · {l}"))
+        .unwrap_or_default();
+    let reason = doc
+        .incomplete_reason
+        .as_deref()
+        .map(|r| format!(" ({r})"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "## {}\n",
+        escape(&format!(
+            "{id} · {} · {}{reason} · {}{label}",
+            doc.verb,
+            doc.status.as_str(),
+            doc.started_at
+        ))
+    );
+    let m = &doc.machine;
+    let _ = writeln!(
+        out,
+        "{}\n",
+        escape(&format!(
+            "machine: {} · {} · {} CPUs · {} memory · Linux {}",
+            m.hostname,
+            m.cpu_model.as_deref().unwrap_or("unknown CPU"),
+            m.logical_cpus,
+            m.memory_bytes.map_or("unknown".into(), format_bytes),
+            m.kernel
+        ))
+    );
+    for (index, record) in doc.workloads.iter().enumerate() {
+        let alone = record
+            .alone_of
+            .map(|of| format!(" (alone, for {} {})", record.kind, of + 1))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "### {}\n",
+            escape(&format!(
+                "{} {}{alone}: {}",
+                record.kind,
+                index + 1,
+                record.target
+            ))
+        );
+        if let Some(shape) = record.series.as_ref().and_then(super::series::describe) {
+            // The sparkline's marks line up only in a fixed-width font.
+            let _ = writeln!(out, "```text\n{shape}\n```\n");
+        }
+        match workload::kind(&record.kind) {
+            Some(kind) => {
+                for table in kind
+                    .tables(record)
+                    .into_iter()
+                    .filter(|t| !t.rows.is_empty())
+                {
+                    let _ = writeln!(out, "{}", table_markdown(&table));
+                }
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "_kind {} is not known to this ratelab version_\n",
+                    escape(&record.kind)
+                );
+            }
+        }
+    }
+    if let Some(table) = doc.contention.as_ref().and_then(super::contention::table) {
+        let _ = writeln!(out, "{}", table_markdown(&table));
+    }
+    if !doc.verdicts.is_empty() {
+        let _ = writeln!(out, "### verdicts\n");
+        for verdict in &doc.verdicts {
+            let severity = match verdict.severity {
+                Severity::Info => "info",
+                Severity::Warning => "warning",
+                Severity::Error => "error",
+            };
+            let _ = writeln!(
+                out,
+                "- **{severity}** `{}`: {}",
+                verdict.code,
+                escape(&verdict.message)
+            );
+        }
+    }
+    out
+}
+
+/// One table: its title in bold, then a GitHub table with numeric columns aligned
+/// right, and a blank line after it.
+pub fn table_markdown(table: &Table) -> String {
+    let mut out = format!("**{}**\n\n", escape(&table.title));
+    let row = |cells: &[String]| {
+        let cells: Vec<String> = cells.iter().map(|c| cell(c)).collect();
+        format!("| {} |\n", cells.join(" | "))
+    };
+    out.push_str(&row(&table.header));
+    let rule: Vec<String> = (0..table.header.len())
+        .map(|index| {
+            if table.numeric.contains(&index) {
+                "---:".to_string()
+            } else {
+                "---".to_string()
+            }
+        })
+        .collect();
+    out.push_str(&row(&rule));
+    for cells in &table.rows {
+        out.push_str(&row(cells));
+    }
+    out
+}
+
+/// Text with Markdown's special characters escaped, so paths and messages show as
+/// written (`a_b` stays `a_b`, `|` does not end a cell).
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(
+            c,
+            '\\' | '`' | '*' | '_' | '|' | '<' | '>' | '[' | ']' | '#'
+        ) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A table cell: escaped, and on one line.
+fn cell(text: &str) -> String {
+    let escaped = escape(text).replace('\n', "<br>");
+    if escaped.is_empty() {
+        " ".to_string()
+    } else {
+        escaped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_table_in_github_markdown() {
+        let table = Table {
+            title: "write, fsync · /mnt/a_b".into(),
+            header: vec!["size".into(), "median MB/s".into(), "notes".into()],
+            rows: vec![vec!["4 MiB".into(), "40.1".into(), "a|b".into()]],
+            numeric: vec![1],
+        };
+        assert_eq!(
+            table_markdown(&table),
+            "**write, fsync · /mnt/a\\_b**\n\n\
+             | size | median MB/s | notes |\n\
+             | --- | ---: | --- |\n\
+             | 4 MiB | 40.1 | a\\|b |\n"
+        );
+    }
+
+    #[test]
+    fn empty_cells_keep_their_column() {
+        assert_eq!(cell(""), " ");
+        assert_eq!(cell("two\nlines"), "two<br>lines");
+    }
+}

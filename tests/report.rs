@@ -1,0 +1,197 @@
+//! The main job end to end: `ratelab profile --quick` stores its run and writes the HTML
+//! report; `results report` of the stored run gives the same page from the database;
+//! headless Chromium renders it with its charts (the screenshot is kept under target/
+//! for CI to keep as an artifact).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{ratelab, stored_runs};
+
+/// Where the screenshot stays after the test, for CI to pick up.
+fn artifacts() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("target/tmp has a parent")
+        .join("report-screenshot");
+    std::fs::create_dir_all(&dir).expect("create target/report-screenshot");
+    dir
+}
+
+/// The colours of the first two chart lines (charts.rs), as a browser paints them.
+const LINE_COLOURS: [[u8; 3]; 2] = [[31, 119, 180], [214, 39, 40]];
+
+/// Renders `page` in headless Chromium to a PNG of `width` x `height`.
+fn screenshot(page: &Path, png: &Path, profile: &Path) -> bool {
+    let status = std::process::Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--window-size=1000,6000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", page.display()))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("start chromium");
+    status.success() && png.exists()
+}
+
+/// Pixel counts of the screenshot: distinct colours, and pixels of each line colour.
+fn pixels(png: &Path) -> (usize, [usize; 2]) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(png).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    let mut colours = std::collections::HashSet::new();
+    let mut lines = [0usize; 2];
+    for pixel in buf[..info.buffer_size()].chunks(channels) {
+        let rgb = [pixel[0], pixel[1], pixel[2]];
+        colours.insert(rgb);
+        for (count, colour) in lines.iter_mut().zip(LINE_COLOURS) {
+            if rgb == colour {
+                *count += 1;
+            }
+        }
+    }
+    (colours.len(), lines)
+}
+
+#[test]
+fn profile_quick_stores_the_run_and_its_report_shows_the_charts() {
+    let _alone = common::rig::exclusive();
+    let dir = common::disk_tempdir();
+    let db = dir.path().join("results.db");
+    let target = dir.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    let output = ratelab()
+        .current_dir(&target)
+        .args(["profile", "--quick", "-q", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    // The report is written beside the database and named on stderr.
+    let report = dir.path().join("reports").join("run-1.html");
+    assert!(
+        stderr.contains(&format!("report: {}", report.display())),
+        "{stderr}"
+    );
+    let page = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        common::entries(&target).is_empty(),
+        "{:?}",
+        common::entries(&target)
+    );
+    let runs = stored_runs(&db);
+    assert_eq!(runs[0]["verb"], "profile");
+    assert_eq!(runs[0]["status"], "complete");
+
+    // Every part is on the page, with its charts: storage by size, cpu and task by
+    // threads, monitor residency, rates over time.
+    for part in [
+        "disk 1",
+        "cpu 2",
+        "monitor 3",
+        "net 4",
+        "task 5",
+        "Verdicts",
+    ] {
+        assert!(page.contains(part), "{part} missing from the report");
+    }
+    for chart in [
+        "rate by file size",
+        "speedup over the first thread count",
+        "active residency per core",
+        "task: rate of original bytes by thread count",
+        "rate over time",
+    ] {
+        assert!(page.contains(chart), "chart {chart:?} missing");
+    }
+    assert!(page.matches("<svg").count() >= 6, "too few charts");
+    assert!(!page.contains("<script"), "the report runs no script");
+    assert!(!page.contains(" src=\"http"), "the report fetches nothing");
+
+    // The page comes from the database: `results report` of the stored run is the same.
+    let again = dir.path().join("again.html");
+    let output = ratelab()
+        .args(["results", "report", "1", "--out"])
+        .arg(&again)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&again).unwrap(), page);
+
+    // A second profile of the machine says what moved since the first.
+    let output = ratelab()
+        .current_dir(&target)
+        .args(["profile", "--quick", "-q", "--json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let second = common::json(&output.stdout);
+    let since: Vec<&serde_json::Value> = second["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| {
+            v["code"] == "unchanged_since_last_profile" || v["code"] == "changed_since_last_profile"
+        })
+        .collect();
+    assert_eq!(since.len(), 1, "{}", second["verdicts"]);
+    assert!(
+        since[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("profile run 1"),
+        "{}",
+        since[0]
+    );
+
+    if !common::have("chromium") {
+        eprintln!("skipping the screenshot: chromium is not installed (.ci/run installs it)");
+        return;
+    }
+    let png = artifacts().join("profile-quick.png");
+    let _ = std::fs::remove_file(&png);
+    assert!(
+        screenshot(&report, &png, &dir.path().join("chromium")),
+        "chromium made no screenshot"
+    );
+    let (colours, lines) = pixels(&png);
+    eprintln!(
+        "screenshot {}: {colours} colours, line pixels {lines:?}",
+        png.display()
+    );
+    assert!(
+        colours > 50,
+        "the screenshot is nearly blank: {colours} colours"
+    );
+    assert!(
+        lines.iter().all(|&n| n > 200),
+        "chart lines not drawn: {lines:?}"
+    );
+}

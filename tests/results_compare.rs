@@ -1,0 +1,328 @@
+//! `results compare`, `results export --format markdown` and the filters of `results
+//! list`, on the real binary: runs of one target flag nothing, a disk throttled to half
+//! its rate is flagged with a ratio near one half, bad ids and dates are usage errors.
+
+mod common;
+
+use std::path::Path;
+
+use common::rig::{self, MIB, SlowDisk, Throttle};
+use common::{RIG_NEEDS, disk_tempdir, earlier_run, ratelab, refused, root_or_skip, run_json};
+use serde_json::Value;
+
+/// `results ARGS... --db DB`, which must succeed; returns stdout.
+fn results(db: &Path, args: &[&str]) -> String {
+    let output = ratelab()
+        .arg("results")
+        .args(args)
+        .arg("--db")
+        .arg(db)
+        .output()
+        .expect("start ratelab");
+    assert!(
+        output.status.success(),
+        "results {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("stdout is UTF-8")
+}
+
+/// `results ARGS... --json --db DB`, parsed.
+fn results_json(db: &Path, args: &[&str]) -> Value {
+    run_json(
+        ratelab()
+            .arg("results")
+            .args(args)
+            .args(["--json", "--db"])
+            .arg(db),
+    )
+}
+
+/// Every change of every group of a `compare --json` document.
+fn changes(comparison: &Value) -> Vec<&Value> {
+    comparison["workloads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|w| w["groups"].as_array().unwrap())
+        .flat_map(|g| g["changes"].as_array().unwrap())
+        .collect()
+}
+
+/// The group of `op` and `size_bytes` in the first workload of a comparison.
+fn group<'a>(comparison: &'a Value, op: &str, size_bytes: u64) -> &'a Value {
+    comparison["workloads"][0]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["op"] == op && g["size_bytes"] == size_bytes)
+        .unwrap_or_else(|| panic!("no group {op} {size_bytes} in {comparison:#}"))
+}
+
+#[test]
+fn null_runs_of_one_target_flag_nothing() {
+    let dir = disk_tempdir();
+    let db = dir.path().join("results.db");
+    for _ in 0..2 {
+        run_json(
+            ratelab()
+                .arg("disk")
+                .arg(dir.path())
+                .args(["--engine", "null", "--sizes", "10K,1M", "--repeat", "5"])
+                .args(["--json", "-q", "--db"])
+                .arg(&db),
+        );
+    }
+    let comparison = results_json(&db, &["compare", "1", "2"]);
+    assert_eq!(comparison["runs"][0]["run_id"], 1);
+    assert_eq!(comparison["runs"][1]["run_id"], 2);
+    let changes = changes(&comparison);
+    assert_eq!(
+        changes.len(),
+        4,
+        "write and read of two sizes: {comparison:#}"
+    );
+    for change in &changes {
+        assert_eq!(change["beyond_noise"], false, "{change:#}");
+    }
+    // The null engine's items take nanoseconds: too short to time, they are left out
+    // rather than tested, since their spread is the timer's.
+    let write = group(&comparison, "write", 1 << 20);
+    assert_eq!(write["runs"][0]["too_short_items"], 5);
+    assert_eq!(write["changes"][0]["finding"], "too_few_items");
+
+    let text = results(&db, &["compare", "1", "2"]);
+    assert!(
+        text.contains("run 1 (the reference)") && text.contains("0 of 4 changes beyond noise"),
+        "{text}"
+    );
+    assert!(text.contains("too short to time well"), "{text}");
+    let markdown = results(&db, &["compare", "1", "2", "--format", "markdown"]);
+    assert!(
+        markdown.starts_with("## runs 1, 2 compared\n"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("| op | size | n | run 1 MB/s | run 2 MB/s | change | p | verdict |"),
+        "{markdown}"
+    );
+    assert!(!markdown.contains("**beyond noise**"), "{markdown}");
+}
+
+#[test]
+fn bad_ids_are_usage_errors_naming_the_id() {
+    let dir = disk_tempdir();
+    let db = dir.path().join("results.db");
+    earlier_run(dir.path(), &db);
+    refused(
+        ratelab()
+            .args(["results", "compare", "1", "99", "--db"])
+            .arg(&db),
+        2,
+        &["no run 99"],
+    );
+    refused(
+        ratelab().args(["results", "compare", "1", "--db"]).arg(&db),
+        2,
+        &["2 values required"],
+    );
+    refused(
+        ratelab()
+            .args(["results", "compare", "1", "x", "--db"])
+            .arg(&db),
+        2,
+        &["'x'"],
+    );
+    refused(
+        ratelab()
+            .args(["results", "export", "7", "--format", "markdown", "--db"])
+            .arg(&db),
+        2,
+        &["no run 7"],
+    );
+}
+
+#[test]
+fn markdown_export_holds_the_run_tables_and_verdicts() {
+    let dir = disk_tempdir();
+    let db = dir.path().join("results.db");
+    earlier_run(dir.path(), &db);
+    let markdown = results(&db, &["export", "1", "--format", "markdown"]);
+    assert!(
+        markdown.starts_with("## run 1 · disk · complete · "),
+        "{markdown}"
+    );
+    assert!(markdown.contains("\n### disk 1: "), "{markdown}");
+    assert!(
+        markdown
+            .contains("| size | median MB/s | min MB/s | max MB/s | n | in cache before | notes |"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("| --- | ---: | ---: | ---: | ---: | ---: | --- |"),
+        "{markdown}"
+    );
+    assert!(markdown.contains("| 1 MiB | "), "{markdown}");
+    // The same tables as the terminal report, and every verdict by its code.
+    let shown = results(&db, &["show", "1"]);
+    assert!(shown.contains("median MB/s"), "{shown}");
+    let doc = common::stored_run(&db, 1);
+    let verdicts = doc["verdicts"].as_array().unwrap();
+    if !verdicts.is_empty() {
+        assert!(markdown.contains("\n### verdicts\n"), "{markdown}");
+    }
+    for verdict in verdicts {
+        let code = verdict["code"].as_str().unwrap();
+        assert!(
+            markdown.contains(&format!("`{code}`")),
+            "{code}: {markdown}"
+        );
+    }
+    let out = dir.path().join("run1.md");
+    ratelab()
+        .args(["results", "export", "1", "--format", "markdown", "--out"])
+        .arg(&out)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), markdown);
+}
+
+#[test]
+fn list_filters_by_machine_target_kind_label_and_date() {
+    let dir = disk_tempdir();
+    let db = dir.path().join("results.db");
+    let ssd = dir.path().join("ssd");
+    let hdd = dir.path().join("hdd");
+    for (target, label) in [(&ssd, "before"), (&ssd, "after"), (&hdd, "other")] {
+        std::fs::create_dir_all(target).unwrap();
+        run_json(
+            ratelab()
+                .arg("disk")
+                .arg(target)
+                .args(["--engine", "null", "--sizes", "10K", "--label", label])
+                .args(["--json", "-q", "--db"])
+                .arg(&db),
+        );
+    }
+    let ids = |filters: &[&str]| -> Vec<i64> {
+        let mut args = vec!["list"];
+        args.extend(filters);
+        results_json(&db, &args)
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["run_id"].as_i64().unwrap())
+            .collect()
+    };
+    assert_eq!(ids(&[]), [3, 2, 1]);
+    assert_eq!(ids(&["--label", "before"]), [1]);
+    assert_eq!(ids(&["--target", "hdd"]), [3]);
+    assert_eq!(ids(&["--target", "ssd", "--label", "after"]), [2]);
+    assert_eq!(ids(&["--kind", "disk"]), [3, 2, 1]);
+    assert!(ids(&["--kind", "cpu"]).is_empty());
+    let doc = common::stored_run(&db, 1);
+    let hostname = doc["machine"]["hostname"].as_str().unwrap();
+    assert_eq!(ids(&["--machine", hostname]), [3, 2, 1]);
+    assert_eq!(ids(&["--machine", &hostname.to_uppercase()]), [3, 2, 1]);
+    assert!(ids(&["--machine", "no-such-machine-anywhere"]).is_empty());
+    let started = doc["started_at"].as_str().unwrap();
+    let day = &started[..10];
+    assert_eq!(ids(&["--since", day, "--until", day]), [3, 2, 1]);
+    assert_eq!(ids(&["--since", "2000-01-01"]), [3, 2, 1]);
+    assert!(ids(&["--until", "2000-01-01T00:00:00Z"]).is_empty());
+    assert!(ids(&["--since", "2999-01-01"]).is_empty());
+    // A date-time is a moment, and both ends include it.
+    assert!(ids(&["--until", started]).contains(&1));
+    assert_eq!(ids(&["--since", started]), [3, 2, 1]);
+
+    let text = results(&db, &["list", "--label", "other"]);
+    assert!(
+        text.contains("1 of 3 runs") && text.contains("other"),
+        "{text}"
+    );
+
+    for (flag, bad) in [("--since", "yesterday"), ("--until", "2026-13-01")] {
+        refused(
+            ratelab()
+                .args(["results", "list", flag, bad, "--db"])
+                .arg(&db),
+            2,
+            &[flag, bad],
+        );
+    }
+    refused(
+        ratelab()
+            .args(["results", "list", "--kind", "dsk", "--db"])
+            .arg(&db),
+        2,
+        &["--kind", "dsk"],
+    );
+}
+
+/// Write rates of the rig: the first and its half.
+const FAST_BPS: u64 = 40 * MIB;
+const SLOW_BPS: u64 = 20 * MIB;
+
+#[test]
+fn a_halved_write_rate_is_beyond_noise_and_an_equal_one_is_not() {
+    if !root_or_skip(
+        "a_halved_write_rate_is_beyond_noise_and_an_equal_one_is_not",
+        RIG_NEEDS,
+    ) {
+        return;
+    }
+    let _lock = rig::exclusive();
+    let disk = SlowDisk::new(256 * MIB);
+    let throttle = Throttle::new();
+    let db = disk.scratch().join("results.db");
+    // Runs 1 and 3 at the fast rate, run 2 at half of it: about 1 + 2 + 1 seconds.
+    for write_bps in [FAST_BPS, SLOW_BPS, FAST_BPS] {
+        throttle.limit(&disk, write_bps, 1024 * MIB);
+        run_json(
+            throttle
+                .command(common::bin())
+                .arg("disk")
+                .arg(disk.path())
+                .args([
+                    "--sizes", "4M", "--repeat", "10", "--phase", "write", "--direct",
+                ])
+                .args(["--json", "-q", "--db"])
+                .arg(&db),
+        );
+    }
+    let text = results(&db, &["compare", "1", "2", "3"]);
+    eprintln!("{text}");
+    let comparison = results_json(&db, &["compare", "1", "2", "3"]);
+    let write = group(&comparison, "write", 4 * MIB);
+    for run in write["runs"].as_array().unwrap() {
+        assert_eq!(run["n"], 10, "{write:#}");
+    }
+    let halved = &write["changes"][0];
+    let same = &write["changes"][1];
+    eprintln!(
+        "run 2 against 1: ratio {}, p {}, U {}; run 3 against 1: ratio {}, p {}, U {}",
+        halved["ratio"], halved["p_value"], halved["u"], same["ratio"], same["p_value"], same["u"]
+    );
+    assert_eq!(halved["run_id"], 2);
+    assert_eq!(halved["beyond_noise"], true, "{write:#}");
+    let ratio = halved["ratio"].as_f64().unwrap();
+    assert!((0.45..=0.55).contains(&ratio), "ratio {ratio}: {write:#}");
+    assert!(halved["p_value"].as_f64().unwrap() < 0.001, "{write:#}");
+    assert_eq!(halved["method"], "exact");
+    assert_eq!(same["run_id"], 3);
+    assert_eq!(same["beyond_noise"], false, "{write:#}");
+    let ratio = same["ratio"].as_f64().unwrap();
+    assert!((0.9..=1.1).contains(&ratio), "ratio {ratio}: {write:#}");
+    assert!(text.contains("beyond noise"), "{text}");
+
+    // Two runs at one rate, alone: nothing is flagged.
+    let same_rate = results_json(&db, &["compare", "3", "1"]);
+    for change in changes(&same_rate) {
+        assert_eq!(change["beyond_noise"], false, "{change:#}");
+    }
+    let markdown = results(&db, &["compare", "1", "2", "--format", "markdown"]);
+    eprintln!("{markdown}");
+    assert!(markdown.contains("| **beyond noise** |"), "{markdown}");
+}
