@@ -45,10 +45,24 @@ fn cpu_bound_work_runs_about_twice_as_fast_on_two_cpus_and_sleep_does_not() {
         eprintln!("skipping: this machine has one CPU");
         return;
     }
-    let busy = points(&[], &["sh", "-c", TWO_BUSY_LOOPS]);
-    let speedup = busy[1]["speedup"].as_f64().unwrap();
-    eprintln!("two busy loops: {speedup:.3}x on 2 CPUs");
-    assert!((1.6..=2.2).contains(&speedup), "{busy:?}");
+    // Earlier tests leave dirty pages whose writeback takes CPU from one of the two
+    // timed CPUs: flush them first. A second try is allowed for a neighbour's burst;
+    // both are printed.
+    let _ = std::process::Command::new("sync").status();
+    let mut tries = Vec::new();
+    for _ in 0..2 {
+        let busy = points(&[], &["sh", "-c", TWO_BUSY_LOOPS]);
+        let speedup = busy[1]["speedup"].as_f64().unwrap();
+        eprintln!("two busy loops: {speedup:.3}x on 2 CPUs");
+        tries.push(speedup);
+        if (1.6..=2.2).contains(&speedup) {
+            break;
+        }
+    }
+    assert!(
+        tries.iter().any(|s| (1.6..=2.2).contains(s)),
+        "two busy loops ran {tries:?}x faster on 2 CPUs"
+    );
     let sleep = points(&[], &["sleep", "0.3"]);
     let speedup = sleep[1]["speedup"].as_f64().unwrap();
     eprintln!("sleep 0.3: {speedup:.3}x on 2 CPUs");

@@ -208,7 +208,7 @@ fn a_stored_disk_run_of_the_destination_is_set_beside_the_write_step() {
         )
         .arg(&db),
     );
-    let stored = &doc["workloads"][0]["context"]["disk_runs"]["out"];
+    let stored = &doc["workloads"][0]["context"]["disk_runs"]["write"];
     assert_eq!(stored["run_id"], 1, "{stored}");
     assert!(stored["write_bytes_per_sec"].as_f64().unwrap() > 0.0);
     let words: Vec<&str> = doc["verdicts"]
@@ -351,4 +351,30 @@ fn ctrl_c_stores_the_run_incomplete_and_removes_what_it_made() {
     assert_eq!(runs[0]["status"], "incomplete", "{runs}");
     assert!(entries(&out).is_empty(), "{:?}", entries(&out));
     assert!(!source.exists(), "the made file was left behind");
+}
+
+#[test]
+fn a_file_of_odd_size_on_a_disk_reads_direct_and_decompresses() {
+    // O_DIRECT reads whole sectors: a size that is not a multiple of one, and the
+    // compressed copy --decompress makes (of any size), must still be read direct.
+    let dir = common::disk_tempdir();
+    let file = dir.path().join("odd.dat");
+    let data: Vec<u8> = (0..3_000_001u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    std::fs::write(&file, &data).unwrap();
+    for extra in [&["--threads", "1"][..], &["--decompress"][..]] {
+        let doc = run_json(&mut task(
+            &file,
+            dir.path(),
+            &[extra, &["--no-store"]].concat(),
+        ));
+        let items = doc["workloads"][0]["items"].as_array().unwrap().clone();
+        let read = items.iter().find(|i| i["op"] == "read").unwrap();
+        assert_eq!(read["direct"], true, "{read}");
+        assert_eq!(round_trips(&doc), [true], "{extra:?}");
+    }
+    let mut left = entries(dir.path());
+    left.sort();
+    assert_eq!(left, ["odd.dat"]);
 }

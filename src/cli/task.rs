@@ -17,6 +17,8 @@ use crate::store::Store;
 use crate::workload::disk::item::items_of;
 use crate::workload::task::{Codec, Direction, TaskPlan, TaskWorkload};
 
+/// Compression threads allowed per online CPU.
+const THREADS_PER_CPU: usize = 4;
 /// Stored runs looked through for disk figures of the task's storage.
 const DISK_RUNS_LOOKED_AT: usize = 30;
 
@@ -69,7 +71,7 @@ pub struct CompressArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub make_file: Option<u64>,
     /// Keep the file --make-file made.
-    #[arg(long)]
+    #[arg(long, requires = "make_file")]
     pub keep: bool,
     /// Output and storage options.
     #[command(flatten)]
@@ -106,8 +108,14 @@ fn compress(args: CompressArgs) -> anyhow::Result<Exit> {
         (None, true) => vec![1],
         (None, false) => (1..=cores::online_cpus().len().max(1)).collect(),
     };
-    if let Some(bad) = threads.iter().find(|&&n| n == 0 || n > 256) {
-        return Err(UsageError(format!("--threads {bad} is out of range (1 to 256)")).into());
+    // More threads than that only measure the codec's memory and queueing (xz at level
+    // 6 takes over 100 MiB per thread) and keep Ctrl-C waiting on busy workers.
+    let most = THREADS_PER_CPU * cores::online_cpus().len().max(1);
+    if let Some(bad) = threads.iter().find(|&&n| n == 0 || n > most) {
+        return Err(UsageError(format!(
+            "--threads {bad} is out of range (1 to {most}: {THREADS_PER_CPU} per online CPU)"
+        ))
+        .into());
     }
     if args.make_file == Some(0) {
         return Err(UsageError(
@@ -122,7 +130,13 @@ fn compress(args: CompressArgs) -> anyhow::Result<Exit> {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         });
-    let disk_runs = disk_runs(&args.output, args.file.parent(), &out);
+    // Decompressing reads the compressed copy ratelab makes in the output folder.
+    let read_folder = if args.decompress {
+        Some(out.as_path())
+    } else {
+        args.file.parent()
+    };
+    let disk_runs = disk_runs(&args.output, read_folder, &out);
     let plan = TaskPlan {
         file: Some(args.file),
         make_file_bytes: args.make_file,
@@ -146,21 +160,22 @@ fn compress(args: CompressArgs) -> anyhow::Result<Exit> {
     )
 }
 
-/// What the newest stored disk runs on the source's and the output's filesystems
-/// measured: `{source: {run_id, target, read_bytes_per_sec}, out: {..., write_bytes_per_sec}}`,
+/// What the newest stored disk runs of the folders a task reads and writes measured:
+/// `{read: {run_id, target, read_bytes_per_sec}, write: {..., write_bytes_per_sec}}`,
 /// each absent when no run covers it.
-pub fn disk_runs(output: &MeasureArgs, source_folder: Option<&Path>, out: &Path) -> Value {
+pub fn disk_runs(output: &MeasureArgs, read_folder: Option<&Path>, out: &Path) -> Value {
     let Some(store) = Store::open_existing(output.db.as_deref()) else {
         return Value::Null;
     };
-    let source_folder = source_folder
+    let read_folder = read_folder
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let mut found = serde_json::Map::new();
     let runs = store.list_runs().unwrap_or_default();
     for run in runs
         .iter()
-        .filter(|r| r.status == "complete" && r.targets.iter().any(|t| t.starts_with('/')))
+        // The verbs whose runs hold storage series; task runs themselves do not.
+        .filter(|r| r.status == "complete" && matches!(r.verb.as_str(), "disk" | "profile" | "run"))
         .take(DISK_RUNS_LOOKED_AT)
     {
         let Ok(doc) = store.load_run(run.run_id) else {
@@ -168,8 +183,8 @@ pub fn disk_runs(output: &MeasureArgs, source_folder: Option<&Path>, out: &Path)
         };
         for record in doc.workloads.iter().filter(|w| w.kind == "disk") {
             for (key, folder, op, rate_key) in [
-                ("source", source_folder, "read", "read_bytes_per_sec"),
-                ("out", out, "write", "write_bytes_per_sec"),
+                ("read", read_folder, "read", "read_bytes_per_sec"),
+                ("write", out, "write", "write_bytes_per_sec"),
             ] {
                 if found.contains_key(key) || !same_storage(Path::new(&record.target), folder) {
                     continue;

@@ -17,9 +17,12 @@ pub enum Error {
     },
     /// The series does not fit in the target's free space.
     #[error(
-        "not enough free space on {path}: the series needs {needed} plus a margin of {margin}, and {available} is free (use smaller --sizes or fewer --repeat passes)"
+        "not enough free space on {path}: the {} needs {needed} plus a margin of {margin}, and {available} is free ({})", about.0, about.1
     )]
     Space {
+        /// What needs the space (`series`, `task`), and what the user can change,
+        /// naming the flags.
+        about: &'static (&'static str, &'static str),
         /// The path at fault.
         path: PathBuf,
         /// What the series needs, in words.

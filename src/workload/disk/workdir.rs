@@ -71,6 +71,22 @@ pub fn files_that_fit(target: &Path, file_size: u64, most: u64) -> Result<u64, E
 
 /// Refuses a series that does not fit in the target's free space with a margin.
 pub fn check_space(target: &Path, needed_bytes: u64, files: u64) -> Result<(), Error> {
+    check_space_for(
+        target,
+        needed_bytes,
+        files,
+        &("series", "use smaller --sizes or fewer --repeat passes"),
+    )
+}
+
+/// Refuses what (`what`, with the `hint` of what to change) does not fit in the
+/// target's free space with a margin.
+pub fn check_space_for(
+    target: &Path,
+    needed_bytes: u64,
+    files: u64,
+    about: &'static (&'static str, &'static str),
+) -> Result<(), Error> {
     let vfs = rustix::fs::statvfs(target).map_err(|e| Error::io("inspect", target, e))?;
     if vfs.f_blocks == 0 {
         // ramfs and some pseudo filesystems report no size at all: nothing to check.
@@ -80,6 +96,7 @@ pub fn check_space(target: &Path, needed_bytes: u64, files: u64) -> Result<(), E
     let margin = margin(needed_bytes, files);
     if needed_bytes.saturating_add(margin) > available {
         return Err(Error::Space {
+            about,
             path: target.to_path_buf(),
             needed: format_bytes(needed_bytes),
             margin: format_bytes(margin),
@@ -90,8 +107,8 @@ pub fn check_space(target: &Path, needed_bytes: u64, files: u64) -> Result<(), E
         return Err(Error::Target {
             path: target.to_path_buf(),
             reason: format!(
-                "only {} inodes are free and the series makes {files} files",
-                vfs.f_favail
+                "only {} inodes are free and the {} makes {files} files",
+                vfs.f_favail, about.0
             ),
         });
     }

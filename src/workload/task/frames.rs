@@ -46,7 +46,10 @@ impl<W: Write> ParallelLz4<W> {
                         let Ok(Ok((sequence, block))) = job else {
                             return;
                         };
-                        if finished.send((sequence, frame(&block, level))).is_err() {
+                        // A panic must still answer for its block, or the writer waits.
+                        let framed = std::panic::catch_unwind(|| frame(&block, level))
+                            .unwrap_or_else(|_| Err(io::Error::other("an lz4 thread panicked")));
+                        if finished.send((sequence, framed)).is_err() {
                             return;
                         }
                     }

@@ -46,8 +46,12 @@ pub struct ThreadsSummary {
     /// The slowest of read, transform and write.
     pub rate_limiting_step: String,
     /// For each step, how many times faster the whole task could be if that step took
-    /// no time: the others, run side by side, still take the slowest one's time.
+    /// no time, the steps running side by side as they do in the task: the slowest of
+    /// the others would then set the pace (1 for every step but the limiting one).
     pub speedup_if_free: serde_json::Map<String, Value>,
+    /// The whole task's rate over its limiting step's rate alone: what running the
+    /// steps together costs (below 1) or hides (about 1).
+    pub share_of_limit: f64,
     /// Original bytes over the bytes the codec put out.
     pub ratio: Option<f64>,
 }
@@ -117,7 +121,8 @@ fn summarize_threads(threads: usize, items: &[TaskItem]) -> Option<ThreadsSummar
                 .filter(|p| p.op != freed.op)
                 .map(|p| p.source_bytes_per_sec)
                 .fold(f64::INFINITY, f64::min);
-            (freed.op.clone(), json!(others / total.source_bytes_per_sec))
+            let gain = (others / slowest.source_bytes_per_sec).max(1.0);
+            (freed.op.clone(), json!(gain))
         })
         .collect();
     // The compressed size: what the whole task wrote, or (decompressing) what it read.
@@ -137,6 +142,7 @@ fn summarize_threads(threads: usize, items: &[TaskItem]) -> Option<ThreadsSummar
     Some(ThreadsSummary {
         threads,
         rate_limiting_step: slowest.op.clone(),
+        share_of_limit: total.source_bytes_per_sec / slowest.source_bytes_per_sec,
         steps: steps.clone(),
         speedup_if_free,
         ratio,
@@ -190,7 +196,7 @@ impl crate::workload::Kind for TaskKind {
             ));
         }
         let in_memory = matches!(
-            record.context["source_chain"]["fs_type"].as_str(),
+            record.context["read_chain"]["fs_type"].as_str(),
             Some("tmpfs" | "ramfs")
         );
         if let Some(cached) = items
@@ -232,8 +238,8 @@ impl crate::workload::Kind for TaskKind {
         };
         let mut beside = serde_json::Map::new();
         for (key, folder, op) in [
-            ("source", "source_folder", "read"),
-            ("out", "out_folder", "write"),
+            ("read", "read_folder", "read"),
+            ("write", "write_folder", "write"),
         ] {
             let Some(folder) = record.context[folder].as_str() else {
                 continue;
@@ -325,35 +331,45 @@ fn limiting_sentence(summary: &ThreadsSummary) -> String {
             .step(op)
             .map_or(f64::NAN, |s| s.source_bytes_per_sec)
     };
-    let others: Vec<String> = summary
+    let others: Vec<&StepRate> = summary
         .steps
         .iter()
         .filter(|s| s.op != *limit && s.op != "total")
-        .map(|s| format!("{} {}", s.op, format_rate(s.source_bytes_per_sec)))
         .collect();
-    let gain = |op: &str| {
-        summary
-            .speedup_if_free
-            .get(op)
-            .and_then(Value::as_f64)
-            .unwrap_or(f64::NAN)
-    };
-    let best_other = summary
-        .steps
+    let next = others
         .iter()
-        .filter(|s| s.op != *limit && s.op != "total")
-        .map(|s| gain(&s.op))
-        .fold(f64::NAN, f64::max);
+        .min_by(|a, b| a.source_bytes_per_sec.total_cmp(&b.source_bytes_per_sec))
+        .map_or("nothing", |s| s.op.as_str());
+    let gain = summary
+        .speedup_if_free
+        .get(limit.as_str())
+        .and_then(Value::as_f64)
+        .unwrap_or(f64::NAN);
+    let together = if summary.share_of_limit < 0.9 {
+        format!(
+            "; running the steps together cost {:.0}% of it",
+            (1.0 - summary.share_of_limit) * 100.0
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "at {} thread{} {limit} limits this task: alone it goes at {} of original bytes ({}), and the whole task went at {}; \
-         were {limit} instant the task could be up to {:.2}x faster, were any other step instant at most {:.2}x",
+        "at {} thread{} {limit} limits this task: alone it goes at {} of original bytes ({}), and the whole task went at {}{together}; \
+         a faster {limit} could make the task up to {gain:.2}x faster, until {next} limits it, and a faster {} gains nothing while {limit} limits it",
         summary.threads,
         if summary.threads == 1 { "" } else { "s" },
         format_rate(rate_of(limit)),
-        others.join(", "),
+        others
+            .iter()
+            .map(|s| format!("{} {}", s.op, format_rate(s.source_bytes_per_sec)))
+            .collect::<Vec<_>>()
+            .join(", "),
         format_rate(rate_of("total")),
-        gain(limit),
-        best_other,
+        others
+            .iter()
+            .map(|s| s.op.as_str())
+            .collect::<Vec<_>>()
+            .join(" or "),
     )
 }
 
@@ -363,16 +379,16 @@ fn under(folder: &str, target: &str) -> bool {
     resolve(folder).starts_with(resolve(target))
 }
 
-/// What storage series of the task's folders (`{source: {target, read_bytes_per_sec,
-/// run_id}, out: {target, write_bytes_per_sec, run_id}}`, the run absent for this one)
+/// What storage series of the task's folders (`{read: {target, read_bytes_per_sec,
+/// run_id}, write: {target, write_bytes_per_sec, run_id}}`, the run absent for this one)
 /// say next to its read and write steps.
 fn disk_sentences(series: &Value, summary: &ThreadsSummary) -> Vec<String> {
     let mut out = Vec::new();
-    for (op, key, rate_key) in [
-        ("read", "source", "read_bytes_per_sec"),
-        ("write", "out", "write_bytes_per_sec"),
+    for (op, rate_key) in [
+        ("read", "read_bytes_per_sec"),
+        ("write", "write_bytes_per_sec"),
     ] {
-        let stored = &series[key];
+        let stored = &series[op];
         let (Some(disk), Some(step)) = (stored[rate_key].as_f64(), summary.step(op)) else {
             continue;
         };
@@ -394,6 +410,12 @@ fn disk_sentences(series: &Value, summary: &ThreadsSummary) -> Vec<String> {
                         .get(op)
                         .and_then(Value::as_f64)
                         .unwrap_or(f64::NAN)
+                )
+            } else if task > disk {
+                format!(
+                    "{op} at {} on {place} limits this task, yet it ran faster than the storage series {run} {verb} there ({}): the disk has changed since, or the task's {op} was served by a cache",
+                    format_rate(task),
+                    format_rate(disk),
                 )
             } else {
                 format!(
@@ -419,4 +441,37 @@ fn disk_sentences(series: &Value, summary: &ThreadsSummary) -> Vec<String> {
         out.push(sentence);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(op: &str, source_bytes_per_sec: f64) -> TaskItem {
+        TaskItem::timed(op, 2, 1000, 1000, 1000.0 / source_bytes_per_sec)
+    }
+
+    #[test]
+    fn the_slowest_step_limits_and_only_it_gains_from_being_faster() {
+        let items = [
+            item("read", 400.0),
+            item("compress", 100.0),
+            item("write", 250.0),
+            item("total", 90.0),
+        ];
+        let summary = summarize_threads(2, &items).unwrap();
+        assert_eq!(summary.rate_limiting_step, "compress");
+        let gain = |op: &str| summary.speedup_if_free[op].as_f64().unwrap();
+        // Compress instant: write (250) sets the pace, 2.5 times compress's rate.
+        assert!((gain("compress") - 2.5).abs() < 1e-9);
+        assert_eq!(gain("read"), 1.0);
+        assert_eq!(gain("write"), 1.0);
+        assert!((summary.share_of_limit - 0.9).abs() < 1e-9);
+        let words = limiting_sentence(&summary);
+        assert!(words.contains("until write limits it"), "{words}");
+        assert!(
+            words.contains("a faster read or write gains nothing"),
+            "{words}"
+        );
+    }
 }

@@ -7,6 +7,7 @@
 use std::io::Write;
 use std::path::Path;
 
+use crate::run::Cancel;
 use crate::workload::Error;
 use crate::workload::disk::data::{fill_random, mix};
 
@@ -108,12 +109,21 @@ const WORDS: &[&str] = &[
 ];
 
 /// Writes `size` bytes of the mixed test data to `file` (synced), seeded by `seed`.
-pub fn make(file: &mut std::fs::File, path: &Path, size: u64, seed: u64) -> Result<(), Error> {
+pub fn make(
+    file: &mut std::fs::File,
+    path: &Path,
+    size: u64,
+    seed: u64,
+    cancel: &Cancel,
+) -> Result<(), Error> {
     let mut out = std::io::BufWriter::with_capacity(1 << 20, &mut *file);
     let mut block = Vec::with_capacity(BLOCK + 64);
     let mut written = 0u64;
     let mut index = 0u64;
     while written < size {
+        if cancel.is_set() {
+            return Err(Error::Interrupted);
+        }
         block.clear();
         let key = mix(seed ^ index.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         if key.is_multiple_of(4) {
@@ -165,7 +175,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("made");
         let mut file = std::fs::File::create(&path).unwrap();
-        make(&mut file, &path, 8_000_001, 7).unwrap();
+        make(&mut file, &path, 8_000_001, 7, &Cancel::new()).unwrap();
         let data = std::fs::read(&path).unwrap();
         assert_eq!(data.len(), 8_000_001);
         let compressed = zstd::bulk::compress(&data, 3).unwrap();
@@ -174,7 +184,7 @@ mod tests {
         // The same seed makes the same file; another seed another.
         let again = dir.path().join("again");
         let mut file = std::fs::File::create(&again).unwrap();
-        make(&mut file, &again, 1 << 20, 7).unwrap();
+        make(&mut file, &again, 1 << 20, 7, &Cancel::new()).unwrap();
         assert_eq!(std::fs::read(&again).unwrap(), data[..1 << 20]);
     }
 }

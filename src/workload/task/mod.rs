@@ -28,8 +28,14 @@ use crate::workload::disk::buffer::AlignedBuf;
 use crate::workload::disk::workdir::{self, WorkDir};
 use crate::workload::{Context, Error, Workload};
 
-/// Share of the available memory the in-memory steps may hold (input and output).
+/// Share of the available memory the in-memory steps may hold, input and output
+/// together (each gets half).
 const MEMORY_SHARE: u64 = 4;
+/// What a task tells the user to change when it does not fit.
+const SPACE_HINT: (&str, &str) = (
+    "task",
+    "use a smaller --make-file, or --out on a filesystem with more room",
+);
 
 /// What `ratelab task compress` was asked to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -123,7 +129,8 @@ impl TaskWorkload {
         let (memory, kept) = self.memory.as_mut().expect("made in setup");
         let kept = *kept;
         let reader = Uncached::open(&input_path, input_size, self.made)?;
-        let seconds = steps::read(ctx, &reader, &mut memory.as_mut_slice()[..kept])?;
+        // The whole buffer: its length is whole pages, as reads with O_DIRECT need.
+        let seconds = steps::read(ctx, &reader, memory.as_mut_slice())?;
         ctx.sink.item(&TaskItem {
             cached_fraction_before: Some(reader.cached_fraction_before),
             direct: Some(reader.direct),
@@ -181,7 +188,7 @@ impl TaskWorkload {
         ctx.sink
             .status(format!("{threads} threads: check the round trip"));
         let decode = compress.then_some(how.codec);
-        let round_trip_ok = steps::file_digest(&whole.output, decode)? == self.digest;
+        let round_trip_ok = steps::file_digest(&whole.output, decode, &ctx.cancel)? == self.digest;
         workdir.remove_file(&whole.output)?;
         ctx.sink.item(&TaskItem {
             output_bytes: Some(whole.output_bytes),
@@ -201,6 +208,20 @@ impl TaskWorkload {
         Ok(())
     }
 
+    /// The folder the read steps read from: FILE's, or (decompressing) the output
+    /// folder, where the compressed copy is made.
+    fn read_folder(&self) -> Option<PathBuf> {
+        match self.plan.direction {
+            Direction::Decompress => Some(self.plan.out.clone()),
+            Direction::Compress => match &self.source {
+                Some((path, _)) if !path.as_os_str().is_empty() => {
+                    path.parent().map(Path::to_path_buf)
+                }
+                _ => Some(self.plan.out.clone()),
+            },
+        }
+    }
+
     /// Makes the test file of `--make-file` at `path`.
     fn make_source(&mut self, ctx: &Context, path: &Path, size: u64) -> Result<(), Error> {
         ctx.sink
@@ -211,7 +232,7 @@ impl TaskWorkload {
             .open(path)
             .map_err(|e| Error::io("create", path, e))?;
         self.made = true;
-        made::make(&mut file, path, size, self.plan.seed)
+        made::make(&mut file, path, size, self.plan.seed, &ctx.cancel)
     }
 }
 
@@ -259,10 +280,10 @@ impl Workload for TaskWorkload {
         json!({
             "source_bytes": self.source.as_ref().map(|s| s.1),
             "made_file": self.made,
-            "source_folder": self.source.as_ref().and_then(|s| s.0.parent()),
-            "out_folder": self.plan.out,
-            "source_chain": self.chains[0],
-            "out_chain": self.chains[1],
+            "read_folder": self.read_folder(),
+            "write_folder": self.plan.out,
+            "read_chain": self.chains[0],
+            "write_chain": self.chains[1],
             "disk_runs": self.disk_runs,
         })
     }
@@ -275,7 +296,13 @@ impl Workload for TaskWorkload {
     }
 
     fn prepare(&mut self) -> Result<(), Error> {
-        self.plan.out = workdir::check_target(&self.plan.out)?;
+        self.plan.out = workdir::check_target(&self.plan.out).map_err(|e| match e {
+            Error::Target { path, reason } => Error::Target {
+                path,
+                reason: format!("{reason} (the --out folder)"),
+            },
+            e => e,
+        })?;
         let size = match (&self.plan.file, self.plan.make_file_bytes) {
             (Some(file), Some(size)) => {
                 if file.symlink_metadata().is_ok() {
@@ -289,7 +316,9 @@ impl Workload for TaskWorkload {
                     _ => PathBuf::from("."),
                 };
                 let parent = workdir::check_target(&parent)?;
-                workdir::check_space(&parent, size, 1)?;
+                if !same_filesystem(&parent, &self.plan.out) {
+                    workdir::check_space_for(&parent, size, 1, &SPACE_HINT)?;
+                }
                 self.plan.file = Some(parent.join(file.file_name().unwrap_or_default()));
                 size
             }
@@ -306,28 +335,36 @@ impl Workload for TaskWorkload {
                 ));
             }
         };
-        let made_here = self.plan.file.is_none() as u64;
-        // The write-only step's file and the whole task's are never there at once.
-        workdir::check_space(
+        // On the output's filesystem: one output at a time (the write step's, then the
+        // whole task's), at most the size and a bit; the compressed copy --decompress
+        // reads; the made file, when it is made there.
+        let made_there = self.plan.make_file_bytes.is_some()
+            && self.plan.file.as_ref().is_none_or(|f| {
+                f.parent()
+                    .is_some_and(|p| same_filesystem(p, &self.plan.out))
+            });
+        let decompress = self.plan.direction == Direction::Decompress;
+        let one_output = size + size / 64 + (1 << 20);
+        let needed = one_output * (1 + decompress as u64) + made_there as u64 * size;
+        workdir::check_space_for(
             &self.plan.out,
-            size + size / 16 + made_here * size,
-            2 + made_here,
+            needed,
+            2 + decompress as u64 + made_there as u64,
+            &SPACE_HINT,
         )?;
-        if self.plan.direction == Direction::Decompress {
-            let budget = available_memory() / MEMORY_SHARE;
-            if size > budget {
-                return Err(Error::Unsupported(format!(
-                    "--decompress holds the file and its compressed copy in memory: {} is more than a {MEMORY_SHARE}th of the available memory ({})",
-                    format_bytes(size),
-                    format_bytes(budget * MEMORY_SHARE)
-                )));
-            }
+        if decompress && size > memory_budget() {
+            return Err(Error::Unsupported(format!(
+                "--decompress holds the original and its compressed copy in memory: {} is more than an {}th of the available memory ({})",
+                format_bytes(size),
+                2 * MEMORY_SHARE,
+                format_bytes(available_memory())
+            )));
         }
         let file = self.plan.file.clone();
         self.source = Some((file.unwrap_or_default(), size));
-        let source_folder = self.plan.file.as_ref().and_then(|f| f.parent());
         self.chains = [
-            source_folder.and_then(|f| platform::probe_path(f).ok()),
+            self.read_folder()
+                .and_then(|f| platform::probe_path(&f).ok()),
             platform::probe_path(&self.plan.out).ok(),
         ];
         Ok(())
@@ -349,7 +386,7 @@ impl Workload for TaskWorkload {
             }
             self.source = Some((source.clone(), size));
             ctx.sink.status("hash the original".to_string());
-            self.digest = steps::file_digest(&source, None)?;
+            self.digest = steps::file_digest(&source, None, &ctx.cancel)?;
             let input = match self.plan.direction {
                 Direction::Compress => (source.clone(), size),
                 Direction::Decompress => {
@@ -374,8 +411,13 @@ impl Workload for TaskWorkload {
                     (out, bytes)
                 }
             };
-            let budget = available_memory() / MEMORY_SHARE;
-            let kept = input.1.min(budget).max(1) as usize;
+            let page = rustix::param::page_size() as u64;
+            // A part kept in memory ends on a page, where the read goes on with O_DIRECT.
+            let kept = if input.1 <= memory_budget() {
+                input.1
+            } else {
+                (memory_budget() / page * page).max(page)
+            } as usize;
             if kept < input.1 as usize {
                 ctx.sink.warning(format!(
                     "the in-memory step uses the first {} of {}: memory allows no more",
@@ -385,10 +427,16 @@ impl Workload for TaskWorkload {
             }
             let mut memory =
                 AlignedBuf::new(kept).map_err(|e| Error::io("allocate memory for", &input.0, e))?;
-            // Touched now, so that no step times the kernel's first faults on it.
-            memory.as_mut_slice().fill(1);
+            // Both buffers are touched now, and the output is as large as any codec's
+            // output can be, so no step times the kernel's first faults or a realloc.
+            for piece in memory.as_mut_slice().chunks_mut(steps::CHUNK) {
+                if ctx.cancel.is_set() {
+                    return Err(Error::Interrupted);
+                }
+                piece.fill(1);
+            }
             let capacity = match self.plan.direction {
-                Direction::Compress => kept / 2,
+                Direction::Compress => kept + kept / 64 + (1 << 20),
                 Direction::Decompress => size as usize,
             };
             let mut output = vec![1u8; capacity];
@@ -431,4 +479,16 @@ impl Workload for TaskWorkload {
 /// The memory the kernel could give without swapping; 1 GiB when it does not say.
 fn available_memory() -> u64 {
     platform::machine::available_memory_bytes().unwrap_or(1 << 30)
+}
+
+/// Bytes of input the in-memory step may hold (its output gets as much again).
+fn memory_budget() -> u64 {
+    available_memory() / MEMORY_SHARE / 2
+}
+
+/// Whether two existing paths are on one filesystem.
+fn same_filesystem(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let device = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
+    device(a).is_some() && device(a) == device(b)
 }

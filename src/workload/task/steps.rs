@@ -11,6 +11,7 @@ use std::time::Instant;
 use sha2::{Digest, Sha256};
 
 use super::codec::Codec;
+use crate::run::Cancel;
 use crate::workload::disk::buffer::AlignedBuf;
 use crate::workload::disk::cache::{self, Eviction};
 use crate::workload::disk::workdir::{self, WorkDir};
@@ -359,10 +360,13 @@ pub fn whole(
 }
 
 /// SHA-256 of everything `input` gives.
-pub fn digest(mut input: impl Read, path: &Path) -> Result<[u8; 32], Error> {
+pub fn digest(mut input: impl Read, path: &Path, cancel: &Cancel) -> Result<[u8; 32], Error> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; CHUNK];
     loop {
+        if cancel.is_set() {
+            return Err(Error::Interrupted);
+        }
         match input.read(&mut buf) {
             Ok(0) => return Ok(hasher.finalize().into()),
             Ok(n) => hasher.update(&buf[..n]),
@@ -373,7 +377,7 @@ pub fn digest(mut input: impl Read, path: &Path) -> Result<[u8; 32], Error> {
 }
 
 /// SHA-256 of a file's content, after decoding it with `codec` when given.
-pub fn file_digest(path: &Path, codec: Option<Codec>) -> Result<[u8; 32], Error> {
+pub fn file_digest(path: &Path, codec: Option<Codec>, cancel: &Cancel) -> Result<[u8; 32], Error> {
     let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
     let input = io::BufReader::with_capacity(CHUNK, file);
     match codec {
@@ -382,7 +386,8 @@ pub fn file_digest(path: &Path, codec: Option<Codec>) -> Result<[u8; 32], Error>
                 .decoder(input)
                 .map_err(|e| Error::io("decompress", path, e))?,
             path,
+            cancel,
         ),
-        None => digest(input, path),
+        None => digest(input, path, cancel),
     }
 }
