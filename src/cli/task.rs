@@ -1,7 +1,6 @@
 //! `ratelab task compress FILE`: a real task, timed as a whole and step by step at
 //! each thread count, next to what stored disk runs measured on the same storage.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
@@ -186,7 +185,9 @@ pub fn disk_runs(output: &MeasureArgs, read_folder: Option<&Path>, out: &Path) -
                 ("read", read_folder, "read", "read_bytes_per_sec"),
                 ("write", out, "write", "write_bytes_per_sec"),
             ] {
-                if found.contains_key(key) || !same_storage(Path::new(&record.target), folder) {
+                if found.contains_key(key)
+                    || !crate::platform::measured_by(folder, Path::new(&record.target))
+                {
                     continue;
                 }
                 if let Some(rate) = streaming_rate(&items_of(record), op) {
@@ -203,14 +204,4 @@ pub fn disk_runs(output: &MeasureArgs, read_folder: Option<&Path>, out: &Path) -
     } else {
         Value::Object(found)
     }
-}
-
-/// Whether `folder` lies under a disk run's `target`, on the same filesystem as now.
-fn same_storage(target: &Path, folder: &Path) -> bool {
-    let (Ok(target), Ok(folder)) = (std::fs::canonicalize(target), std::fs::canonicalize(folder))
-    else {
-        return false;
-    };
-    let device = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
-    folder.starts_with(&target) && device(&target).is_some() && device(&target) == device(&folder)
 }

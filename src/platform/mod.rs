@@ -20,6 +20,23 @@ use std::path::{Path, PathBuf};
 pub use block::{ChainStep, StepKind, StorageChain, probe_mounts, probe_path};
 pub use machine::{Machine, probe_machine};
 
+/// Whether two existing paths are on one filesystem.
+pub fn same_filesystem(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let device = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
+    device(a).is_some() && device(a) == device(b)
+}
+
+/// Whether `folder` lies inside `target` on the same filesystem: what a storage series
+/// of `target` measured is the storage `folder` is on.
+pub fn measured_by(folder: &Path, target: &Path) -> bool {
+    let (Ok(folder), Ok(target)) = (std::fs::canonicalize(folder), std::fs::canonicalize(target))
+    else {
+        return false;
+    };
+    folder.starts_with(&target) && same_filesystem(&folder, &target)
+}
+
 /// Errors from probing the platform.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -145,7 +145,7 @@ fn limits(page: &mut String, doc: &RunDocument) {
             } else if let Some(limit) = context["max_bytes_per_sec"].as_f64() {
                 let via = context["chain"]["limit_via"].as_str().unwrap_or("its link");
                 (format_rate(limit), format!("data rate of {via}"))
-            } else if context.get("chain").is_some() || context.get("out_chain").is_some() {
+            } else if context.get("chain").is_some() || context.get("write_chain").is_some() {
                 (
                     "unknown".to_string(),
                     "no link limit could be derived".to_string(),

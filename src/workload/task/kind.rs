@@ -3,6 +3,8 @@
 //! steps compare; the step that limits the task; how much a faster step could gain;
 //! and what stored disk runs say of the storage the task read and wrote.
 
+use std::path::Path;
+
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -11,6 +13,7 @@ use crate::analysis::disk::streaming_rate;
 use crate::analysis::fits::{fits_sentence, fits_summary};
 use crate::analysis::stats::Stats;
 use crate::document::{Severity, Verdict, WorkloadRecord};
+use crate::platform;
 use crate::report::Table;
 use crate::report::units::{format_bytes, format_rate, format_seconds};
 use crate::workload::disk::item::items_of as disk_items;
@@ -246,7 +249,10 @@ impl crate::workload::Kind for TaskKind {
             };
             let rate = records
                 .iter()
-                .filter(|r| r.kind == "disk" && under(folder, &r.target))
+                .filter(|r| {
+                    r.kind == "disk"
+                        && platform::measured_by(Path::new(folder), Path::new(&r.target))
+                })
                 .find_map(|r| streaming_rate(&disk_items(r), op).map(|rate| (r, rate)));
             if let Some((disk, rate)) = rate {
                 beside.insert(
@@ -371,12 +377,6 @@ fn limiting_sentence(summary: &ThreadsSummary) -> String {
             .collect::<Vec<_>>()
             .join(" or "),
     )
-}
-
-/// Whether `folder` lies inside `target` (both resolved where they still exist).
-fn under(folder: &str, target: &str) -> bool {
-    let resolve = |p: &str| std::fs::canonicalize(p).unwrap_or_else(|_| p.into());
-    resolve(folder).starts_with(resolve(target))
 }
 
 /// What storage series of the task's folders (`{read: {target, read_bytes_per_sec,

@@ -211,14 +211,10 @@ impl TaskWorkload {
     /// The folder the read steps read from: FILE's, or (decompressing) the output
     /// folder, where the compressed copy is made.
     fn read_folder(&self) -> Option<PathBuf> {
-        match self.plan.direction {
-            Direction::Decompress => Some(self.plan.out.clone()),
-            Direction::Compress => match &self.source {
-                Some((path, _)) if !path.as_os_str().is_empty() => {
-                    path.parent().map(Path::to_path_buf)
-                }
-                _ => Some(self.plan.out.clone()),
-            },
+        match (self.plan.direction, &self.plan.file) {
+            (Direction::Compress, Some(file)) => file.parent().map(Path::to_path_buf),
+            // A file made in the work folder is on the output folder's storage.
+            _ => Some(self.plan.out.clone()),
         }
     }
 
@@ -316,7 +312,7 @@ impl Workload for TaskWorkload {
                     _ => PathBuf::from("."),
                 };
                 let parent = workdir::check_target(&parent)?;
-                if !same_filesystem(&parent, &self.plan.out) {
+                if !platform::same_filesystem(&parent, &self.plan.out) {
                     workdir::check_space_for(&parent, size, 1, &SPACE_HINT)?;
                 }
                 self.plan.file = Some(parent.join(file.file_name().unwrap_or_default()));
@@ -341,7 +337,7 @@ impl Workload for TaskWorkload {
         let made_there = self.plan.make_file_bytes.is_some()
             && self.plan.file.as_ref().is_none_or(|f| {
                 f.parent()
-                    .is_some_and(|p| same_filesystem(p, &self.plan.out))
+                    .is_some_and(|p| platform::same_filesystem(p, &self.plan.out))
             });
         let decompress = self.plan.direction == Direction::Decompress;
         let one_output = size + size / 64 + (1 << 20);
@@ -484,11 +480,4 @@ fn available_memory() -> u64 {
 /// Bytes of input the in-memory step may hold (its output gets as much again).
 fn memory_budget() -> u64 {
     available_memory() / MEMORY_SHARE / 2
-}
-
-/// Whether two existing paths are on one filesystem.
-fn same_filesystem(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let device = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).ok();
-    device(a).is_some() && device(a) == device(b)
 }
