@@ -101,6 +101,13 @@ fn profile_quick_stores_the_run_and_its_report_shows_the_charts() {
 
     // Every part is on the page, with its charts: storage by size, cpu and task by
     // threads, monitor residency, rates over time.
+    // The task is set beside the storage series of the same run, for reading and writing.
+    for step in ["of read on", "of write on"] {
+        assert!(
+            page.contains(step) && page.contains("the storage series of this run"),
+            "no disk_vs_task verdict {step:?}"
+        );
+    }
     for part in [
         "disk 1",
         "cpu 2",
