@@ -202,3 +202,34 @@ fn profile_quick_stores_the_run_and_its_report_shows_the_charts() {
         "chart lines not drawn: {lines:?}"
     );
 }
+
+#[test]
+fn a_report_path_that_cannot_be_written_is_refused_before_measuring() {
+    let dir = common::disk_tempdir();
+    let db = dir.path().join("results.db");
+    let started = std::time::Instant::now();
+    common::refused(
+        ratelab()
+            .current_dir(dir.path())
+            .args([
+                "profile",
+                "--quick",
+                "--report",
+                "/proc/none/report.html",
+                "--db",
+            ])
+            .arg(&db),
+        3,
+        &["/proc/none/report.html", "--report"],
+    );
+    assert!(
+        started.elapsed().as_secs() < 5,
+        "refused only after measuring"
+    );
+    assert!(!db.exists(), "a run was stored");
+    common::refused(
+        ratelab().args(["profile", "--quick", "--peer", "host:99999"]),
+        2,
+        &["--peer", "host:99999", "65535"],
+    );
+}

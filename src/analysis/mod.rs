@@ -7,4 +7,5 @@ pub mod disk;
 pub mod fits;
 pub mod knees;
 pub mod mann_whitney;
+pub mod since;
 pub mod stats;

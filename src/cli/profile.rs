@@ -16,13 +16,12 @@ use serde_json::Value;
 
 use super::MeasureArgs;
 use super::disk::DEFAULT_SIZES;
-use super::values::parse_size_list;
-use crate::analysis::compare::{Finding, compare};
-use crate::document::{RunDocument, Severity, Verdict};
+use super::values::{parse_host_port, parse_size_list};
+use crate::document::RunDocument;
 use crate::exit::{Exit, UsageError};
-use crate::report::units::format_size;
 use crate::run::{Member, Schedule};
 use crate::store::Store;
+use crate::workload::Error;
 use crate::workload::Workload;
 use crate::workload::cpu::kernels::DEFAULT_TESTS;
 use crate::workload::cpu::{Budget, CpuPlan, CpuWorkload, SchedClass};
@@ -57,9 +56,10 @@ pub struct ProfileArgs {
     /// Folders to profile the storage of [default: the current folder].
     #[arg(long, value_name = "DIR")]
     pub target: Vec<PathBuf>,
-    /// Test the network to this host's `ratelab net serve` (port 5301) instead of loopback.
-    #[arg(long, value_name = "HOST")]
-    pub peer: Option<String>,
+    /// Test the network to this host's `ratelab net serve` instead of loopback
+    /// (HOST, HOST:PORT or [IPv6]:PORT; port 5301 by default).
+    #[arg(long, value_name = "HOST", value_parser = parse_host_port)]
+    pub peer: Option<(String, Option<u16>)>,
     /// Write the HTML report here [default: reports/run-ID.html beside the database].
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
@@ -114,9 +114,9 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
     // A sender and a receiver thread per stream: one stream per two CPUs.
     let streams = (cpus / 2).clamp(1, 16) as u32;
     let net = match &args.peer {
-        Some(host) => NetPlan {
+        Some((host, port)) => NetPlan {
             host: host.clone(),
-            port: DEFAULT_PORT,
+            port: port.unwrap_or(DEFAULT_PORT),
             own_server: false,
             ..NetPlan::loopback(seconds, streams)
         },
@@ -147,8 +147,9 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
         delay: Duration::ZERO,
     });
     schedule.groups.remove(cpu_index + 1);
+    // Where the report goes is settled before a minute of measuring, not after.
+    let report = report_path(&args)?;
     let output = args.output.clone();
-    let report = args.report.clone();
     let extras = super::Extras {
         judge: last_profile(&args.output).map(changes_since),
         then: Some(Box::new(move |doc| write_report(&output, report, doc))),
@@ -156,10 +157,8 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
     super::measure_with("profile", &args.output, workloads, schedule, extras)
 }
 
-/// Profile runs of this machine looked through for the last complete one.
-const PROFILES_LOOKED_AT: usize = 20;
-/// Changed figures named in the verdict; the rest are counted.
-const CHANGES_NAMED: usize = 6;
+/// Profile runs looked through for the last complete one of this machine.
+const PROFILES_LOOKED_AT: usize = 100;
 
 /// The newest complete profile of this machine (by host name) in the database.
 fn last_profile(output: &MeasureArgs) -> Option<RunDocument> {
@@ -179,114 +178,71 @@ fn last_profile(output: &MeasureArgs) -> Option<RunDocument> {
         })
 }
 
-/// The verdict on what moved beyond the noise since `previous`, by the same test as
-/// `results compare` (Mann-Whitney U on the items, and a change of 5% or more).
+/// The verdicts on what moved since `previous` (see [`crate::analysis::since`]).
 fn changes_since(previous: RunDocument) -> crate::run::Judge {
-    Box::new(move |doc| {
-        let comparison = compare(&[previous.clone(), doc.clone()]);
-        let mut moved: Vec<(f64, String)> = Vec::new();
-        let (mut compared, mut too_few) = (0, 0);
-        for workload in &comparison.workloads {
-            let target = workload
-                .targets
-                .iter()
-                .flatten()
-                .next()
-                .cloned()
-                .unwrap_or_default();
-            for group in &workload.groups {
-                let Some(change) = group.changes.first() else {
-                    continue;
-                };
-                compared += 1;
-                if change.finding == Finding::TooFewItems {
-                    too_few += 1;
-                }
-                if !change.beyond_noise {
-                    continue;
-                }
-                let Some(ratio) = change.ratio else { continue };
-                let mut what = vec![group.key.op.clone()];
-                what.extend(group.key.size_bytes.map(format_size));
-                what.extend(group.key.threads.map(|t| format!("{t} threads")));
-                moved.push((
-                    ratio,
-                    format!("{} {target} {}: {ratio:.2}x", workload.kind, what.join(" ")),
-                ));
-            }
-        }
-        let previous_name = format!(
-            "profile run {} of this machine ({})",
-            previous.run_id.unwrap_or_default(),
-            previous.started_at
-        );
-        let verdict = Verdict::about(None);
-        if moved.is_empty() {
-            return vec![verdict(
-                "unchanged_since_last_profile",
-                Severity::Info,
-                format!(
-                    "no figure moved beyond the noise since {previous_name} ({compared} groups of items compared, {too_few} of them with too few items to tell)"
-                ),
-            )];
-        }
-        // The largest moves first, either way.
-        moved.sort_by(|a, b| b.0.ln().abs().total_cmp(&a.0.ln().abs()));
-        let slower = moved.iter().any(|(ratio, _)| *ratio < 1.0);
-        let named: Vec<&str> = moved
-            .iter()
-            .take(CHANGES_NAMED)
-            .map(|m| m.1.as_str())
-            .collect();
-        let more = moved.len().saturating_sub(CHANGES_NAMED);
-        vec![verdict(
-            "changed_since_last_profile",
-            if slower {
-                Severity::Warning
-            } else {
-                Severity::Info
-            },
-            format!(
-                "{} figures moved beyond the noise since {previous_name}: {}{}",
-                moved.len(),
-                named.join("; "),
-                if more > 0 {
-                    format!("; and {more} more (see `ratelab results compare`)")
-                } else {
-                    String::new()
-                }
-            ),
-        )]
-    })
+    Box::new(move |doc| crate::analysis::since::since(&previous, doc))
 }
 
-/// Writes the HTML report of the finished run, read back from the database when it was
-/// stored, and says where on stderr.
+/// The file the report goes to, its folder made and checked writable: --report, or
+/// reports/ beside the database; none for an unstored run without --report.
+fn report_path(args: &ProfileArgs) -> anyhow::Result<Option<(PathBuf, Option<PathBuf>)>> {
+    let path = match (&args.report, args.output.no_store) {
+        (Some(path), _) => path.clone(),
+        (None, true) => return Ok(None),
+        (None, false) => reports_folder(&args.output)?.join("run-ID.html"),
+    };
+    let refuse = |reason: String| Error::Target {
+        path: path.clone(),
+        reason: format!("{reason} (the --report file)"),
+    };
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&folder).map_err(|e| refuse(e.to_string().to_lowercase()))?;
+    if !folder.is_dir() {
+        return Err(refuse("its folder is not a directory".into()).into());
+    }
+    let writable =
+        |p: &std::path::Path| rustix::fs::access(p, rustix::fs::Access::WRITE_OK).is_ok();
+    if !writable(&folder) || (path.exists() && !writable(&path)) {
+        return Err(refuse("permission denied".into()).into());
+    }
+    // With --report and no store the first is the file itself.
+    Ok(Some(match (&args.report, args.output.no_store) {
+        (Some(path), true) => (path.clone(), None),
+        (Some(path), false) => (folder, Some(path.clone())),
+        (None, _) => (folder, None),
+    }))
+}
+
+/// Writes the HTML report of the finished run to the place [`report_path`] settled,
+/// read back from the database when the run was stored, and says where on stderr.
 fn write_report(
     output: &MeasureArgs,
-    chosen: Option<PathBuf>,
+    place: Option<(PathBuf, Option<PathBuf>)>,
     doc: &RunDocument,
 ) -> anyhow::Result<()> {
-    let stored = doc.run_id.and_then(|id| {
-        Store::open_existing(output.db.as_deref()).map(|store| (id, store.load_run(id)))
-    });
-    let (path, page) = match (chosen, stored) {
-        (chosen, Some((id, loaded))) => {
-            let loaded = loaded.context("cannot read the run back for its report")?;
-            let path = match chosen {
-                Some(path) => path,
-                None => reports_folder(output)?.join(format!("run-{id}.html")),
-            };
-            (path, crate::report::html::render(&loaded))
-        }
-        (Some(path), None) => (path, crate::report::html::render(doc)),
-        (None, None) => return Ok(()),
+    let Some((folder, chosen)) = place else {
+        return Ok(());
     };
-    if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(folder)
-            .with_context(|| format!("cannot create {}", folder.display()))?;
-    }
-    crate::report::emit(page.as_bytes(), Some(&path))?;
+    let (path, page) = match doc.run_id {
+        Some(id) => {
+            let store = Store::open(&Store::path(output.db.as_deref())?)?;
+            let stored = store
+                .load_run(id)
+                .context("cannot read the run back for its report")?;
+            let path = chosen.unwrap_or_else(|| folder.join(format!("run-{id}.html")));
+            (path, crate::report::html::render(&stored))
+        }
+        None => (folder, crate::report::html::render(doc)),
+    };
+    crate::report::emit(page.as_bytes(), Some(&path)).with_context(|| match doc.run_id {
+        Some(id) => format!(
+            "run {id} is stored, and `ratelab results report {id} --out FILE` writes its page"
+        ),
+        None => "the run was not stored".to_string(),
+    })?;
     eprintln!("report: {}", path.display());
     Ok(())
 }

@@ -148,9 +148,67 @@ pub fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
     Ok(interval)
 }
 
+/// A host with an optional port, as `--peer` takes it: `host`, `host:5301`,
+/// `192.0.2.1:5301`, `::1`, `[::1]` or `[::1]:5301`.
+pub fn parse_host_port(text: &str) -> Result<(String, Option<u16>), String> {
+    let bad = |why: &str| {
+        format!("invalid host \"{text}\": {why} (such as host, host:5301 or [::1]:5301)")
+    };
+    let port = |p: &str| {
+        p.parse::<u16>()
+            .ok()
+            .filter(|&p| p > 0)
+            .ok_or_else(|| bad("the port is not a number from 1 to 65535"))
+    };
+    if let Some(rest) = text.strip_prefix('[') {
+        let (host, after) = rest.split_once(']').ok_or_else(|| bad("no closing ]"))?;
+        return match after {
+            "" => Ok((host.to_string(), None)),
+            _ => match after.strip_prefix(':') {
+                Some(p) => Ok((host.to_string(), Some(port(p)?))),
+                None => Err(bad("text after ]")),
+            },
+        };
+    }
+    match text.matches(':').count() {
+        0 if !text.is_empty() => Ok((text.to_string(), None)),
+        0 => Err(bad("it is empty")),
+        // One colon: host and port; more: a bare IPv6 address.
+        1 => {
+            let (host, p) = text.split_once(':').expect("one colon");
+            if host.is_empty() {
+                return Err(bad("no host before the port"));
+            }
+            Ok((host.to_string(), Some(port(p)?)))
+        }
+        _ => Ok((text.to_string(), None)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hosts_take_an_optional_port_and_ipv6_in_brackets() {
+        let ok = |t: &str| parse_host_port(t).unwrap();
+        assert_eq!(ok("peer"), ("peer".into(), None));
+        assert_eq!(ok("10.0.0.2:5399"), ("10.0.0.2".into(), Some(5399)));
+        assert_eq!(ok("::1"), ("::1".into(), None));
+        assert_eq!(ok("[::1]"), ("::1".into(), None));
+        assert_eq!(ok("[fe80::1]:5301"), ("fe80::1".into(), Some(5301)));
+        for bad in [
+            "",
+            "host:",
+            "host:0",
+            "host:99999",
+            ":5301",
+            "[::1",
+            "[::1]x",
+        ] {
+            assert!(parse_host_port(bad).is_err(), "{bad:?}");
+        }
+    }
     use proptest::prelude::*;
 
     #[test]

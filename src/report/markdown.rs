@@ -139,20 +139,28 @@ pub fn table_markdown(table: &Table) -> String {
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        if matches!(
-            c,
-            '\\' | '`' | '*' | '_' | '|' | '<' | '>' | '[' | ']' | '#'
-        ) {
-            out.push('\\');
+        match c {
+            // An entity would be decoded (`&amp;` shows as `&`); a line break would end
+            // a heading or a cell.
+            '&' => out.push_str("&amp;"),
+            '\n' | '\r' => out.push(' '),
+            '\\' | '`' | '*' | '_' | '|' | '<' | '>' | '[' | ']' | '#' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
         }
-        out.push(c);
     }
     out
 }
 
 /// A table cell: escaped, and on one line.
 fn cell(text: &str) -> String {
-    let escaped = escape(text).replace('\n', "<br>");
+    let escaped = text
+        .split('\n')
+        .map(escape)
+        .collect::<Vec<_>>()
+        .join("<br>");
     if escaped.is_empty() {
         " ".to_string()
     } else {

@@ -32,8 +32,6 @@ pub struct Shared<'a> {
     pub store: Option<&'a mut Store>,
     /// The progress bar.
     pub display: &'a ProgressDisplay,
-    /// Bytes moved by earlier groups, for the progress bar.
-    pub moved_before: u64,
     /// Sampling interval.
     pub interval: Duration,
 }
@@ -100,7 +98,6 @@ pub fn run_group(
         doc,
         mut store,
         display,
-        moved_before,
         interval,
     } = shared;
     let (events, received) = channel();
@@ -232,7 +229,7 @@ pub fn run_group(
                 Err(RecvTimeoutError::Disconnected) => break,
             }
             let moved: u64 = counters.values().map(|c| c.bytes()).sum();
-            display.update(moved_before + moved, || status_line(&status));
+            display.update(moved, || status_line(&status));
         }
         sampler.into_series()
     });

@@ -1,6 +1,8 @@
 //! The progress bar on stderr: hidden when stderr is not a terminal or with --quiet.
 //! Warnings go through it, so they do not garble the bar.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::report::units::format_bytes;
@@ -8,6 +10,8 @@ use crate::report::units::format_bytes;
 /// A progress display for one run.
 pub struct ProgressDisplay {
     bar: ProgressBar,
+    /// Bytes the parts before this one moved, counted live as they ran.
+    earlier_parts: AtomicU64,
 }
 
 impl ProgressDisplay {
@@ -24,14 +28,19 @@ impl ProgressDisplay {
                 .expect("a valid progress template")
                 .progress_chars("=> "),
         );
-        ProgressDisplay { bar }
+        ProgressDisplay {
+            bar,
+            earlier_parts: AtomicU64::new(0),
+        }
     }
 
-    /// Shows `bytes` done and what is running now (worked out only when shown).
+    /// Shows `bytes` moved by this part so far and what is running now (worked out
+    /// only when shown).
     pub fn update(&self, bytes: u64, status: impl FnOnce() -> String) {
         if self.bar.is_hidden() {
             return;
         }
+        let bytes = self.earlier_parts.load(Ordering::Relaxed) + bytes;
         self.bar.set_position(bytes);
         self.bar
             .set_message(format!("{} · {} moved", status(), format_bytes(bytes)));
@@ -39,6 +48,8 @@ impl ProgressDisplay {
 
     /// Shows which part of a run of several runs now, and how many there are.
     pub fn part(&self, index: usize, parts: usize, names: &str) {
+        self.earlier_parts
+            .store(self.bar.position(), Ordering::Relaxed);
         if parts > 1 {
             self.bar
                 .set_prefix(format!("part {} of {parts}, {names} ", index + 1));

@@ -97,18 +97,11 @@ pub fn execute(
         }
         let names: Vec<&str> = group.iter().map(|m| workloads[m.workload].kind()).collect();
         display.part(part, parts, &names.join(" + "));
-        let moved_before = doc
-            .workloads
-            .iter()
-            .flat_map(|w| &w.items)
-            .filter_map(|i| i.get("bytes").and_then(Value::as_u64))
-            .sum();
         let shared = Shared {
             cancel: &cancel,
             doc: &mut doc,
             store: spec.store.as_mut(),
             display: &display,
-            moved_before,
             interval: spec.interval,
         };
         outcome = run_group(group, &mut workloads, shared);
@@ -176,7 +169,8 @@ pub fn execute(
                 Some(serde_json::to_value(&contention).expect("contention serialises"));
         }
     }
-    if let Some(judge) = spec.judge.take() {
+    // Only a run that completed is judged as a whole.
+    if let Some(judge) = spec.judge.take().filter(|_| outcome.is_ok()) {
         let verdicts = judge(&doc);
         doc.verdicts.extend(verdicts);
     }

@@ -28,22 +28,28 @@ pub const EVICTED_FRACTION: f64 = 0.01;
 /// Files at least this large show a disk's streaming rate, as a task's file does.
 const STREAMING_BYTES: u64 = 64 << 20;
 
-/// The median rate of `op` (`write` or `read`) over the large files of a storage
-/// series (the largest size when none is large), leaving out cached reads and flagged
-/// figures: the rate a task streaming one big file can expect.
-pub fn streaming_rate(items: &[DiskItem], op: &str) -> Option<f64> {
+/// The rates of `op` (`write` or `read`) over the large files of a storage series (the
+/// largest size when none is large), leaving out cached reads and flagged figures: what
+/// a task streaming one big file can expect.
+pub fn streaming_rates(items: &[DiskItem], op: &str) -> Vec<f64> {
     let items: Vec<&DiskItem> = items
         .iter()
         .filter(|i| i.op.as_str() == op && i.mode != "cached" && i.flags.is_empty())
         .collect();
-    let largest = items.iter().map(|i| i.size_bytes).max()?;
+    let Some(largest) = items.iter().map(|i| i.size_bytes).max() else {
+        return Vec::new();
+    };
     let floor = STREAMING_BYTES.min(largest);
-    let rates: Vec<f64> = items
+    items
         .iter()
         .filter(|i| i.size_bytes >= floor)
         .map(|i| i.bytes_per_sec)
-        .collect();
-    Stats::of(&rates).map(|s| s.median)
+        .collect()
+}
+
+/// The median of [`streaming_rates`].
+pub fn streaming_rate(items: &[DiskItem], op: &str) -> Option<f64> {
+    Stats::of(&streaming_rates(items, op)).map(|s| s.median)
 }
 
 /// The item with its flags set from its figures and the link limit.

@@ -89,7 +89,13 @@ impl Chart {
                 self.draw(&root, (lo..hi).log_scale(), y_top)?;
             } else {
                 let pad = ((x_max - x_min) * 0.05).max(0.5);
-                self.draw(&root, (x_min - pad)..(x_max + pad), y_top)?;
+                // Times and counts start at zero: no axis runs below it.
+                let low = if x_min >= 0.0 {
+                    (x_min - pad).max(0.0)
+                } else {
+                    x_min - pad
+                };
+                self.draw(&root, low..(x_max + pad), y_top)?;
             }
             root.present().ok()?;
         }
@@ -102,7 +108,7 @@ impl Chart {
         X::CoordDescType: plotters::coord::ranged1d::ValueFormatter<f64>,
     {
         let mut chart = ChartBuilder::on(root)
-            .caption(&self.title, ("sans-serif", 18))
+            .caption(&self.title, ("sans-serif", 20))
             .margin(12)
             .x_label_area_size(42)
             .y_label_area_size(78)
@@ -118,7 +124,7 @@ impl Chart {
             .x_labels(10)
             .y_labels(8)
             .light_line_style(RGBColor(245, 245, 245))
-            .label_style(("sans-serif", 13))
+            .label_style(("sans-serif", 15))
             .draw()
             .ok()?;
         for (index, line) in self.lines.iter().enumerate() {
@@ -164,7 +170,7 @@ impl Chart {
             .configure_series_labels()
             .background_style(WHITE.mix(0.85))
             .border_style(RGBColor(200, 200, 200))
-            .label_font(("sans-serif", 13))
+            .label_font(("sans-serif", 15))
             .position(SeriesLabelPosition::UpperLeft)
             .draw()
             .ok()?;

@@ -21,14 +21,15 @@ h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.2em;margin:1.4em 0 .4em;border-b
 h3{font-size:1.05em;margin:1em 0 .3em}
 .meta{color:#57606a}
 section{background:#fff;border:1px solid #d0d4da;border-radius:8px;padding:8px 14px;margin:12px 0}
-figure{margin:8px 0}figure svg{width:100%;height:auto;display:block}
+figure{margin:8px 0;overflow-x:auto}figure svg{width:100%;min-width:600px;height:auto;display:block}
 .table{overflow-x:auto}table{border-collapse:collapse;font-size:.9em;margin:6px 0}
 th,td{padding:3px 8px;border-bottom:1px solid #e4e7eb;text-align:left;white-space:nowrap}
 td.n{text-align:right;font-variant-numeric:tabular-nums}caption{text-align:left;font-weight:600;padding:4px 0}
-ul.verdicts{list-style:none;padding:0}ul.verdicts li{padding:6px 10px;margin:6px 0;border-left:4px solid #8c959f;background:#f6f8fa}
+ul.verdicts{list-style:none;padding:0}ul.verdicts li{padding:6px 10px;margin:6px 0;border-left:4px solid #8c959f;background:#f6f8fa;overflow-wrap:anywhere}
 li.warning{border-color:#d4a72c!important}li.error{border-color:#cf222e!important}
 code{font-size:.9em}
-@media print{body{background:#fff}section{border:none;padding:0;break-inside:avoid}main{max-width:none}}
+@media print{body{background:#fff;font-size:11px}section{border:none;padding:0}figure{break-inside:avoid}
+main{max-width:none}.table,figure{overflow:visible}figure svg{min-width:0}th,td{white-space:normal;padding:2px 4px}}
 ";
 
 /// The run as a self-contained HTML page.
