@@ -6,6 +6,7 @@ mod contention;
 pub mod csv;
 pub mod html;
 pub mod json;
+pub mod layout;
 pub mod markdown;
 mod series;
 pub mod terminal;

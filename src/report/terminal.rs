@@ -5,75 +5,27 @@ use std::fmt::Write;
 use comfy_table::{CellAlignment, ContentArrangement, presets};
 
 use super::Table;
-use super::units::format_bytes;
-use crate::document::{RunDocument, Severity};
-use crate::workload;
+use super::layout;
+use crate::document::RunDocument;
 
 /// The run as text for a terminal.
 pub fn render(doc: &RunDocument) -> String {
     let mut out = String::new();
-    let id = doc
-        .run_id
-        .map_or("not stored".to_string(), |id| format!("run {id}"));
-    let label = doc
-        .label
-        .as_deref()
-        .map(|l| format!(" · {l}"))
-        .unwrap_or_default();
-    let reason = doc
-        .incomplete_reason
-        .as_deref()
-        .map(|r| format!(" ({r})"))
-        .unwrap_or_default();
-    let _ = writeln!(
-        out,
-        "{id} · {} · {}{reason} · {}{label}",
-        doc.verb,
-        doc.status.as_str(),
-        doc.started_at
-    );
-    let m = &doc.machine;
-    let _ = writeln!(
-        out,
-        "machine: {} · {} · {} CPUs · {} memory · Linux {}",
-        m.hostname,
-        m.cpu_model.as_deref().unwrap_or("unknown CPU"),
-        m.logical_cpus,
-        m.memory_bytes.map_or("unknown".into(), format_bytes),
-        m.kernel
-    );
+    let _ = writeln!(out, "{}", layout::run_line(doc));
+    let _ = writeln!(out, "{}", layout::machine_line(doc));
     for (index, record) in doc.workloads.iter().enumerate() {
-        let alone = record
-            .alone_of
-            .map(|of| format!(" (alone, for {} {})", record.kind, of + 1))
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "\n{} {}{alone}: {}",
-            record.kind,
-            index + 1,
-            record.target
-        );
+        let _ = writeln!(out, "\n{}", layout::workload_heading(index, record));
         if let Some(shape) = record.series.as_ref().and_then(super::series::describe) {
             let _ = writeln!(out, "{shape}");
         }
-        match workload::kind(&record.kind) {
-            Some(kind) => {
-                // A table with no rows (a run stopped before its first item) says nothing.
-                for table in kind
-                    .tables(record)
-                    .into_iter()
-                    .filter(|t| !t.rows.is_empty())
-                {
-                    let _ = writeln!(out, "{}", table_text(&table));
+        match layout::workload_tables(record) {
+            Ok(tables) => {
+                for table in &tables {
+                    let _ = writeln!(out, "{}", table_text(table));
                 }
             }
-            None => {
-                let _ = writeln!(
-                    out,
-                    "(kind {} is not known to this ratelab version)",
-                    record.kind
-                );
+            Err(unknown) => {
+                let _ = writeln!(out, "({unknown})");
             }
         }
     }
@@ -83,11 +35,7 @@ pub fn render(doc: &RunDocument) -> String {
     if !doc.verdicts.is_empty() {
         let _ = writeln!(out, "\nverdicts:");
         for verdict in &doc.verdicts {
-            let severity = match verdict.severity {
-                Severity::Info => "info",
-                Severity::Warning => "warning",
-                Severity::Error => "error",
-            };
+            let severity = layout::severity_name(verdict.severity);
             let _ = writeln!(out, "  {severity:<7} {}: {}", verdict.code, verdict.message);
         }
     }

@@ -8,10 +8,9 @@ mod figures;
 
 use std::fmt::Write;
 
-use super::Table;
 use super::units::{format_bits_rate, format_bytes, format_rate};
+use super::{Table, layout};
 use crate::document::{RunDocument, Severity, WorkloadRecord};
-use crate::workload;
 
 /// The page's style: narrow screens get one column, print gets no backgrounds.
 const STYLE: &str = "
@@ -102,11 +101,7 @@ fn verdicts(page: &mut String, doc: &RunDocument) {
     // Errors first, then warnings, then the rest, each in the run's order.
     for severity in [Severity::Error, Severity::Warning, Severity::Info] {
         for verdict in doc.verdicts.iter().filter(|v| v.severity == severity) {
-            let class = match severity {
-                Severity::Error => "error",
-                Severity::Warning => "warning",
-                Severity::Info => "info",
-            };
+            let class = layout::severity_name(severity);
             let about = verdict
                 .workload
                 .and_then(|w| doc.workloads.get(w).map(|r| (w, r)))
@@ -209,18 +204,11 @@ fn together(page: &mut String, doc: &RunDocument) {
 }
 
 fn workload_section(page: &mut String, index: usize, record: &WorkloadRecord) {
-    let alone = record
-        .alone_of
-        .map(|of| format!(" (alone, for {} {})", record.kind, of + 1))
-        .unwrap_or_default();
     let _ = write!(
         page,
-        "<section class=\"workload {}\"><h2>{} {}{}: {}</h2>",
+        "<section class=\"workload {}\"><h2>{}</h2>",
         escape(&record.kind),
-        escape(&record.kind),
-        index + 1,
-        escape(&alone),
-        escape(&record.target)
+        escape(&layout::workload_heading(index, record))
     );
     let mut charts: Vec<charts::Chart> = Vec::new();
     charts.extend(figures::disk(record));
@@ -232,18 +220,14 @@ fn workload_section(page: &mut String, index: usize, record: &WorkloadRecord) {
     for svg in charts.iter().filter_map(charts::Chart::svg) {
         let _ = write!(page, "<figure>{svg}</figure>");
     }
-    match workload::kind(&record.kind) {
-        Some(kind) => {
-            for table in kind.tables(record).iter().filter(|t| !t.rows.is_empty()) {
+    match layout::workload_tables(record) {
+        Ok(tables) => {
+            for table in &tables {
                 page.push_str(&html_table(table));
             }
         }
-        None => {
-            let _ = write!(
-                page,
-                "<p>kind {} is not known to this ratelab version</p>",
-                escape(&record.kind)
-            );
+        Err(unknown) => {
+            let _ = write!(page, "<p>{}</p>", escape(&unknown));
         }
     }
     for warning in &record.warnings {
