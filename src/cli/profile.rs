@@ -1,5 +1,5 @@
 //! `ratelab profile`: the main job. A storage series in each target folder (the current
-//! one by default), the cpu tests at one and all threads with the monitor beside them,
+//! one by default), the cpu tests at 1, 2, 4 … and all threads with the monitor beside them,
 //! a network test (loopback against a server ratelab runs itself, or a peer's `net
 //! serve`), and a compression task on a file it makes in the first target, set beside
 //! the storage series. The parts run one after another, so none takes from another.
@@ -43,7 +43,7 @@ const TASK_BYTES: u64 = 1 << 30;
 #[derive(Debug, Args)]
 #[command(
     after_long_help = "Runs, one after another: a storage series in each --target \
-(written in a work folder ratelab makes there and removes), the cpu tests at one and all \
+(written in a work folder ratelab makes there and removes), the cpu tests at 1, 2, 4 … and all \
 threads with the monitor beside them, a TCP test (over loopback against a server ratelab \
 starts itself, or to --peer's `ratelab net serve`), and a zstd task on a file it makes in the \
 first target. The run is stored, then read back from the database and written as a \
@@ -82,7 +82,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
     };
     let sizes = parse_size_list(sizes).expect("built-in sizes parse").0;
     let cpus = crate::platform::probe_machine().logical_cpus.max(1);
-    let one_and_all = if cpus > 1 { vec![1, cpus] } else { vec![1] };
+    let counts = thread_counts(cpus);
 
     let mut workloads: Vec<Box<dyn Workload>> = Vec::new();
     for target in &targets {
@@ -95,7 +95,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
     }
     let cpu = CpuPlan {
         tests: DEFAULT_TESTS.iter().map(|t| t.to_string()).collect(),
-        threads: one_and_all.clone(),
+        threads: counts.clone(),
         classes: vec![SchedClass::Normal],
         cpus: None,
         budget: Budget::Seconds(if args.quick { 0.3 } else { 1.0 }),
@@ -133,7 +133,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
         out: targets[0].clone(),
         codec: Codec::Zstd,
         level: Codec::Zstd.default_level(),
-        threads: one_and_all,
+        threads: counts,
         direction: Direction::Compress,
         keep: false,
         seed: rand::random(),
@@ -155,6 +155,17 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
         then: Some(Box::new(move |doc| write_report(&output, report, doc))),
     };
     super::measure_with("profile", &args.output, workloads, schedule, extras)
+}
+
+/// The thread counts the cpu tests and the task run at: the powers of two below the
+/// CPUs, then all of them. Four or more counts let the scaling laws be fitted and told
+/// apart (on 8 CPUs and up); on 2 CPUs it is one and all.
+fn thread_counts(cpus: usize) -> Vec<usize> {
+    let mut counts: Vec<usize> = std::iter::successors(Some(1usize), |n| n.checked_mul(2))
+        .take_while(|&n| n < cpus)
+        .collect();
+    counts.push(cpus.max(1));
+    counts
 }
 
 /// Profile runs looked through for the last complete one of this machine.
@@ -254,4 +265,16 @@ fn reports_folder(output: &MeasureArgs) -> anyhow::Result<PathBuf> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .map_or_else(|| PathBuf::from("reports"), |p| p.join("reports")))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn thread_counts_double_up_to_all_cpus() {
+        use super::thread_counts;
+        assert_eq!(thread_counts(1), [1]);
+        assert_eq!(thread_counts(2), [1, 2]);
+        assert_eq!(thread_counts(6), [1, 2, 4, 6]);
+        assert_eq!(thread_counts(64), [1, 2, 4, 8, 16, 32, 64]);
+    }
 }
