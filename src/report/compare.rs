@@ -183,6 +183,13 @@ fn workload_table(comparison: &Comparison, workload: &WorkloadComparison) -> Tab
 
 /// The targets of a matched workload: one when all runs share it, else each with its run.
 fn targets(comparison: &Comparison, workload: &WorkloadComparison) -> String {
+    // Workloads run alone first (--alone) stand apart from the same targets together.
+    let alone = if workload.alone { " (alone)" } else { "" };
+    format!("{}{alone}", target_names(comparison, workload))
+}
+
+/// The workload's target, or each run's where they differ.
+fn target_names(comparison: &Comparison, workload: &WorkloadComparison) -> String {
     let mut distinct: Vec<&str> = workload
         .targets
         .iter()

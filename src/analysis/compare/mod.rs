@@ -237,6 +237,8 @@ pub struct WorkloadComparison {
     pub targets: Vec<Option<String>>,
     /// Each run's workload index.
     pub workloads: Vec<Option<usize>>,
+    /// Whether these ran alone first (`--alone`), apart from the same targets together.
+    pub alone: bool,
     /// Why the items are not compared (a kind without a natural key); `None` when they are.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
@@ -362,6 +364,7 @@ fn compare_slot(runs: &[RunDocument], slot: Slot) -> WorkloadComparison {
             .map(|r| r.map(|r| r.target.clone()))
             .collect(),
         workloads: slot.members.clone(),
+        alone: slot.alone,
         skipped: None,
         groups: Vec::new(),
     };
