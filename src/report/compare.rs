@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::Table;
-use super::units::{format_bytes, format_size, gbit_per_sec, mb_per_sec};
+use super::units::{format_bytes, format_loops, format_size, gbit_per_sec, mb_per_sec};
 use crate::analysis::compare::{
     ALPHA, Change, Comparison, Group, MIN_CHANGE_FRACTION, MIN_ITEMS, RateUnit, WorkloadComparison,
 };
@@ -289,21 +289,10 @@ impl KeyColumns {
 /// A median in the table's unit.
 fn rate_cell(rate: f64, unit: RateUnit, kind: &str) -> String {
     match (unit, kind) {
-        (RateUnit::LoopsPerSec, _) => loops(rate),
+        (RateUnit::LoopsPerSec, _) => format_loops(rate),
         (RateUnit::BytesPerSec, "net") => gbit_per_sec(rate),
         (RateUnit::BytesPerSec, _) => mb_per_sec(rate),
     }
-}
-
-/// A rate in loops per second for people: `1.234 G`, `456.000 M`.
-fn loops(rate: f64) -> String {
-    let (value, unit) = match rate {
-        r if r >= 1e9 => (r / 1e9, "G"),
-        r if r >= 1e6 => (r / 1e6, "M"),
-        r if r >= 1e3 => (r / 1e3, "k"),
-        r => (r, ""),
-    };
-    format!("{value:.3} {unit}").trim_end().to_string()
 }
 
 /// The change, p-value and finding of a later run.

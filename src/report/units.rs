@@ -23,6 +23,17 @@ pub fn gbit_per_sec(bytes_per_sec: f64) -> String {
     format!("{:.2}", bytes_per_sec * 8.0 / 1e9)
 }
 
+/// A rate in loops per second for people: `1.234 G`, `456.000 M`.
+pub fn format_loops(loops_per_sec: f64) -> String {
+    let (value, unit) = match loops_per_sec {
+        r if r >= 1e9 => (r / 1e9, "G"),
+        r if r >= 1e6 => (r / 1e6, "M"),
+        r if r >= 1e3 => (r / 1e3, "k"),
+        r => (r, ""),
+    };
+    format!("{value:.3} {unit}").trim_end().to_string()
+}
+
 /// A byte count in decimal units: `2.15 GB`.
 pub fn format_bytes(bytes: u64) -> String {
     let (value, unit) = decimal(bytes as f64);

@@ -16,10 +16,6 @@ use crate::workload::monitor::{MonitorItem, items_of as monitor_items};
 /// Points on a fitted curve.
 const CURVE_POINTS: usize = 40;
 
-fn rate_axis(y: f64) -> String {
-    format_rate(y)
-}
-
 fn plain_axis(v: f64) -> String {
     if v.abs() >= 100.0 || v == v.trunc() {
         format!("{v:.0}")
@@ -77,7 +73,7 @@ pub fn disk(record: &WorkloadRecord) -> Option<Chart> {
         y_label: "rate".into(),
         x_log: true,
         x_format: size_axis,
-        y_format: rate_axis,
+        y_format: format_rate,
         lines,
     })
     .filter(|c| !c.lines.is_empty())
@@ -108,7 +104,7 @@ pub fn series(records: &[(usize, &WorkloadRecord)]) -> Option<Chart> {
         y_label: "rate".into(),
         x_log: false,
         x_format: plain_axis,
-        y_format: rate_axis,
+        y_format: format_rate,
         lines,
     })
     .filter(|c| !c.lines.is_empty())
@@ -226,7 +222,7 @@ fn task(summary: &Value) -> Option<Chart> {
         "task: rate of original bytes by thread count",
         "compression threads",
         "original bytes per second",
-        rate_axis,
+        format_rate,
         lines,
     ))
 }

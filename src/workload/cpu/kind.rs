@@ -9,6 +9,7 @@ use super::item::{CpuItem, cpu_items};
 use crate::analysis::fits::{ScalingFits, fit_scaling};
 use crate::document::{Severity, Verdict, WorkloadRecord};
 use crate::report::Table;
+use crate::report::units::format_loops;
 
 /// Efficiency under which scaling is called out.
 const POOR_SCALING: f64 = 0.75;
@@ -126,17 +127,6 @@ pub fn scaling(record: &WorkloadRecord) -> Vec<Scaling> {
     out
 }
 
-/// A rate in loops per second for people: `1.23 G`, `456 M`.
-fn loops(rate: f64) -> String {
-    let (value, unit) = match rate {
-        r if r >= 1e9 => (r / 1e9, "G"),
-        r if r >= 1e6 => (r / 1e6, "M"),
-        r if r >= 1e3 => (r / 1e3, "k"),
-        r => (r, ""),
-    };
-    format!("{value:.3} {unit}").trim_end().to_string()
-}
-
 /// How ratelab summarises, judges and shows stored cpu workloads.
 pub struct CpuKind;
 
@@ -251,8 +241,9 @@ impl crate::workload::Kind for CpuKind {
                     format!("{} ({})", item.op, item.isa),
                     item.class.clone(),
                     item.threads.to_string(),
-                    item.loops_per_sec.map_or("-".into(), loops),
-                    item.loops_per_sec_per_thread.map_or("-".into(), loops),
+                    item.loops_per_sec.map_or("-".into(), format_loops),
+                    item.loops_per_sec_per_thread
+                        .map_or("-".into(), format_loops),
                     point.map_or("-".into(), |p| format!("{:.2}x", p.speedup)),
                     point.map_or("-".into(), |p| format!("{:.0}%", p.efficiency * 100.0)),
                     format!("{:.2}", item.work_ns_per_loop),

@@ -392,19 +392,11 @@ impl Workload for TaskWorkload {
                         direction: Direction::Compress,
                         ..self.how(crate::platform::cores::online_cpus().len().max(1))
                     };
-                    let reader = Uncached::open(&source, size, self.made)?.reader()?;
-                    let out = workdir.path().join(format!("input.{}", how.codec.as_str()));
-                    workdir.adopt([out.clone()]);
-                    let file = std::fs::File::create_new(&out)
-                        .map_err(|e| Error::io("create", &out, e))?;
-                    let writer = std::io::BufWriter::new(file);
-                    let (writer, bytes) =
-                        steps::transform(ctx, how, Some(size), reader, writer, &source)?;
-                    let file = writer
-                        .into_inner()
-                        .map_err(|e| Error::io("write", &out, e.into_error()))?;
-                    file.sync_all().map_err(|e| Error::io("sync", &out, e))?;
-                    (out, bytes)
+                    // Made as the whole task makes its output: read, compress, sync.
+                    let reader = Uncached::open(&source, size, self.made)?;
+                    let name = format!("input.{}", how.codec.as_str());
+                    let copy = steps::whole(ctx, how, reader, Some(size), &mut workdir, &name)?;
+                    (copy.output, copy.output_bytes)
                 }
             };
             let page = rustix::param::page_size() as u64;

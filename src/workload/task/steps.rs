@@ -153,6 +153,16 @@ pub fn read(ctx: &Context, source: &Uncached, keep: &mut [u8]) -> Result<f64, Er
     Ok(started.elapsed().as_secs_f64())
 }
 
+/// `Read::read` for a reader whose own buffer is the source: copy out what
+/// `fill_buf` holds.
+fn read_buffered(reader: &mut impl BufRead, out: &mut [u8]) -> io::Result<usize> {
+    let available = reader.fill_buf()?;
+    let n = available.len().min(out.len());
+    out[..n].copy_from_slice(&available[..n]);
+    reader.consume(n);
+    Ok(n)
+}
+
 /// An [`Uncached`] file as a buffered reader, for the whole task.
 pub struct UncachedReader {
     source: Uncached,
@@ -164,11 +174,7 @@ pub struct UncachedReader {
 
 impl Read for UncachedReader {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let available = self.fill_buf()?;
-        let n = available.len().min(out.len());
-        out[..n].copy_from_slice(&available[..n]);
-        self.consume(n);
-        Ok(n)
+        read_buffered(self, out)
     }
 }
 
@@ -203,11 +209,7 @@ struct Metered<'c, R> {
 
 impl<R: BufRead> Read for Metered<'_, R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let available = self.fill_buf()?;
-        let n = available.len().min(out.len());
-        out[..n].copy_from_slice(&available[..n]);
-        self.consume(n);
-        Ok(n)
+        read_buffered(self, out)
     }
 }
 
