@@ -194,21 +194,37 @@ fn changes_since(previous: RunDocument) -> crate::run::Judge {
     Box::new(move |doc| crate::analysis::since::since(&previous, doc))
 }
 
-/// The file the report goes to, its folder made and checked writable: --report, or
-/// reports/ beside the database; none for an unstored run without --report.
-fn report_path(args: &ProfileArgs) -> anyhow::Result<Option<(PathBuf, Option<PathBuf>)>> {
-    let path = match (&args.report, args.output.no_store) {
-        (Some(path), _) => path.clone(),
+/// Where the report goes: a file named with --report, or reports/ beside the database,
+/// where it is named by the run's id.
+enum ReportPlace {
+    File(PathBuf),
+    Folder(PathBuf),
+}
+
+/// The report's place, its folder made and checked writable; none for an unstored run
+/// without --report.
+fn report_path(args: &ProfileArgs) -> anyhow::Result<Option<ReportPlace>> {
+    let (place, folder) = match (&args.report, args.output.no_store) {
+        (Some(path), _) => {
+            let folder = match path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                _ => PathBuf::from("."),
+            };
+            (ReportPlace::File(path.clone()), folder)
+        }
         (None, true) => return Ok(None),
-        (None, false) => reports_folder(&args.output)?.join("run-ID.html"),
+        (None, false) => {
+            let folder = reports_folder(&args.output)?;
+            (ReportPlace::Folder(folder.clone()), folder)
+        }
+    };
+    let shown = match &place {
+        ReportPlace::File(path) => path.clone(),
+        ReportPlace::Folder(folder) => folder.join("run-ID.html"),
     };
     let refuse = |reason: String| Error::Target {
-        path: path.clone(),
+        path: shown.clone(),
         reason: format!("{reason} (the --report file)"),
-    };
-    let folder = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
     };
     std::fs::create_dir_all(&folder).map_err(|e| refuse(e.to_string().to_lowercase()))?;
     if !folder.is_dir() {
@@ -216,37 +232,37 @@ fn report_path(args: &ProfileArgs) -> anyhow::Result<Option<(PathBuf, Option<Pat
     }
     let writable =
         |p: &std::path::Path| rustix::fs::access(p, rustix::fs::Access::WRITE_OK).is_ok();
-    if !writable(&folder) || (path.exists() && !writable(&path)) {
+    if !writable(&folder) || (shown.exists() && !writable(&shown)) {
         return Err(refuse("permission denied".into()).into());
     }
-    // With --report and no store the first is the file itself.
-    Ok(Some(match (&args.report, args.output.no_store) {
-        (Some(path), true) => (path.clone(), None),
-        (Some(path), false) => (folder, Some(path.clone())),
-        (None, _) => (folder, None),
-    }))
+    Ok(Some(place))
 }
 
 /// Writes the HTML report of the finished run to the place [`report_path`] settled,
 /// read back from the database when the run was stored, and says where on stderr.
 fn write_report(
     output: &MeasureArgs,
-    place: Option<(PathBuf, Option<PathBuf>)>,
+    place: Option<ReportPlace>,
     doc: &RunDocument,
 ) -> anyhow::Result<()> {
-    let Some((folder, chosen)) = place else {
+    let Some(place) = place else {
         return Ok(());
     };
-    let (path, page) = match doc.run_id {
+    let page = match doc.run_id {
         Some(id) => {
             let store = Store::open(&Store::path(output.db.as_deref())?)?;
             let stored = store
                 .load_run(id)
                 .context("cannot read the run back for its report")?;
-            let path = chosen.unwrap_or_else(|| folder.join(format!("run-{id}.html")));
-            (path, crate::report::html::render(&stored))
+            crate::report::html::render(&stored)
         }
-        None => (folder, crate::report::html::render(doc)),
+        None => crate::report::html::render(doc),
+    };
+    let path = match (place, doc.run_id) {
+        (ReportPlace::File(path), _) => path,
+        (ReportPlace::Folder(folder), Some(id)) => folder.join(format!("run-{id}.html")),
+        // The run was to be stored and was not: nothing names its page.
+        (ReportPlace::Folder(_), None) => return Ok(()),
     };
     crate::report::emit(page.as_bytes(), Some(&path)).with_context(|| match doc.run_id {
         Some(id) => format!(
