@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod golden;
 pub mod net_server;
 pub mod netns;
 pub mod rig;
