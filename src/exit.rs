@@ -1,8 +1,8 @@
-//! Exit codes of SPEC.md, and the one place where an error becomes one of them.
+//! Exit codes (docs/exit-codes.md), and the one place where an error becomes one of them.
 
 use std::process::ExitCode;
 
-/// How the process ends, as SPEC.md numbers it.
+/// How the process ends, as docs/exit-codes.md numbers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     /// Everything ran and every check passed.
@@ -41,27 +41,32 @@ impl From<Exit> for ExitCode {
 #[error("{0}")]
 pub struct UsageError(pub String);
 
-/// The run was stopped by SIGINT or SIGTERM; cleanup is done.
-#[derive(Debug, thiserror::Error)]
-#[error("interrupted")]
-pub struct Interrupted;
-
-/// Chooses the exit code for an error by the first typed error in its chain.
+/// Chooses the exit code for an error by the first typed error in its chain; an error
+/// of no known type is the environment's.
 pub fn code_for(err: &anyhow::Error) -> Exit {
+    use crate::{platform, store, workload};
     for cause in err.chain() {
-        if cause.is::<Interrupted>() {
-            return Exit::Interrupted;
-        }
         if cause.is::<UsageError>() {
             return Exit::Usage;
         }
-        if let Some(err) = cause.downcast_ref::<crate::workload::Error>() {
-            return err.exit();
+        if let Some(err) = cause.downcast_ref::<workload::Error>() {
+            return match err {
+                workload::Error::Interrupted => Exit::Interrupted,
+                workload::Error::Input(_) => Exit::Usage,
+                workload::Error::Target { .. }
+                | workload::Error::Space { .. }
+                | workload::Error::Io { .. }
+                | workload::Error::Peer { .. }
+                | workload::Error::Unsupported(_) => Exit::Environment,
+            };
         }
-        if let Some(err) = cause.downcast_ref::<crate::store::Error>() {
-            return err.exit();
+        if let Some(err) = cause.downcast_ref::<store::Error>() {
+            return match err {
+                store::Error::NotFound(_) | store::Error::NoDataFolder => Exit::Usage,
+                _ => Exit::Environment,
+            };
         }
-        if cause.is::<crate::platform::Error>() {
+        if cause.is::<platform::Error>() {
             return Exit::Environment;
         }
     }

@@ -12,6 +12,7 @@ pub mod platform;
 pub mod report;
 pub mod run;
 pub mod store;
+pub mod vocab;
 pub mod workload;
 
 pub use exit::Exit;

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::document::{Series, Severity, Verdict, WorkloadRecord};
-use crate::report::units::format_rate;
+use crate::vocab::units::format_rate;
 
 /// Aggregate together below this share of the best alone rate means one shared limit.
 const SHARED_BOTTLENECK: f64 = 1.25;

@@ -8,8 +8,9 @@ use serde_json::json;
 
 use crate::exit::Exit;
 use crate::platform::{self, StorageChain, nics};
-use crate::report::units::{format_bits_rate, format_bytes, format_rate};
-use crate::report::{self, Table};
+use crate::report;
+use crate::vocab::Table;
+use crate::vocab::units::{format_bits_rate, format_bytes, format_rate};
 
 /// Options of `ratelab info`.
 #[derive(Debug, Args)]

@@ -11,7 +11,8 @@ use clap::{Args, Subcommand};
 use super::MeasureArgs;
 use super::values::{parse_rate, parse_seconds, parse_size, parse_time};
 use crate::exit::{Exit, UsageError};
-use crate::run::{Cancel, Schedule};
+use crate::run::Schedule;
+use crate::workload::Cancel;
 use crate::workload::net::{
     DEFAULT_PORT, Direction, Key, KeyError, Limits, MAX_BLOCK_BYTES, NetPlan, NetWorkload,
     ServeConfig, Server,
@@ -180,7 +181,7 @@ impl ClientArgs {
             return Err(UsageError(format!(
                 "--block-size {} is out of range (1 byte to {})",
                 self.block_size,
-                crate::report::units::format_size(MAX_BLOCK_BYTES)
+                crate::vocab::units::format_size(MAX_BLOCK_BYTES)
             )));
         }
         if let Some(mss) = self.mss.filter(|m| !(88..=65_495).contains(m)) {

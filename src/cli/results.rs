@@ -8,8 +8,9 @@ use clap::{Args, Subcommand, ValueEnum};
 use crate::analysis::compare::compare;
 use crate::document::RunDocument;
 use crate::exit::Exit;
-use crate::report::{self, Format, Table};
+use crate::report::{self, Format};
 use crate::store::{RunListing, Store};
+use crate::vocab::Table;
 
 /// Options of `ratelab results`.
 #[derive(Debug, Args)]

@@ -4,11 +4,11 @@
 
 use std::fmt::Write;
 
-use super::Table;
-use super::units::{format_bytes, format_loops, format_size, gbit_per_sec, mb_per_sec};
 use crate::analysis::compare::{
     ALPHA, Change, Comparison, Group, MIN_CHANGE_FRACTION, MIN_ITEMS, RateUnit, WorkloadComparison,
 };
+use crate::vocab::Table;
+use crate::vocab::units::{format_bytes, format_size};
 
 /// The comparison as text for a terminal.
 pub fn terminal(comparison: &Comparison) -> String {
@@ -113,11 +113,7 @@ fn workload_table(comparison: &Comparison, workload: &WorkloadComparison) -> Tab
         .groups
         .first()
         .map_or(RateUnit::BytesPerSec, |g| g.rate_unit);
-    let unit_words = match (unit, workload.kind.as_str()) {
-        (RateUnit::LoopsPerSec, _) => "loops/s",
-        (RateUnit::BytesPerSec, "net") => "Gbit/s",
-        (RateUnit::BytesPerSec, _) => "MB/s",
-    };
+    let unit_words = unit.words();
     let columns = KeyColumns::of(&workload.groups);
     let mut header = columns.header();
     let key_count = header.len();
@@ -154,10 +150,12 @@ fn workload_table(comparison: &Comparison, workload: &WorkloadComparison) -> Tab
                     .collect::<Vec<_>>()
                     .join("/"),
             );
-            row.extend(group.runs.iter().map(|r| {
-                r.median
-                    .map_or("-".into(), |m| rate_cell(m, unit, &workload.kind))
-            }));
+            row.extend(
+                group
+                    .runs
+                    .iter()
+                    .map(|r| r.median.map_or("-".into(), |m| unit.cell(m))),
+            );
             for change in &group.changes {
                 row.extend(change_cells(change));
             }
@@ -283,15 +281,6 @@ impl KeyColumns {
             cells.push(key.class.clone().unwrap_or_else(|| "-".into()));
         }
         cells
-    }
-}
-
-/// A median in the table's unit.
-fn rate_cell(rate: f64, unit: RateUnit, kind: &str) -> String {
-    match (unit, kind) {
-        (RateUnit::LoopsPerSec, _) => format_loops(rate),
-        (RateUnit::BytesPerSec, "net") => gbit_per_sec(rate),
-        (RateUnit::BytesPerSec, _) => mb_per_sec(rate),
     }
 }
 

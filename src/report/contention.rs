@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
-use super::Table;
-use super::units::{format_rate, format_seconds, mb_per_sec};
 use crate::analysis::contention::{Contention, WorkloadContention};
+use crate::vocab::Table;
+use crate::vocab::units::{format_rate, format_seconds, mb_per_sec};
 
 /// A column: its name, whether it holds a number, and its cell for one workload.
 type Column = (&'static str, bool, fn(&WorkloadContention) -> String);

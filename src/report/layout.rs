@@ -3,9 +3,9 @@
 //! contention table and the verdicts. The terminal, Markdown and HTML reports all read
 //! it from here, so they cannot say different things.
 
-use super::Table;
-use super::units::format_bytes;
 use crate::document::{RunDocument, Severity, WorkloadRecord};
+use crate::vocab::Table;
+use crate::vocab::units::format_bytes;
 use crate::workload;
 
 /// `run 12 · disk · complete · 2026-11-22T10:00:00Z · label`.

@@ -4,9 +4,9 @@
 
 use std::fmt::Write;
 
-use super::Table;
 use super::layout;
 use crate::document::RunDocument;
+use crate::vocab::Table;
 
 /// The run as Markdown: a heading, the machine, each workload's tables, contention and
 /// the verdicts.

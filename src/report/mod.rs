@@ -10,25 +10,11 @@ pub mod layout;
 pub mod markdown;
 mod series;
 pub mod terminal;
-pub mod units;
 
 use std::io::Write;
 use std::path::Path;
 
 use crate::document::RunDocument;
-
-/// A table a kind contributes to text reports: plain strings, already scaled.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Table {
-    /// What the table shows.
-    pub title: String,
-    /// Column names, with units (`median MB/s`).
-    pub header: Vec<String>,
-    /// Rows of cells.
-    pub rows: Vec<Vec<String>>,
-    /// Indexes of columns holding numbers, aligned right.
-    pub numeric: Vec<usize>,
-}
 
 /// Formats a run can be exported in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

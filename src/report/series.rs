@@ -2,7 +2,7 @@
 //! scale and any knees, so a run's shape shows in a terminal.
 
 use crate::document::Series;
-use crate::report::units::{format_rate, format_seconds};
+use crate::vocab::units::{format_rate, format_seconds};
 
 /// Marks from low to high.
 const MARKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];

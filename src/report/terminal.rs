@@ -4,9 +4,9 @@ use std::fmt::Write;
 
 use comfy_table::{CellAlignment, ContentArrangement, presets};
 
-use super::Table;
 use super::layout;
 use crate::document::RunDocument;
+use crate::vocab::Table;
 
 /// The run as text for a terminal.
 pub fn render(doc: &RunDocument) -> String {

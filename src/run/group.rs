@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::Cancel;
 use super::progress::ProgressDisplay;
 use super::sampler::Sampler;
 use super::schedule::Member;
 use crate::document::RunDocument;
 use crate::store::Store;
+use crate::workload::Cancel;
 use crate::workload::{self, Context, Event, Progress, Sink, Workload};
 
 /// Longest wait between two looks at the progress display.

@@ -1,13 +1,11 @@
 //! Running workloads: the schedule of who runs with whom, the runner and its groups,
-//! the sampler's one clock, cancellation and progress.
+//! the sampler's one clock and progress.
 
-mod cancel;
 mod group;
 mod progress;
 mod runner;
 mod sampler;
 mod schedule;
 
-pub use cancel::Cancel;
 pub use runner::{DEFAULT_INTERVAL, Finished, Judge, RunSpec, execute};
 pub use schedule::{Member, Schedule};

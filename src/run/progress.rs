@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::report::units::format_bytes;
+use crate::vocab::units::format_bytes;
 
 /// A progress display for one run.
 pub struct ProgressDisplay {

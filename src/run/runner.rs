@@ -6,14 +6,13 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use serde_json::Value;
 
-use super::Cancel;
 use super::group::{Shared, run_group};
 use super::progress::ProgressDisplay;
 use super::schedule::Schedule;
 use crate::analysis;
 use crate::document::{RunDocument, RunStatus, Verdict, WorkloadRecord, now_rfc3339};
-use crate::exit::Interrupted;
 use crate::store::Store;
+use crate::workload::Cancel;
 use crate::workload::{self, Workload};
 
 /// The sampling interval when none is given.
@@ -61,7 +60,7 @@ pub fn execute(
         workload.prepare()?;
     }
     if cancel.interrupted() {
-        return Err(Interrupted.into());
+        return Err(workload::Error::Interrupted.into());
     }
     let mut doc = RunDocument {
         run_id: None,
@@ -129,7 +128,7 @@ pub fn execute(
     }
     // A signal that came during the last sync or the cleanup still ends the run.
     if outcome.is_ok() && cancel.interrupted() {
-        outcome = Err(Interrupted.into());
+        outcome = Err(workload::Error::Interrupted.into());
     }
 
     for record in doc.workloads.iter_mut() {
@@ -179,13 +178,11 @@ pub fn execute(
         Ok(()) => doc.status = RunStatus::Complete,
         Err(e) => {
             doc.status = RunStatus::Incomplete;
-            doc.incomplete_reason = Some(
-                if crate::exit::code_for(e) == crate::exit::Exit::Interrupted {
-                    "interrupted".to_string()
-                } else {
-                    format!("error: {e:#}")
-                },
-            );
+            doc.incomplete_reason = Some(if workload::is_interrupted(e) {
+                "interrupted".to_string()
+            } else {
+                format!("error: {e:#}")
+            });
         }
     }
     let stored = match spec.store.as_mut() {

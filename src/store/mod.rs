@@ -10,8 +10,6 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
-use crate::exit::Exit;
-
 /// What went wrong with the results database.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -69,16 +67,6 @@ pub enum Error {
         /// What is wrong with it.
         detail: String,
     },
-}
-
-impl Error {
-    /// The exit code this error ends the process with.
-    pub fn exit(&self) -> Exit {
-        match self {
-            Error::NotFound(_) | Error::NoDataFolder => Exit::Usage,
-            _ => Exit::Environment,
-        }
-    }
 }
 
 /// One line of `results list`.

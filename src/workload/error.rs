@@ -2,8 +2,6 @@
 
 use std::path::PathBuf;
 
-use crate::exit::Exit;
-
 /// What stopped a workload.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -63,19 +61,6 @@ pub enum Error {
 }
 
 impl Error {
-    /// The exit code this error ends the process with.
-    pub fn exit(&self) -> Exit {
-        match self {
-            Error::Interrupted => Exit::Interrupted,
-            Error::Input(_) => Exit::Usage,
-            Error::Target { .. }
-            | Error::Space { .. }
-            | Error::Io { .. }
-            | Error::Peer { .. }
-            | Error::Unsupported(_) => Exit::Environment,
-        }
-    }
-
     /// An I/O error on `path` during `op`.
     pub fn io(
         op: &'static str,
@@ -88,4 +73,11 @@ impl Error {
             source: source.into(),
         }
     }
+}
+
+/// Whether `err` or anything behind it is [`Error::Interrupted`]: the run was stopped by a
+/// signal rather than failing.
+pub fn is_interrupted(err: &anyhow::Error) -> bool {
+    err.chain()
+        .any(|cause| matches!(cause.downcast_ref::<Error>(), Some(Error::Interrupted)))
 }

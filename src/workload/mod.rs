@@ -2,6 +2,7 @@
 //! [`Workload`]. The runner drives them through this one trait and never needs to
 //! know what a kind measures.
 
+mod cancel;
 pub mod cpu;
 pub mod disk;
 mod error;
@@ -14,11 +15,11 @@ pub mod task;
 
 use serde_json::Value;
 
-pub use error::Error;
+pub use cancel::Cancel;
+pub use error::{Error, is_interrupted};
 pub use sink::{Event, Progress, Sink};
 
 use crate::document::{Verdict, WorkloadRecord};
-use crate::run::Cancel;
 
 /// What a workload gets from the runner while it runs.
 #[derive(Clone)]
@@ -88,7 +89,7 @@ pub trait Kind: Sync {
     fn verdicts(&self, workload: usize, record: &WorkloadRecord) -> Vec<Verdict>;
 
     /// Tables for the terminal and text reports.
-    fn tables(&self, record: &WorkloadRecord) -> Vec<crate::report::Table>;
+    fn tables(&self, record: &WorkloadRecord) -> Vec<crate::vocab::Table>;
 
     /// Conclusions that need the other workloads of the same run (a task beside the
     /// storage series of its folder); none by default.

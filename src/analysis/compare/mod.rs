@@ -14,6 +14,7 @@ use self::samples::{samples, unit_of};
 use super::mann_whitney::{self, Method};
 use super::stats::Stats;
 use crate::document::{RunDocument, WorkloadRecord};
+pub use crate::vocab::{GroupKey, RateUnit};
 
 /// A change is beyond noise only below this two-sided p-value.
 pub const ALPHA: f64 = 0.05;
@@ -22,62 +23,6 @@ pub const ALPHA: f64 = 0.05;
 pub const MIN_CHANGE_FRACTION: f64 = 0.05;
 /// With fewer items than this on either side no verdict is given.
 pub const MIN_ITEMS: usize = 3;
-
-/// What a group's figures count per second.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RateUnit {
-    /// Bytes per second (disk, readdir, task, net).
-    BytesPerSec,
-    /// Loops per second (cpu).
-    LoopsPerSec,
-}
-
-impl RateUnit {
-    /// The unit's name in JSON field names (`bytes_per_sec`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RateUnit::BytesPerSec => "bytes_per_sec",
-            RateUnit::LoopsPerSec => "loops_per_sec",
-        }
-    }
-}
-
-/// What a group of items measured, within one workload; fields a kind does not use are
-/// `None`. Groups sort by operation (in the order first met), then size, threads, class.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct GroupKey {
-    /// The operation (`write`, `read direct`, a cpu test, a task step, `receive up`).
-    pub op: String,
-    /// The file size (disk), or the smallest size of a size band (readdir).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub size_bytes: Option<u64>,
-    /// The first size past a size band (readdir; `None` for the last band).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub size_to_bytes: Option<u64>,
-    /// Whether sizes are bands (readdir) rather than exact file sizes.
-    #[serde(skip)]
-    pub banded: bool,
-    /// Threads (cpu, task).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub threads: Option<usize>,
-    /// Scheduling class (cpu).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub class: Option<String>,
-}
-
-impl GroupKey {
-    pub(super) fn op(op: impl Into<String>) -> GroupKey {
-        GroupKey {
-            op: op.into(),
-            size_bytes: None,
-            size_to_bytes: None,
-            banded: false,
-            threads: None,
-            class: None,
-        }
-    }
-}
 
 /// The runs being compared, as the report names them.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -14,7 +14,8 @@ use crate::workload::task;
 /// The unit a kind's groups are compared in; `None` for kinds not compared.
 pub(super) fn unit_of(kind: &str) -> Option<RateUnit> {
     match kind {
-        "disk" | "readdir" | "task" | "net" => Some(RateUnit::BytesPerSec),
+        "disk" | "readdir" | "task" => Some(RateUnit::BytesPerSec),
+        "net" => Some(RateUnit::BytesPerSecInBits),
         "cpu" => Some(RateUnit::LoopsPerSec),
         _ => None,
     }

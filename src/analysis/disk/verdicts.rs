@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::{EVICTED_FRACTION, SizeRow, by_size};
 use crate::document::{Flag, Severity, Verdict, WorkloadRecord};
-use crate::report::units::{format_bytes, format_rate, format_seconds, format_size};
+use crate::vocab::units::{format_bytes, format_rate, format_seconds, format_size};
 use crate::workload::disk::item::{DiskItem, Op};
 use crate::workload::disk::{ReadMode, read_modes_of};
 

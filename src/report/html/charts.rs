@@ -5,6 +5,8 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use crate::vocab::Chart;
+
 /// Chart size in SVG units; the page scales it to the screen's width.
 const WIDTH: u32 = 860;
 const HEIGHT: u32 = 360;
@@ -20,38 +22,6 @@ const COLOURS: [RGBColor; 8] = [
     RGBColor(140, 86, 75),
     RGBColor(127, 127, 127),
 ];
-
-/// One line of a chart.
-#[derive(Debug, Clone, Default)]
-pub struct Line {
-    /// Its name in the legend.
-    pub name: String,
-    /// (x, y) points, in x order.
-    pub points: Vec<(f64, f64)>,
-    /// For each point, the (min, max) of y drawn as a bar; empty when none.
-    pub ranges: Vec<(f64, f64)>,
-    /// A curve drawn dashed over the x range (a fitted law), with its name.
-    pub curve: Option<(String, Vec<(f64, f64)>)>,
-}
-
-/// What a chart shows and how its axes read.
-#[derive(Debug, Clone)]
-pub struct Chart {
-    /// The title, above the plot.
-    pub title: String,
-    /// The x axis's name with its unit.
-    pub x_label: String,
-    /// The y axis's name with its unit.
-    pub y_label: String,
-    /// Whether x is on a log scale (file sizes).
-    pub x_log: bool,
-    /// Formats an x value for the axis.
-    pub x_format: fn(f64) -> String,
-    /// Formats a y value for the axis.
-    pub y_format: fn(f64) -> String,
-    /// The lines.
-    pub lines: Vec<Line>,
-}
 
 impl Chart {
     /// The chart as an SVG document; None when it has no point to draw.
@@ -178,16 +148,10 @@ impl Chart {
     }
 }
 
-/// `n` points spread evenly from `from` to `to`, for drawing a curve.
-pub fn spread(from: f64, to: f64, n: usize) -> Vec<f64> {
-    (0..n)
-        .map(|i| from + (to - from) * i as f64 / (n.max(2) - 1) as f64)
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vocab::Line;
 
     #[test]
     fn a_chart_is_svg_with_its_title_and_lines_and_an_empty_one_is_none() {

@@ -5,45 +5,18 @@
 
 use serde_json::Value;
 
-use super::charts::{Chart, Line, spread};
 use crate::analysis::disk::by_size;
 use crate::analysis::fits::{LawParams, ScalingFits};
 use crate::document::WorkloadRecord;
-use crate::report::units::{format_bytes, format_rate};
+use crate::vocab::chart::{
+    Chart, Line, count_axis, ghz_axis, percent_axis, plain_axis, size_axis, spread,
+};
+use crate::vocab::units::format_rate;
 use crate::workload::disk::item::items_of as disk_items;
 use crate::workload::monitor::{MonitorItem, items_of as monitor_items};
 
 /// Points on a fitted curve.
 const CURVE_POINTS: usize = 40;
-
-fn plain_axis(v: f64) -> String {
-    if v.abs() >= 100.0 || v == v.trunc() {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.2}")
-    }
-}
-
-fn percent_axis(v: f64) -> String {
-    format!("{:.0}%", v * 100.0)
-}
-
-fn ghz_axis(v: f64) -> String {
-    format!("{:.2} GHz", v / 1e9)
-}
-
-fn size_axis(v: f64) -> String {
-    format_bytes(v.round() as u64)
-}
-
-/// Thread and CPU counts are whole: other ticks get no label.
-fn count_axis(v: f64) -> String {
-    if (v - v.round()).abs() < 1e-9 && v >= 0.0 {
-        format!("{v:.0}")
-    } else {
-        String::new()
-    }
-}
 
 /// The storage series: median rate per file size, with the min-max range, per
 /// operation and mode.

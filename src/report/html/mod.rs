@@ -8,9 +8,10 @@ mod figures;
 
 use std::fmt::Write;
 
-use super::units::{format_bits_rate, format_bytes, format_rate};
-use super::{Table, layout};
+use super::layout;
 use crate::document::{RunDocument, Severity, WorkloadRecord};
+use crate::vocab::units::{format_bits_rate, format_bytes, format_rate};
+use crate::vocab::{Chart, Table};
 
 /// The page's style: narrow screens get one column, print gets no backgrounds.
 const STYLE: &str = "
@@ -210,14 +211,14 @@ fn workload_section(page: &mut String, index: usize, record: &WorkloadRecord) {
         escape(&record.kind),
         escape(&layout::workload_heading(index, record))
     );
-    let mut charts: Vec<charts::Chart> = Vec::new();
+    let mut charts: Vec<Chart> = Vec::new();
     charts.extend(figures::disk(record));
     charts.extend(figures::by_count(record));
     charts.extend(figures::monitor(record));
     if record.kind != "monitor" {
         charts.extend(figures::series(&[(index, record)]));
     }
-    for svg in charts.iter().filter_map(charts::Chart::svg) {
+    for svg in charts.iter().filter_map(Chart::svg) {
         let _ = write!(page, "<figure>{svg}</figure>");
     }
     match layout::workload_tables(record) {

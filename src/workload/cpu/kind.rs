@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use super::item::{CpuItem, cpu_items};
 use crate::analysis::fits::{ScalingFits, fit_scaling};
 use crate::document::{Severity, Verdict, WorkloadRecord};
-use crate::report::Table;
-use crate::report::units::format_loops;
+use crate::vocab::Table;
+use crate::vocab::units::format_loops;
 
 /// Efficiency under which scaling is called out.
 const POOR_SCALING: f64 = 0.75;

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::plan::{DIRECT_ALIGN, DiskPlan, EngineKind, SyncMode};
-use crate::run::Cancel;
+use crate::workload::Cancel;
 use crate::workload::{Error, Progress};
 
 /// One file to write, opened by the caller; the engine times writes and sync.

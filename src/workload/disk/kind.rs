@@ -26,7 +26,7 @@ impl Kind for DiskKind {
         analysis::disk::verdicts(workload, record, &items_of(record))
     }
 
-    fn tables(&self, record: &WorkloadRecord) -> Vec<crate::report::Table> {
+    fn tables(&self, record: &WorkloadRecord) -> Vec<crate::vocab::Table> {
         present::tables(record, &items_of(record))
     }
 

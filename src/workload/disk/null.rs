@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use super::engine::{Engine, ReadJob, Transfer, WriteJob};
-use crate::run::Cancel;
+use crate::workload::Cancel;
 use crate::workload::{Error, Progress};
 
 /// Counts the bytes a real engine would move, and moves none.

@@ -11,7 +11,7 @@ use super::plan::{DIRECT_ALIGN, ReadMode};
 use super::workdir::{self, KeptFile, WorkDir};
 use super::{DiskWorkload, series};
 use crate::analysis;
-use crate::report::units::format_size;
+use crate::vocab::units::format_size;
 use crate::workload::{Context, Error};
 
 /// How one file is written.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::platform::ioprio::IoPriority;
-use crate::report::units::format_size;
+use crate::vocab::units::format_size;
 
 /// How a file is read back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]

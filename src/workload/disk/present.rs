@@ -2,8 +2,8 @@
 
 use crate::analysis::disk::{by_size, link_words};
 use crate::document::{Flag, WorkloadRecord};
-use crate::report::Table;
-use crate::report::units::{format_rate, format_size, mb_per_sec};
+use crate::vocab::Table;
+use crate::vocab::units::{format_rate, format_size, mb_per_sec};
 
 use super::item::{DiskItem, Op};
 

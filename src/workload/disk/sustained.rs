@@ -10,7 +10,7 @@ use super::DiskWorkload;
 use super::engine::Engine;
 use super::passes::WriteSpec;
 use super::workdir::{self, KeptFile};
-use crate::report::units::format_size;
+use crate::vocab::units::format_size;
 use crate::workload::{Context, Error, Progress, Sink};
 
 impl DiskWorkload {

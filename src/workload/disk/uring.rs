@@ -13,7 +13,7 @@ use super::data::Pattern;
 use super::engine::{
     Chunk, Engine, ReadJob, Transfer, WriteJob, buffers_error, short_file, sync_file,
 };
-use crate::run::Cancel;
+use crate::workload::Cancel;
 use crate::workload::{Error, Progress};
 
 /// io_uring reads and writes, `queue_depth` at a time.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::units::format_bytes;
+use crate::vocab::units::format_bytes;
 use crate::workload::Error;
 
 /// Prefix of every work folder's name.

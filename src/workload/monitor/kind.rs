@@ -9,7 +9,7 @@ use super::summary::{cores, freq_vs_active_cores, placements};
 use crate::analysis::stats::Stats;
 use crate::document::{Severity, Verdict, WorkloadRecord};
 use crate::monitor::Sources;
-use crate::report::Table;
+use crate::vocab::Table;
 
 /// How ratelab summarises, judges and shows stored monitor workloads.
 pub struct MonitorKind;

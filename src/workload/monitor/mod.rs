@@ -190,7 +190,7 @@ impl Workload for MonitorWorkload {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::Cancel;
+    use crate::workload::Cancel;
     use crate::workload::{Event, Progress, Sink};
     use std::sync::atomic::Ordering;
 

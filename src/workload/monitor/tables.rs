@@ -7,7 +7,7 @@ use super::summary::{ThreadPlacement, freq_vs_active_cores};
 use crate::analysis::fits::evaluate;
 use crate::analysis::stats::Stats;
 use crate::monitor::Sources;
-use crate::report::Table;
+use crate::vocab::Table;
 
 /// Power per zone and in total, where a source gave it.
 pub fn power_table(items: &[MonitorItem], sources: Option<&Sources>) -> Option<Table> {

@@ -9,8 +9,8 @@ use super::item::{NetItem, Scope, Side, net_items};
 use super::report::Role;
 use crate::analysis::stats::Stats;
 use crate::document::{Severity, Verdict, WorkloadRecord};
-use crate::report::Table;
-use crate::report::units::{format_bits_rate, gbit_per_sec};
+use crate::vocab::Table;
+use crate::vocab::units::{format_bits_rate, gbit_per_sec};
 
 /// Share of a core above which a stream's thread is taken as the limit.
 const CPU_BOUND: f64 = 0.9;

@@ -6,8 +6,8 @@ use serde_json::{Value, json};
 
 use crate::analysis::disk::Headline;
 use crate::document::{Severity, Verdict, WorkloadRecord};
-use crate::report::Table;
-use crate::report::units::{format_bytes, format_rate, mb_per_sec};
+use crate::vocab::Table;
+use crate::vocab::units::{format_bytes, format_rate, mb_per_sec};
 use crate::workload::Kind;
 use crate::workload::disk::item::{DiskItem, items_of};
 

@@ -8,8 +8,8 @@ use super::ScaleItem;
 use crate::analysis::fits::{fits_sentence, fits_summary};
 use crate::analysis::stats::Stats;
 use crate::document::{Severity, Verdict, WorkloadRecord};
-use crate::report::Table;
-use crate::report::units::{format_rate, format_seconds};
+use crate::vocab::Table;
+use crate::vocab::units::{format_rate, format_seconds};
 
 /// Speedup at the most CPUs under which a command is said not to scale.
 const NO_SCALING: f64 = 1.2;

@@ -14,8 +14,8 @@ use crate::analysis::fits::{fits_sentence, fits_summary};
 use crate::analysis::stats::Stats;
 use crate::document::{Severity, Verdict, WorkloadRecord};
 use crate::platform;
-use crate::report::Table;
-use crate::report::units::{format_bytes, format_rate, format_seconds};
+use crate::vocab::Table;
+use crate::vocab::units::{format_bytes, format_rate, format_seconds};
 use crate::workload::disk::item::items_of as disk_items;
 
 /// The steps a task is split into, in the order they run.

@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::run::Cancel;
+use crate::workload::Cancel;
 use crate::workload::Error;
 use crate::workload::disk::data::{fill_random, mix};
 

@@ -23,7 +23,7 @@ pub use steps::Direction;
 
 use self::steps::{Transform, Uncached};
 use crate::platform::{self, StorageChain};
-use crate::report::units::format_bytes;
+use crate::vocab::units::format_bytes;
 use crate::workload::disk::buffer::AlignedBuf;
 use crate::workload::disk::workdir::{self, WorkDir};
 use crate::workload::{Context, Error, Workload};

@@ -11,7 +11,7 @@ use std::time::Instant;
 use sha2::{Digest, Sha256};
 
 use super::codec::Codec;
-use crate::run::Cancel;
+use crate::workload::Cancel;
 use crate::workload::disk::buffer::AlignedBuf;
 use crate::workload::disk::cache::{self, Eviction};
 use crate::workload::disk::workdir::{self, WorkDir};

@@ -1,0 +1,76 @@
+//! A chart as a kind describes it: lines of points against named axes, with optional
+//! min-max bars and fitted curves. The HTML report draws it; nothing here draws.
+
+use super::units::format_bytes;
+
+/// One line of a chart.
+#[derive(Debug, Clone, Default)]
+pub struct Line {
+    /// Its name in the legend.
+    pub name: String,
+    /// (x, y) points, in x order.
+    pub points: Vec<(f64, f64)>,
+    /// For each point, the (min, max) of y drawn as a bar; empty when none.
+    pub ranges: Vec<(f64, f64)>,
+    /// A curve drawn dashed over the x range (a fitted law), with its name.
+    pub curve: Option<(String, Vec<(f64, f64)>)>,
+}
+
+/// What a chart shows and how its axes read.
+#[derive(Debug, Clone)]
+pub struct Chart {
+    /// The title, above the plot.
+    pub title: String,
+    /// The x axis's name with its unit.
+    pub x_label: String,
+    /// The y axis's name with its unit.
+    pub y_label: String,
+    /// Whether x is on a log scale (file sizes).
+    pub x_log: bool,
+    /// Formats an x value for the axis.
+    pub x_format: fn(f64) -> String,
+    /// Formats a y value for the axis.
+    pub y_format: fn(f64) -> String,
+    /// The lines.
+    pub lines: Vec<Line>,
+}
+
+/// `n` points spread evenly from `from` to `to`, for drawing a curve.
+pub fn spread(from: f64, to: f64, n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|i| from + (to - from) * i as f64 / (n.max(2) - 1) as f64)
+        .collect()
+}
+
+/// An axis label for a plain number: whole, or two decimals.
+pub fn plain_axis(v: f64) -> String {
+    if v.abs() >= 100.0 || v == v.trunc() {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// An axis label for a fraction, in percent.
+pub fn percent_axis(v: f64) -> String {
+    format!("{:.0}%", v * 100.0)
+}
+
+/// An axis label for a frequency in Hz, in GHz.
+pub fn ghz_axis(v: f64) -> String {
+    format!("{:.2} GHz", v / 1e9)
+}
+
+/// An axis label for a size in bytes, decimal.
+pub fn size_axis(v: f64) -> String {
+    format_bytes(v.round() as u64)
+}
+
+/// An axis label for a count of threads or CPUs: whole ticks only, others unlabelled.
+pub fn count_axis(v: f64) -> String {
+    if (v - v.round()).abs() < 1e-9 && v >= 0.0 {
+        format!("{v:.0}")
+    } else {
+        String::new()
+    }
+}

@@ -1,0 +1,99 @@
+//! What items are compared by across runs: the key of an item's group (a disk's
+//! operation and size, a cpu test's threads and class) and the unit of its rate.
+
+use serde::{Serialize, Serializer};
+
+use super::units::{format_loops, gbit_per_sec, mb_per_sec};
+
+/// What a group's figures count per second, and how people read them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateUnit {
+    /// Bytes per second, shown in decimal MB/s (storage, tasks).
+    BytesPerSec,
+    /// Bytes per second, shown in Gbit/s as network tools do.
+    BytesPerSecInBits,
+    /// Loops per second (cpu).
+    LoopsPerSec,
+}
+
+impl RateUnit {
+    /// The unit's name in JSON field names (`bytes_per_sec`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RateUnit::BytesPerSec | RateUnit::BytesPerSecInBits => "bytes_per_sec",
+            RateUnit::LoopsPerSec => "loops_per_sec",
+        }
+    }
+
+    /// The unit as a column heading shows it (`MB/s`).
+    pub fn words(self) -> &'static str {
+        match self {
+            RateUnit::BytesPerSec => "MB/s",
+            RateUnit::BytesPerSecInBits => "Gbit/s",
+            RateUnit::LoopsPerSec => "loops/s",
+        }
+    }
+
+    /// A rate in this unit as a table cell shows it.
+    pub fn cell(self, rate: f64) -> String {
+        match self {
+            RateUnit::BytesPerSec => mb_per_sec(rate),
+            RateUnit::BytesPerSecInBits => gbit_per_sec(rate),
+            RateUnit::LoopsPerSec => format_loops(rate),
+        }
+    }
+}
+
+impl Serialize for RateUnit {
+    // Stored and exported by what it counts; the way it is shown is not data.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// What a group of items measured, within one workload; fields a kind does not use are
+/// `None`. Groups sort by operation (in the order first met), then size, threads, class.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct GroupKey {
+    /// The operation (`write`, `read direct`, a cpu test, a task step, `receive up`).
+    pub op: String,
+    /// The file size (disk), or the smallest size of a size band (readdir).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<u64>,
+    /// The first size past a size band (readdir; `None` for the last band).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size_to_bytes: Option<u64>,
+    /// Whether sizes are bands (readdir) rather than exact file sizes.
+    #[serde(skip)]
+    pub banded: bool,
+    /// Threads (cpu, task).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
+    /// Scheduling class (cpu).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
+}
+
+impl GroupKey {
+    /// The key of operation `op` alone.
+    pub fn op(op: impl Into<String>) -> GroupKey {
+        GroupKey {
+            op: op.into(),
+            size_bytes: None,
+            size_to_bytes: None,
+            banded: false,
+            threads: None,
+            class: None,
+        }
+    }
+}
+
+/// A workload's items as compared: each one's group and rate, with no rate for an item
+/// too short to time well.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Samples {
+    /// The unit of every rate.
+    pub unit: RateUnit,
+    /// Each item's group and rate.
+    pub items: Vec<(GroupKey, Option<f64>)>,
+}

@@ -1,0 +1,12 @@
+//! The shared vocabulary at the bottom of ratelab: tables, charts, units and the keys
+//! items are compared by. Workloads, analysis, the runner and the reports all speak it,
+//! and it imports none of them, so no import runs back up the layers.
+
+pub mod chart;
+pub mod group;
+pub mod table;
+pub mod units;
+
+pub use chart::{Chart, Line};
+pub use group::{GroupKey, RateUnit, Samples};
+pub use table::Table;
