@@ -102,6 +102,25 @@ pub struct WorkloadRecord {
     pub warnings: Vec<String>,
 }
 
+impl WorkloadRecord {
+    /// A record of `kind` on `target` with `items`, as stored before its summary, made up
+    /// for tests.
+    #[cfg(test)]
+    pub fn for_test(kind: &str, target: &str, items: Vec<Value>) -> WorkloadRecord {
+        WorkloadRecord {
+            kind: kind.into(),
+            target: target.into(),
+            params: Value::Object(Default::default()),
+            context: Value::Null,
+            items,
+            summary: Value::Null,
+            series: None,
+            alone_of: None,
+            warnings: vec![],
+        }
+    }
+}
+
 /// A workload's progress sampled on one clock shared with the workloads that ran beside it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Series {
@@ -194,6 +213,27 @@ impl Verdict {
 }
 
 impl RunDocument {
+    /// A complete run of `workloads` made up for tests: run 1, on no machine in particular.
+    #[cfg(test)]
+    pub fn for_test(workloads: Vec<WorkloadRecord>) -> RunDocument {
+        RunDocument {
+            run_id: Some(1),
+            status: RunStatus::Complete,
+            incomplete_reason: None,
+            ratelab_version: "0.1.0".into(),
+            verb: "test".into(),
+            label: None,
+            started_at: "2026-11-22T10:00:00Z".into(),
+            finished_at: None,
+            machine: Machine::default(),
+            workloads,
+            contention: None,
+            verdicts: vec![],
+            runner_cpu_seconds: None,
+            runner_wall_seconds: None,
+        }
+    }
+
     /// Whether any verdict is an error, which makes the run exit with code 1.
     pub fn has_error_verdict(&self) -> bool {
         self.verdicts.iter().any(|v| v.severity == Severity::Error)

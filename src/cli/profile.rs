@@ -254,9 +254,9 @@ fn write_report(
             let stored = store
                 .load_run(id)
                 .context("cannot read the run back for its report")?;
-            crate::report::html::render(&stored)
+            crate::report::html::render(&stored)?
         }
-        None => crate::report::html::render(doc),
+        None => crate::report::html::render(doc)?,
     };
     let path = match (place, doc.run_id) {
         (ReportPlace::File(path), _) => path,

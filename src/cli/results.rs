@@ -5,12 +5,13 @@ use std::time::{Duration, SystemTime};
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use crate::analysis::compare::compare;
+use crate::analysis::compare::{Sampled, compare};
 use crate::document::RunDocument;
 use crate::exit::Exit;
 use crate::report::{self, Format};
 use crate::store::{RunListing, Store};
 use crate::vocab::Table;
+use crate::workload;
 
 /// Options of `ratelab results`.
 #[derive(Debug, Args)]
@@ -128,7 +129,7 @@ pub struct ListFilter {
     /// Only runs with a workload whose target contains TEXT.
     #[arg(long, value_name = "TEXT")]
     pub target: Option<String>,
-    /// Only runs with a workload of this kind (disk, net, cpu, task, readdir, scale, monitor).
+    /// Only runs with a workload of this kind (see `ratelab results list --kind help`).
     #[arg(long, value_name = "KIND", value_parser = parse_kind)]
     pub kind: Option<String>,
     /// Only runs whose label contains TEXT.
@@ -214,10 +215,11 @@ impl ListFilter {
 
 /// Parses `--kind`: a kind ratelab knows.
 fn parse_kind(text: &str) -> Result<String, String> {
-    match crate::workload::kind(text) {
+    match workload::kind(text) {
         Some(kind) => Ok(kind.name().to_string()),
         None => Err(format!(
-            "unknown kind \"{text}\" (use disk, net, cpu, task, readdir, scale or monitor)"
+            "unknown kind \"{text}\" (use {})",
+            workload::kind_names().collect::<Vec<_>>().join(", ")
         )),
     }
 }
@@ -351,7 +353,16 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
                 .iter()
                 .map(|&id| store.load_run(id))
                 .collect::<Result<Vec<_>, _>>()?;
-            let comparison = compare(&runs);
+            let samples = runs
+                .iter()
+                .map(workload::samples_of)
+                .collect::<Result<Vec<_>, _>>()?;
+            let sampled: Vec<Sampled> = runs
+                .iter()
+                .zip(&samples)
+                .map(|(run, samples)| Sampled { run, samples })
+                .collect();
+            let comparison = compare(&sampled);
             let format = if json { CompareFormat::Json } else { format };
             let bytes = match format {
                 CompareFormat::Table => report::compare::terminal(&comparison).into_bytes(),
@@ -362,7 +373,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
         }
         Action::Report { run_id, out } => {
             let doc = store.load_run(run_id)?;
-            report::emit(report::html::render(&doc).as_bytes(), out.as_deref())?;
+            report::emit(report::html::render(&doc)?.as_bytes(), out.as_deref())?;
         }
         Action::Export {
             run_id,
@@ -374,7 +385,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
                 ExportFormat::Json => report::render(&doc, Format::Json)?,
                 ExportFormat::Csv => report::render(&doc, Format::Csv)?,
                 ExportFormat::Series => report::render(&doc, Format::SeriesCsv)?,
-                ExportFormat::Markdown => report::markdown::render(&doc).into_bytes(),
+                ExportFormat::Markdown => report::markdown::render(&doc)?.into_bytes(),
             };
             report::emit(&bytes, out.as_deref())?;
         }

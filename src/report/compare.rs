@@ -380,55 +380,41 @@ fn legend() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::compare::compare;
-    use crate::document::{RunDocument, RunStatus, WorkloadRecord};
-    use crate::platform::Machine;
-    use serde_json::{Value, json};
+    use crate::analysis::compare::{Sampled, Samples, compare};
+    use crate::document::{RunDocument, WorkloadRecord};
+    use crate::vocab::GroupKey;
 
-    fn run(id: i64, rates: &[f64]) -> RunDocument {
-        let items = rates
-            .iter()
-            .map(|&rate| {
-                json!({
-                    "op": "write", "mode": "fsync", "size_bytes": 4 << 20, "bytes": 4 << 20,
-                    "seconds": f64::from(4 << 20) / rate, "bytes_per_sec": rate,
-                    "cached_fraction_before": null, "flags": [], "direct": true, "pass": 1,
-                    "file": "f"
-                })
-            })
-            .collect();
-        RunDocument {
+    /// Run `id` with one storage workload whose 4 MiB writes ran at `rates`.
+    fn run(id: i64, rates: &[f64]) -> (RunDocument, Vec<Option<Samples>>) {
+        let key = GroupKey {
+            size_bytes: Some(4 << 20),
+            ..GroupKey::op("write")
+        };
+        let samples = Samples {
+            unit: RateUnit::BytesPerSec,
+            items: rates.iter().map(|&r| (key.clone(), Some(r))).collect(),
+        };
+        let doc = RunDocument {
             run_id: Some(id),
-            status: RunStatus::Complete,
-            incomplete_reason: None,
-            ratelab_version: "0.1.0".into(),
             verb: "disk".into(),
             label: Some(format!("label {id}")),
-            started_at: "2026-11-22T10:00:00Z".into(),
-            finished_at: None,
-            machine: Machine::default(),
-            workloads: vec![WorkloadRecord {
-                kind: "disk".into(),
-                target: "/mnt/x".into(),
-                params: json!({}),
-                context: Value::Null,
-                items,
-                summary: Value::Null,
-                series: None,
-                alone_of: None,
-                warnings: vec![],
-            }],
-            contention: None,
-            verdicts: vec![],
-            runner_cpu_seconds: None,
-            runner_wall_seconds: None,
-        }
+            ..RunDocument::for_test(vec![WorkloadRecord::for_test("disk", "/mnt/x", vec![])])
+        };
+        (doc, vec![Some(samples)])
+    }
+
+    fn compared(runs: &[(RunDocument, Vec<Option<Samples>>)]) -> Comparison {
+        let sampled: Vec<Sampled> = runs
+            .iter()
+            .map(|(run, samples)| Sampled { run, samples })
+            .collect();
+        compare(&sampled)
     }
 
     fn halved() -> Comparison {
         let first: Vec<f64> = (0..8).map(|i| 4e7 + f64::from(i) * 1e5).collect();
         let later: Vec<f64> = first.iter().map(|r| r / 2.0).collect();
-        compare(&[run(1, &first), run(2, &later)])
+        compared(&[run(1, &first), run(2, &later)])
     }
 
     #[test]
@@ -488,7 +474,7 @@ mod tests {
     #[test]
     fn three_runs_get_columns_per_later_run() {
         let rates = [1e8, 1.1e8, 0.9e8];
-        let comparison = compare(&[run(4, &rates), run(5, &rates), run(6, &rates)]);
+        let comparison = compared(&[run(4, &rates), run(5, &rates), run(6, &rates)]);
         let table = &tables(&comparison)[0];
         assert!(table.header.contains(&"run 6 vs 4".to_string()));
         assert!(table.header.contains(&"verdict (5)".to_string()));

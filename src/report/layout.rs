@@ -6,7 +6,7 @@
 use crate::document::{RunDocument, Severity, WorkloadRecord};
 use crate::vocab::Table;
 use crate::vocab::units::format_bytes;
-use crate::workload;
+use crate::workload::{self, At, DecodeError};
 
 /// `run 12 · disk · complete · 2026-11-22T10:00:00Z · label`.
 pub fn run_line(doc: &RunDocument) -> String {
@@ -54,20 +54,23 @@ pub fn workload_heading(index: usize, record: &WorkloadRecord) -> String {
 }
 
 /// The tables a workload's kind makes of it, leaving out empty ones (a run stopped
-/// before its first item); `Err` with a sentence when this version does not know the
-/// kind.
-pub fn workload_tables(record: &WorkloadRecord) -> Result<Vec<Table>, String> {
-    match workload::kind(&record.kind) {
-        Some(kind) => Ok(kind
-            .tables(record)
+/// before its first item); `None` when this version does not know the kind (see
+/// [`unknown_kind`]).
+pub fn workload_tables(at: At) -> Result<Option<Vec<Table>>, DecodeError> {
+    let Some(kind) = workload::kind(&at.record().kind) else {
+        return Ok(None);
+    };
+    Ok(Some(
+        kind.tables(at)?
             .into_iter()
             .filter(|t| !t.rows.is_empty())
-            .collect()),
-        None => Err(format!(
-            "kind {} is not known to this ratelab version",
-            record.kind
-        )),
-    }
+            .collect(),
+    ))
+}
+
+/// What a report says in place of the tables of a kind this version does not know.
+pub fn unknown_kind(record: &WorkloadRecord) -> String {
+    format!("kind {} is not known to this ratelab version", record.kind)
 }
 
 /// The name of a verdict's severity.

@@ -7,10 +7,11 @@ use std::fmt::Write;
 use super::layout;
 use crate::document::RunDocument;
 use crate::vocab::Table;
+use crate::workload::{At, DecodeError};
 
 /// The run as Markdown: a heading, the machine, each workload's tables, contention and
 /// the verdicts.
-pub fn render(doc: &RunDocument) -> String {
+pub fn render(doc: &RunDocument) -> Result<String, DecodeError> {
     let mut out = String::new();
     let _ = writeln!(out, "## {}\n", escape(&layout::run_line(doc)));
     let _ = writeln!(out, "{}\n", escape(&layout::machine_line(doc)));
@@ -24,14 +25,14 @@ pub fn render(doc: &RunDocument) -> String {
             // The sparkline's marks line up only in a fixed-width font.
             let _ = writeln!(out, "```text\n{shape}\n```\n");
         }
-        match layout::workload_tables(record) {
-            Ok(tables) => {
+        match layout::workload_tables(At::new(doc, index))? {
+            Some(tables) => {
                 for table in &tables {
                     let _ = writeln!(out, "{}", table_markdown(table));
                 }
             }
-            Err(unknown) => {
-                let _ = writeln!(out, "_{}_\n", escape(&unknown));
+            None => {
+                let _ = writeln!(out, "_{}_\n", escape(&layout::unknown_kind(record)));
             }
         }
     }
@@ -50,7 +51,7 @@ pub fn render(doc: &RunDocument) -> String {
             );
         }
     }
-    out
+    Ok(out)
 }
 
 /// One table: its title in bold, then a GitHub table with numeric columns aligned

@@ -32,7 +32,7 @@ pub enum Format {
 /// Renders a run in `format`.
 pub fn render(doc: &RunDocument, format: Format) -> anyhow::Result<Vec<u8>> {
     Ok(match format {
-        Format::Table => terminal::render(doc).into_bytes(),
+        Format::Table => terminal::render(doc)?.into_bytes(),
         Format::Json => json::render(doc),
         Format::Csv => csv::render(std::slice::from_ref(doc))?,
         Format::SeriesCsv => csv::series(doc)?,

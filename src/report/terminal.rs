@@ -7,9 +7,10 @@ use comfy_table::{CellAlignment, ContentArrangement, presets};
 use super::layout;
 use crate::document::RunDocument;
 use crate::vocab::Table;
+use crate::workload::{At, DecodeError};
 
 /// The run as text for a terminal.
-pub fn render(doc: &RunDocument) -> String {
+pub fn render(doc: &RunDocument) -> Result<String, DecodeError> {
     let mut out = String::new();
     let _ = writeln!(out, "{}", layout::run_line(doc));
     let _ = writeln!(out, "{}", layout::machine_line(doc));
@@ -18,14 +19,14 @@ pub fn render(doc: &RunDocument) -> String {
         if let Some(shape) = record.series.as_ref().and_then(super::series::describe) {
             let _ = writeln!(out, "{shape}");
         }
-        match layout::workload_tables(record) {
-            Ok(tables) => {
+        match layout::workload_tables(At::new(doc, index))? {
+            Some(tables) => {
                 for table in &tables {
                     let _ = writeln!(out, "{}", table_text(table));
                 }
             }
-            Err(unknown) => {
-                let _ = writeln!(out, "({unknown})");
+            None => {
+                let _ = writeln!(out, "({})", layout::unknown_kind(record));
             }
         }
     }
@@ -39,7 +40,7 @@ pub fn render(doc: &RunDocument) -> String {
             let _ = writeln!(out, "  {severity:<7} {}: {}", verdict.code, verdict.message);
         }
     }
-    out
+    Ok(out)
 }
 
 /// One table, drawn with comfy-table.

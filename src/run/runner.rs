@@ -13,7 +13,7 @@ use crate::analysis;
 use crate::document::{RunDocument, RunStatus, Verdict, WorkloadRecord, now_rfc3339};
 use crate::store::Store;
 use crate::workload::Cancel;
-use crate::workload::{self, Workload};
+use crate::workload::{self, At, DecodeError, Workload};
 
 /// The sampling interval when none is given.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
@@ -131,31 +131,10 @@ pub fn execute(
         outcome = Err(workload::Error::Interrupted.into());
     }
 
-    for record in doc.workloads.iter_mut() {
-        if let Some(kind) = workload::kind(&record.kind) {
-            if let Some(series) = record.series.as_mut() {
-                series.knees = kind.knees(&record.params, series);
-            }
-            record.summary = kind.summarize(record);
-        }
-    }
-    for (index, record) in doc.workloads.iter().enumerate() {
-        if let Some(kind) = workload::kind(&record.kind) {
-            // A workload run alone first speaks through the contention report.
-            if record.alone_of.is_none() {
-                let mut verdicts = kind.verdicts(index, record);
-                verdicts.extend(kind.verdicts_beside(index, &doc.workloads));
-                for verdict in verdicts {
-                    // Several targets on one filesystem would say the same thing each.
-                    if !doc
-                        .verdicts
-                        .iter()
-                        .any(|v| v.code == verdict.code && v.message == verdict.message)
-                    {
-                        doc.verdicts.push(verdict);
-                    }
-                }
-            }
+    if let Err(e) = judge_workloads(&mut doc) {
+        // Items the kinds cannot read back are a bug; what was measured is still stored.
+        if outcome.is_ok() {
+            outcome = Err(e.into());
         }
     }
     if let Some(group) = spec.schedule.shared().next() {
@@ -203,6 +182,40 @@ pub fn execute(
         }
     };
     Ok(Finished { doc, error })
+}
+
+/// Each workload's knees, summary and verdicts, from its kind. A workload run alone
+/// first speaks through the contention report; several targets on one filesystem would
+/// say the same thing each, which is said once.
+fn judge_workloads(doc: &mut RunDocument) -> Result<(), DecodeError> {
+    for index in 0..doc.workloads.len() {
+        let Some(kind) = workload::kind(&doc.workloads[index].kind) else {
+            continue;
+        };
+        let knees = kind.knees(At::new(doc, index))?;
+        if let Some(series) = doc.workloads[index].series.as_mut() {
+            series.knees = knees;
+        }
+        doc.workloads[index].summary = kind.summarize(At::new(doc, index))?;
+    }
+    for index in 0..doc.workloads.len() {
+        let Some(kind) = workload::kind(&doc.workloads[index].kind) else {
+            continue;
+        };
+        if doc.workloads[index].alone_of.is_some() {
+            continue;
+        }
+        for verdict in kind.verdicts(At::new(doc, index))? {
+            if !doc
+                .verdicts
+                .iter()
+                .any(|v| v.code == verdict.code && v.message == verdict.message)
+            {
+                doc.verdicts.push(verdict);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Cleans up one workload and records its context as it ends. The first error stays

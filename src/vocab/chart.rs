@@ -35,6 +35,32 @@ pub struct Chart {
     pub lines: Vec<Line>,
 }
 
+impl Chart {
+    /// A chart of something against a count of threads or CPUs, on linear axes.
+    pub fn counted(
+        title: &str,
+        x_label: &str,
+        y_label: &str,
+        y_format: fn(f64) -> String,
+        lines: Vec<Line>,
+    ) -> Chart {
+        Chart {
+            title: title.into(),
+            x_label: x_label.into(),
+            y_label: y_label.into(),
+            x_log: false,
+            x_format: count_axis,
+            y_format,
+            lines,
+        }
+    }
+
+    /// Whether any line has a point to draw.
+    pub fn has_points(&self) -> bool {
+        self.lines.iter().any(|l| !l.points.is_empty())
+    }
+}
+
 /// `n` points spread evenly from `from` to `to`, for drawing a curve.
 pub fn spread(from: f64, to: f64, n: usize) -> Vec<f64> {
     (0..n)

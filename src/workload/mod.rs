@@ -6,6 +6,7 @@ mod cancel;
 pub mod cpu;
 pub mod disk;
 mod error;
+mod kind;
 pub mod monitor;
 pub mod net;
 pub mod readdir;
@@ -17,9 +18,11 @@ use serde_json::Value;
 
 pub use cancel::Cancel;
 pub use error::{Error, is_interrupted};
+pub use kind::{At, DecodeError, Kind, Stored, StoredKind};
 pub use sink::{Event, Progress, Sink};
 
-use crate::document::{Verdict, WorkloadRecord};
+use crate::document::RunDocument;
+use crate::vocab::Samples;
 
 /// What a workload gets from the runner while it runs.
 #[derive(Clone)]
@@ -76,40 +79,8 @@ pub trait Workload: Send {
     }
 }
 
-/// What ratelab knows of a kind without running it: how to summarise, judge and show
-/// its stored items. Stored runs are analysed and shown through this alone.
-pub trait Kind: Sync {
-    /// The kind's name as stored (`disk`).
-    fn name(&self) -> &'static str;
-
-    /// Statistics over the workload's items (SPEC.md `summary`).
-    fn summarize(&self, record: &WorkloadRecord) -> Value;
-
-    /// Conclusions about the workload, in words.
-    fn verdicts(&self, workload: usize, record: &WorkloadRecord) -> Vec<Verdict>;
-
-    /// Tables for the terminal and text reports.
-    fn tables(&self, record: &WorkloadRecord) -> Vec<crate::vocab::Table>;
-
-    /// Conclusions that need the other workloads of the same run (a task beside the
-    /// storage series of its folder); none by default.
-    fn verdicts_beside(&self, _workload: usize, _records: &[WorkloadRecord]) -> Vec<Verdict> {
-        Vec::new()
-    }
-
-    /// Lasting changes of rate in the workload's series, where the kind's runs make
-    /// them meaningful (sustained runs); none by default.
-    fn knees(
-        &self,
-        _params: &Value,
-        _series: &crate::document::Series,
-    ) -> Option<Vec<crate::document::Knee>> {
-        None
-    }
-}
-
 /// Every kind ratelab knows; a new kind adds one line here.
-const KINDS: &[&dyn Kind] = &[
+const KINDS: &[&dyn StoredKind] = &[
     &disk::DiskKind,
     &readdir::ReaddirKind,
     &net::NetKind,
@@ -120,6 +91,22 @@ const KINDS: &[&dyn Kind] = &[
 ];
 
 /// The kind named `name`, if ratelab knows it.
-pub fn kind(name: &str) -> Option<&'static dyn Kind> {
+pub fn kind(name: &str) -> Option<&'static dyn StoredKind> {
     KINDS.iter().copied().find(|k| k.name() == name)
+}
+
+/// Each workload's items of `run` as `results compare` groups them; `None` for a
+/// workload whose kind is not compared or not known to this version.
+pub fn samples_of(run: &RunDocument) -> Result<Vec<Option<Samples>>, DecodeError> {
+    (0..run.workloads.len())
+        .map(|index| match kind(&run.workloads[index].kind) {
+            Some(kind) => kind.samples(At::new(run, index)),
+            None => Ok(None),
+        })
+        .collect()
+}
+
+/// The names of every kind ratelab knows, in the order of [`KINDS`].
+pub fn kind_names() -> impl Iterator<Item = &'static str> {
+    KINDS.iter().map(|k| k.name())
 }

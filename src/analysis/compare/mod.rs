@@ -8,13 +8,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
-mod samples;
-
-use self::samples::{samples, unit_of};
 use super::mann_whitney::{self, Method};
 use super::stats::Stats;
 use crate::document::{RunDocument, WorkloadRecord};
-pub use crate::vocab::{GroupKey, RateUnit};
+pub use crate::vocab::{GroupKey, RateUnit, Samples};
 
 /// A change is beyond noise only below this two-sided p-value.
 pub const ALPHA: f64 = 0.05;
@@ -213,14 +210,25 @@ pub struct Thresholds {
     pub min_items: usize,
 }
 
+/// One run as compared: its document, and each workload's items as its kind groups
+/// them (`None` for a workload whose kind has no key to group them by).
+#[derive(Debug, Clone, Copy)]
+pub struct Sampled<'a> {
+    /// The run.
+    pub run: &'a RunDocument,
+    /// Its workloads' samples, in the order of its workloads.
+    pub samples: &'a [Option<Samples>],
+}
+
 /// Compares `runs`: the first against each of the others.
-pub fn compare(runs: &[RunDocument]) -> Comparison {
-    let workloads = match_workloads(runs)
+pub fn compare(runs: &[Sampled]) -> Comparison {
+    let documents: Vec<&RunDocument> = runs.iter().map(|r| r.run).collect();
+    let workloads = match_workloads(&documents)
         .into_iter()
         .map(|slot| compare_slot(runs, slot))
         .collect();
     Comparison {
-        runs: runs
+        runs: documents
             .iter()
             .map(|run| RunRef {
                 run_id: run.run_id.unwrap_or_default(),
@@ -262,7 +270,7 @@ impl Slot {
 /// Matches workloads across runs: by kind and target first, the n-th such workload of
 /// a run with the n-th of the others; then what is left by kind alone, in order, so two
 /// runs on two different disks still line up; what is still left gets a slot of its own.
-fn match_workloads(runs: &[RunDocument]) -> Vec<Slot> {
+fn match_workloads(runs: &[&RunDocument]) -> Vec<Slot> {
     let mut slots: Vec<Slot> = Vec::new();
     for (r, run) in runs.iter().enumerate() {
         let mut left: Vec<usize> = Vec::new();
@@ -295,12 +303,18 @@ fn match_workloads(runs: &[RunDocument]) -> Vec<Slot> {
     slots
 }
 
-fn compare_slot(runs: &[RunDocument], slot: Slot) -> WorkloadComparison {
+fn compare_slot(runs: &[Sampled], slot: Slot) -> WorkloadComparison {
     let records: Vec<Option<&WorkloadRecord>> = slot
         .members
         .iter()
         .zip(runs)
-        .map(|(member, run)| member.map(|w| &run.workloads[w]))
+        .map(|(member, sampled)| member.map(|w| &sampled.run.workloads[w]))
+        .collect();
+    let samples: Vec<Option<&Samples>> = slot
+        .members
+        .iter()
+        .zip(runs)
+        .map(|(member, sampled)| member.and_then(|w| sampled.samples.get(w)?.as_ref()))
         .collect();
     let mut comparison = WorkloadComparison {
         kind: slot.kind.clone(),
@@ -313,7 +327,7 @@ fn compare_slot(runs: &[RunDocument], slot: Slot) -> WorkloadComparison {
         skipped: None,
         groups: Vec::new(),
     };
-    let Some(unit) = unit_of(&slot.kind) else {
+    let Some(unit) = samples.iter().flatten().map(|s| s.unit).next() else {
         comparison.skipped = Some(format!(
             "{} items have no key to group them by across runs: not compared",
             slot.kind
@@ -323,9 +337,9 @@ fn compare_slot(runs: &[RunDocument], slot: Slot) -> WorkloadComparison {
     // Keys in the order first met over the runs, each run's rates per key.
     let mut order: Vec<String> = Vec::new();
     let mut per_run: Vec<BTreeMap<GroupKey, (Vec<f64>, usize)>> = Vec::new();
-    for record in &records {
+    for sampled in &samples {
         let mut groups: BTreeMap<GroupKey, (Vec<f64>, usize)> = BTreeMap::new();
-        for (key, rate) in record.map(samples).unwrap_or_default() {
+        for (key, rate) in sampled.map_or(&[][..], |s| &s.items[..]).iter().cloned() {
             if !order.contains(&key.op) {
                 order.push(key.op.clone());
             }
@@ -346,10 +360,10 @@ fn compare_slot(runs: &[RunDocument], slot: Slot) -> WorkloadComparison {
             .iter()
             .zip(&per_run)
             .zip(&slot.members)
-            .map(|((run, groups), &workload)| {
+            .map(|((sampled, groups), &workload)| {
                 let (rates, too_short) = groups.get(&key).cloned().unwrap_or_default();
                 RunSample {
-                    run_id: run.run_id.unwrap_or_default(),
+                    run_id: sampled.run.run_id.unwrap_or_default(),
                     workload,
                     median: Stats::of(&rates).map(|s| s.median),
                     rates,
@@ -376,67 +390,62 @@ fn compare_slot(runs: &[RunDocument], slot: Slot) -> WorkloadComparison {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::document::RunStatus;
-    use crate::platform::Machine;
-    use serde_json::{Value, json};
+    use serde_json::json;
 
-    fn disk_item(op: &str, size: u64, rate: f64) -> Value {
-        json!({
-            "op": op, "mode": if op == "write" { "fsync" } else { "direct" },
-            "size_bytes": size, "bytes": size, "seconds": size as f64 / rate,
-            "bytes_per_sec": rate, "cached_fraction_before": null, "flags": [],
-            "direct": true, "pass": 1, "file": "f"
-        })
-    }
+    /// A made-up item: an operation, a file size, a rate; `None` for too short to time.
+    type Item = (&'static str, u64, Option<f64>);
 
-    fn workload(kind: &str, target: &str, items: Vec<Value>) -> WorkloadRecord {
-        WorkloadRecord {
-            kind: kind.into(),
-            target: target.into(),
-            params: json!({}),
-            context: Value::Null,
-            items,
-            summary: Value::Null,
-            series: None,
-            alone_of: None,
-            warnings: vec![],
-        }
+    fn workload(kind: &str, target: &str) -> WorkloadRecord {
+        WorkloadRecord::for_test(kind, target, vec![])
     }
 
     fn run(id: i64, workloads: Vec<WorkloadRecord>) -> RunDocument {
         RunDocument {
             run_id: Some(id),
-            status: RunStatus::Complete,
-            incomplete_reason: None,
-            ratelab_version: "0.1.0".into(),
-            verb: "disk".into(),
-            label: None,
-            started_at: "2026-11-22T10:00:00Z".into(),
-            finished_at: None,
-            machine: Machine::default(),
-            workloads,
-            contention: None,
-            verdicts: vec![],
-            runner_cpu_seconds: None,
-            runner_wall_seconds: None,
+            ..RunDocument::for_test(workloads)
         }
     }
 
+    /// Samples keyed by operation and size, as storage items are.
+    fn samples(items: &[Item]) -> Option<Samples> {
+        Some(Samples {
+            unit: RateUnit::BytesPerSec,
+            items: items
+                .iter()
+                .map(|&(op, size, rate)| {
+                    let key = GroupKey {
+                        size_bytes: Some(size),
+                        ..GroupKey::op(op)
+                    };
+                    (key, rate)
+                })
+                .collect(),
+        })
+    }
+
     /// Writes of 1 MiB at `rates`, reads of 1 MiB at 500 MB/s, on `target`.
-    fn disk_run(id: i64, target: &str, rates: &[f64]) -> RunDocument {
-        let mut items: Vec<Value> = rates
+    fn disk_run(id: i64, target: &str, rates: &[f64]) -> (RunDocument, Vec<Option<Samples>>) {
+        let mut items: Vec<Item> = rates.iter().map(|&r| ("write", 1 << 20, Some(r))).collect();
+        items.extend((0..3).map(|_| ("read direct", 1 << 20, Some(5e8))));
+        (
+            run(id, vec![workload("disk", target)]),
+            vec![samples(&items)],
+        )
+    }
+
+    fn compared(runs: &[(RunDocument, Vec<Option<Samples>>)]) -> Comparison {
+        let sampled: Vec<Sampled> = runs
             .iter()
-            .map(|&r| disk_item("write", 1 << 20, r))
+            .map(|(run, samples)| Sampled { run, samples })
             .collect();
-        items.extend((0..3).map(|_| disk_item("read", 1 << 20, 5e8)));
-        run(id, vec![workload("disk", target, items)])
+        compare(&sampled)
     }
 
     #[test]
     fn a_halved_write_rate_is_beyond_noise() {
         let first: Vec<f64> = (0..10).map(|i| 4e7 + f64::from(i) * 1e5).collect();
         let later: Vec<f64> = first.iter().map(|r| r / 2.0).collect();
-        let comparison = compare(&[disk_run(1, "/a", &first), disk_run(2, "/a", &later)]);
+        let comparison = compared(&[disk_run(1, "/a", &first), disk_run(2, "/a", &later)]);
         assert_eq!(comparison.workloads.len(), 1);
         let groups = &comparison.workloads[0].groups;
         assert_eq!(
@@ -457,11 +466,11 @@ mod tests {
         let first: Vec<f64> = (0..10).map(|i| 1e8 + f64::from(i)).collect();
         // Every item 2% faster: significant, but under 5%.
         let later: Vec<f64> = first.iter().map(|r| r * 1.02).collect();
-        let comparison = compare(&[disk_run(1, "/a", &first), disk_run(2, "/a", &later)]);
+        let comparison = compared(&[disk_run(1, "/a", &first), disk_run(2, "/a", &later)]);
         let change = &comparison.workloads[0].groups[0].changes[0];
         assert_eq!(change.finding, Finding::SmallChange);
         assert!(!change.beyond_noise);
-        let comparison = compare(&[disk_run(1, "/a", &[1e8, 1e8]), disk_run(2, "/a", &[5e7; 2])]);
+        let comparison = compared(&[disk_run(1, "/a", &[1e8, 1e8]), disk_run(2, "/a", &[5e7; 2])]);
         let change = &comparison.workloads[0].groups[0].changes[0];
         assert_eq!(change.finding, Finding::TooFewItems);
         assert_eq!(change.p_value, None);
@@ -470,14 +479,11 @@ mod tests {
 
     #[test]
     fn items_too_short_to_time_are_left_out() {
-        let mut a = disk_run(1, "/a", &[1e8; 5]);
-        let mut b = disk_run(2, "/a", &[5e7; 5]);
-        for run in [&mut a, &mut b] {
-            for item in &mut run.workloads[0].items {
-                item["flags"] = json!(["small"]);
-            }
-        }
-        let comparison = compare(&[a, b]);
+        let short = |id| {
+            let (run, _) = disk_run(id, "/a", &[]);
+            (run, vec![samples(&[("write", 1 << 20, None); 5])])
+        };
+        let comparison = compared(&[short(1), short(2)]);
         let group = &comparison.workloads[0].groups[0];
         assert_eq!(group.runs[0].too_short, 5);
         assert!(group.runs[0].rates.is_empty());
@@ -487,23 +493,30 @@ mod tests {
 
     #[test]
     fn workloads_match_by_target_then_by_kind_and_position() {
-        let a = run(
-            1,
-            vec![
-                workload("disk", "/x", vec![disk_item("write", 4096, 1e6)]),
-                workload("disk", "/y", vec![disk_item("write", 4096, 2e6)]),
-                workload("monitor", "machine", vec![]),
-            ],
+        let write = |rate| samples(&[("write", 4096, Some(rate))]);
+        let a = (
+            run(
+                1,
+                vec![
+                    workload("disk", "/x"),
+                    workload("disk", "/y"),
+                    workload("monitor", "machine"),
+                ],
+            ),
+            vec![write(1e6), write(2e6), None],
         );
-        let b = run(
-            2,
-            vec![
-                workload("disk", "/y", vec![disk_item("write", 4096, 2e6)]),
-                workload("disk", "/z", vec![disk_item("write", 4096, 1e6)]),
-                workload("cpu", "cores", vec![]),
-            ],
+        let b = (
+            run(
+                2,
+                vec![
+                    workload("disk", "/y"),
+                    workload("disk", "/z"),
+                    workload("cpu", "cores"),
+                ],
+            ),
+            vec![write(2e6), write(1e6), samples(&[])],
         );
-        let comparison = compare(&[a, b]);
+        let comparison = compared(&[a, b]);
         let pairs: Vec<(&str, Vec<Option<usize>>)> = comparison
             .workloads
             .iter()
@@ -523,94 +536,13 @@ mod tests {
     }
 
     #[test]
-    fn cpu_task_and_net_items_have_their_keys() {
-        let cpu_item = |op: &str, threads: usize, loops_per_sec: Option<f64>| {
-            json!({"op": op, "threads": threads, "class": "normal", "isa": "x86_64",
-                   "loops_per_sec": loops_per_sec, "raw_loops_per_sec": 6.0,
-                   "work_ns_per_loop": 1.0, "empty_ns_per_loop": 0.1, "cpus_seen": [0],
-                   "migrations": 0, "started_at_s": 0.0, "seconds": 1.0, "per_thread": []})
-        };
-        let cpu = workload(
-            "cpu",
-            "cores",
-            vec![cpu_item("int", 2, Some(5.0)), cpu_item("empty", 1, None)],
-        );
-        let key = GroupKey {
-            threads: Some(2),
-            class: Some("normal".into()),
-            ..GroupKey::op("int")
-        };
-        assert_eq!(
-            samples(&cpu),
-            [(key, Some(5.0))],
-            "the empty test has no rate"
-        );
-        let net = workload(
-            "net",
-            "host",
-            vec![
-                json!({"op": "receive", "scope": "interval", "side": "remote", "direction": "up",
-                       "stream": 0, "interval": 0, "start_s": 0.0, "end_s": 1.0, "bytes": 10,
-                       "seconds": 1.0, "bytes_per_sec": 10.0}),
-                json!({"op": "receive", "scope": "interval", "side": "remote", "direction": "up",
-                       "stream": 1, "interval": 0, "start_s": 0.0, "end_s": 1.0, "bytes": 20,
-                       "seconds": 1.0, "bytes_per_sec": 20.0}),
-                json!({"op": "send", "scope": "interval", "side": "local", "direction": "up",
-                       "stream": 0, "interval": 0, "start_s": 0.0, "end_s": 1.0, "bytes": 10,
-                       "seconds": 1.0, "bytes_per_sec": 10.0}),
-            ],
-        );
-        assert_eq!(
-            samples(&net),
-            [(GroupKey::op("receive up"), Some(30.0))],
-            "streams of one interval add up"
-        );
-        let task = workload(
-            "task",
-            "/f",
-            vec![
-                json!({"op": "compress", "threads": 4, "bytes": 10, "seconds": 1.0,
-                        "bytes_per_sec": 10.0, "source_bytes": 20, "source_bytes_per_sec": 20.0}),
-            ],
-        );
-        let key = GroupKey {
-            threads: Some(4),
-            ..GroupKey::op("compress")
-        };
-        assert_eq!(samples(&task), [(key, Some(20.0))]);
-    }
-
-    #[test]
-    fn readdir_items_fall_in_the_stored_bands() {
-        let mut record = workload(
-            "readdir",
-            "/d",
-            vec![
-                disk_item("read", 50_000, 1e8),
-                disk_item("read", 2_000_000, 2e8),
-            ],
-        );
-        record.summary = json!({"by_band": [
-            {"from_bytes": 10_000, "to_bytes": 100_000},
-            {"from_bytes": 1_000_000, "to_bytes": null},
-        ]});
-        let keys: Vec<(Option<u64>, Option<u64>)> = samples(&record)
-            .into_iter()
-            .map(|(k, _)| (k.size_bytes, k.size_to_bytes))
-            .collect();
-        assert_eq!(
-            keys,
-            [(Some(10_000), Some(100_000)), (Some(1_000_000), None)]
-        );
-    }
-
-    #[test]
     fn json_names_the_median_by_its_unit() {
-        let comparison = compare(&[disk_run(1, "/a", &[1e8; 3]), disk_run(2, "/a", &[1e8; 3])]);
+        let comparison = compared(&[disk_run(1, "/a", &[1e8; 3]), disk_run(2, "/a", &[1e8; 3])]);
         let json = serde_json::to_value(&comparison).unwrap();
         let group = &json["workloads"][0]["groups"][0];
         assert_eq!(group["op"], "write");
         assert_eq!(group["size_bytes"], 1 << 20);
+        assert_eq!(group["rate_unit"], json!("bytes_per_sec"));
         assert_eq!(group["runs"][1]["median_bytes_per_sec"], 1e8);
         assert_eq!(group["runs"][1]["n"], 3);
         assert_eq!(group["changes"][0]["beyond_noise"], false);

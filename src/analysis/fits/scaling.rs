@@ -66,7 +66,35 @@ impl ScalingFits {
     pub fn best(&self) -> Option<&LawFit> {
         self.best_fit.and_then(|law| self.get(law))
     }
+
+    /// The curve of the best law, scaled by `scale`, from n = 1 to `to`, with its name
+    /// and R² for a chart's legend; `None` when no law is best.
+    pub fn best_curve(&self, scale: f64, to: f64) -> Option<(String, Vec<(f64, f64)>)> {
+        let best = self.best()?;
+        let law: &LawParams = &best.params;
+        let points = (0..CURVE_POINTS)
+            .map(|i| 1.0 + (to - 1.0) * i as f64 / (CURVE_POINTS - 1) as f64)
+            .map(|n| (n, law.evaluate(n) * scale))
+            .collect();
+        Some((
+            format!("{} fit (R² {:.3})", law.law().name(), best.r2),
+            points,
+        ))
+    }
+
+    /// [`ScalingFits::best_curve`] of fits as stored; `None` when they do not read.
+    pub fn stored_curve(
+        fits: &serde_json::Value,
+        scale: f64,
+        to: f64,
+    ) -> Option<(String, Vec<(f64, f64)>)> {
+        let fits: ScalingFits = serde_json::from_value(fits.clone()).ok()?;
+        fits.best_curve(scale, to)
+    }
 }
+
+/// Points on a drawn curve of a fitted law.
+const CURVE_POINTS: usize = 40;
 
 /// Why the choice of law is doubtful.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

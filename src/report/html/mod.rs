@@ -12,6 +12,7 @@ use super::layout;
 use crate::document::{RunDocument, Severity, WorkloadRecord};
 use crate::vocab::units::{format_bits_rate, format_bytes, format_rate};
 use crate::vocab::{Chart, Table};
+use crate::workload::{self, At, DecodeError};
 
 /// The page's style: narrow screens get one column, print gets no backgrounds.
 const STYLE: &str = "
@@ -33,7 +34,7 @@ main{max-width:none}.table,figure{overflow:visible}figure svg{min-width:0}th,td{
 ";
 
 /// The run as a self-contained HTML page.
-pub fn render(doc: &RunDocument) -> String {
+pub fn render(doc: &RunDocument) -> Result<String, DecodeError> {
     let mut page = String::new();
     let title = format!(
         "ratelab {} · {}",
@@ -52,8 +53,8 @@ pub fn render(doc: &RunDocument) -> String {
     verdicts(&mut page, doc);
     limits(&mut page, doc);
     together(&mut page, doc);
-    for (index, record) in doc.workloads.iter().enumerate() {
-        workload_section(&mut page, index, record);
+    for index in 0..doc.workloads.len() {
+        workload_section(&mut page, At::new(doc, index))?;
     }
     if let Some(table) = doc.contention.as_ref().and_then(super::contention::table) {
         page.push_str("<section><h2>Contention</h2>");
@@ -61,7 +62,7 @@ pub fn render(doc: &RunDocument) -> String {
         page.push_str("</section>");
     }
     page.push_str("</main></body></html>\n");
-    page
+    Ok(page)
 }
 
 fn header(page: &mut String, doc: &RunDocument, title: &str) {
@@ -204,37 +205,40 @@ fn together(page: &mut String, doc: &RunDocument) {
     page.push_str("</section>");
 }
 
-fn workload_section(page: &mut String, index: usize, record: &WorkloadRecord) {
+fn workload_section(page: &mut String, at: At) -> Result<(), DecodeError> {
+    let (index, record) = (at.index, at.record());
     let _ = write!(
         page,
         "<section class=\"workload {}\"><h2>{}</h2>",
         escape(&record.kind),
         escape(&layout::workload_heading(index, record))
     );
-    let mut charts: Vec<Chart> = Vec::new();
-    charts.extend(figures::disk(record));
-    charts.extend(figures::by_count(record));
-    charts.extend(figures::monitor(record));
-    if record.kind != "monitor" {
+    let kind = workload::kind(&record.kind);
+    let mut charts: Vec<Chart> = match kind {
+        Some(kind) => kind.charts(at)?,
+        None => Vec::new(),
+    };
+    if kind.is_some_and(|k| k.rate_series()) {
         charts.extend(figures::series(&[(index, record)]));
     }
     for svg in charts.iter().filter_map(Chart::svg) {
         let _ = write!(page, "<figure>{svg}</figure>");
     }
-    match layout::workload_tables(record) {
-        Ok(tables) => {
+    match layout::workload_tables(at)? {
+        Some(tables) => {
             for table in &tables {
                 page.push_str(&html_table(table));
             }
         }
-        Err(unknown) => {
-            let _ = write!(page, "<p>{}</p>", escape(&unknown));
+        None => {
+            let _ = write!(page, "<p>{}</p>", escape(&layout::unknown_kind(record)));
         }
     }
     for warning in &record.warnings {
         let _ = write!(page, "<p class=\"meta\">warning: {}</p>", escape(warning));
     }
     page.push_str("</section>");
+    Ok(())
 }
 
 /// A table as HTML, numbers aligned right, scrolling sideways on narrow screens.

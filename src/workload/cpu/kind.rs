@@ -2,14 +2,15 @@
 //! rate at each thread count, its speedup and efficiency (and what each added thread
 //! brought), the share of a baseline run, and where the threads ran.
 
+use crate::workload::Stored;
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::item::{CpuItem, cpu_items};
 use crate::analysis::fits::{ScalingFits, fit_scaling};
 use crate::document::{Severity, Verdict, WorkloadRecord};
-use crate::vocab::Table;
 use crate::vocab::units::format_loops;
+use crate::vocab::{Chart, GroupKey, RateUnit, Samples, Table};
 
 /// Efficiency under which scaling is called out.
 const POOR_SCALING: f64 = 0.75;
@@ -131,11 +132,14 @@ pub fn scaling(record: &WorkloadRecord) -> Vec<Scaling> {
 pub struct CpuKind;
 
 impl crate::workload::Kind for CpuKind {
-    fn name(&self) -> &'static str {
-        "cpu"
-    }
+    const NAME: &'static str = "cpu";
+    type Params = Value;
+    type Context = Value;
+    type Item = Value;
+    type Summary = Value;
 
-    fn summarize(&self, record: &WorkloadRecord) -> Value {
+    fn summarize(&self, w: &Stored<Self>) -> Value {
+        let record = w.record;
         json!({
             "scaling": scaling(record),
             "unavailable": record.context["unavailable"],
@@ -145,7 +149,8 @@ impl crate::workload::Kind for CpuKind {
         })
     }
 
-    fn verdicts(&self, workload: usize, record: &WorkloadRecord) -> Vec<Verdict> {
+    fn verdicts(&self, w: &Stored<Self>) -> Vec<Verdict> {
+        let (workload, record) = (w.index(), w.record);
         let verdict = Verdict::about(Some(workload));
         let mut out = Vec::new();
         for missing in record.context["unavailable"]
@@ -205,7 +210,33 @@ impl crate::workload::Kind for CpuKind {
         out
     }
 
-    fn tables(&self, record: &WorkloadRecord) -> Vec<Table> {
+    fn charts(&self, w: &Stored<Self>) -> Vec<Chart> {
+        super::charts::chart(&w.record.summary)
+            .filter(Chart::has_points)
+            .into_iter()
+            .collect()
+    }
+
+    fn samples(&self, w: &Stored<Self>) -> Option<Samples> {
+        let items = cpu_items(&w.record.items)
+            .into_iter()
+            .filter_map(|item| {
+                let key = GroupKey {
+                    threads: Some(item.threads),
+                    class: Some(item.class),
+                    ..GroupKey::op(item.op)
+                };
+                Some((key, Some(item.loops_per_sec?)))
+            })
+            .collect();
+        Some(Samples {
+            unit: RateUnit::LoopsPerSec,
+            items,
+        })
+    }
+
+    fn tables(&self, w: &Stored<Self>) -> Vec<Table> {
+        let record = w.record;
         let items = cpu_items(&record.items);
         let scalings = scaling(record);
         let has_baseline = !record.params["baseline"].is_null();

@@ -77,6 +77,13 @@ impl DiskItem {
     }
 }
 
+impl DiskItem {
+    /// Its rate as compared across runs; `None` when it is flagged too short to time well.
+    pub fn timed_rate(&self) -> Option<f64> {
+        (!self.flags.contains(&Flag::Small)).then_some(self.bytes_per_sec)
+    }
+}
+
 /// The stored items of a workload record, typed; items that do not parse are skipped.
 pub fn items_of(record: &crate::document::WorkloadRecord) -> Vec<DiskItem> {
     record

@@ -1,36 +1,69 @@
 //! How ratelab summarises, judges and shows stored disk workloads, from their records
 //! alone: what `results show` and every report of an old run rely on.
 
+use crate::workload::Stored;
 use serde_json::Value;
 
 use super::ReadMode;
-use super::item::items_of;
+use super::item::{Op, items_of};
 use super::present;
 use crate::analysis;
-use crate::document::{Knee, Series, Verdict, WorkloadRecord};
-use crate::workload::Kind;
+use crate::document::{Knee, Verdict, WorkloadRecord};
+use crate::vocab::{Chart, GroupKey, RateUnit, Samples, Table};
 
 /// How ratelab summarises, judges and shows stored disk workloads.
 pub struct DiskKind;
 
-impl Kind for DiskKind {
-    fn name(&self) -> &'static str {
-        "disk"
-    }
+impl crate::workload::Kind for DiskKind {
+    const NAME: &'static str = "disk";
+    type Params = Value;
+    type Context = Value;
+    type Item = Value;
+    type Summary = Value;
 
-    fn summarize(&self, record: &WorkloadRecord) -> Value {
+    fn summarize(&self, w: &Stored<Self>) -> Value {
+        let record = w.record;
         analysis::disk::summarize(&items_of(record), &read_modes_of(record))
     }
 
-    fn verdicts(&self, workload: usize, record: &WorkloadRecord) -> Vec<Verdict> {
+    fn verdicts(&self, w: &Stored<Self>) -> Vec<Verdict> {
+        let (workload, record) = (w.index(), w.record);
         analysis::disk::verdicts(workload, record, &items_of(record))
     }
 
-    fn tables(&self, record: &WorkloadRecord) -> Vec<crate::vocab::Table> {
+    fn tables(&self, w: &Stored<Self>) -> Vec<Table> {
+        let record = w.record;
         present::tables(record, &items_of(record))
     }
 
-    fn knees(&self, params: &Value, series: &Series) -> Option<Vec<Knee>> {
+    fn charts(&self, w: &Stored<Self>) -> Vec<Chart> {
+        super::charts::by_size_chart(w.record).into_iter().collect()
+    }
+
+    fn samples(&self, w: &Stored<Self>) -> Option<Samples> {
+        let items = items_of(w.record)
+            .into_iter()
+            .map(|item| {
+                // One run may read each file in several modes: each is its own group.
+                let op = match item.op {
+                    Op::Write => "write".to_string(),
+                    Op::Read => format!("read {}", item.mode),
+                };
+                let key = GroupKey {
+                    size_bytes: Some(item.size_bytes),
+                    ..GroupKey::op(op)
+                };
+                (key, item.timed_rate())
+            })
+            .collect();
+        Some(Samples {
+            unit: RateUnit::BytesPerSec,
+            items,
+        })
+    }
+
+    fn knees(&self, w: &Stored<Self>) -> Option<Vec<Knee>> {
+        let (params, series) = (&w.record.params, w.record.series.as_ref()?);
         // Only a sustained run moves data without pause; a series of files pauses
         // between them, and those pauses are not changes of level.
         params

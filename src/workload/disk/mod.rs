@@ -5,6 +5,7 @@
 
 pub mod buffer;
 pub mod cache;
+pub mod charts;
 pub mod data;
 pub mod engine;
 pub mod item;

@@ -2,6 +2,7 @@
 //! frequency per core, power, thread placement, and frequency against active cores;
 //! every figure a source could not give is said to be unavailable, with its reason.
 
+use crate::workload::Stored;
 use serde_json::{Value, json};
 
 use super::item::{MonitorItem, items_of};
@@ -9,7 +10,7 @@ use super::summary::{cores, freq_vs_active_cores, placements};
 use crate::analysis::stats::Stats;
 use crate::document::{Severity, Verdict, WorkloadRecord};
 use crate::monitor::Sources;
-use crate::vocab::Table;
+use crate::vocab::{Chart, Table};
 
 /// How ratelab summarises, judges and shows stored monitor workloads.
 pub struct MonitorKind;
@@ -78,11 +79,16 @@ impl MonitorKind {
 }
 
 impl crate::workload::Kind for MonitorKind {
-    fn name(&self) -> &'static str {
-        "monitor"
-    }
+    const NAME: &'static str = "monitor";
+    type Params = Value;
+    type Context = Value;
+    type Item = Value;
+    type Summary = Value;
+    // Its series count samples taken, not bytes moved.
+    const RATE_SERIES: bool = false;
 
-    fn summarize(&self, record: &WorkloadRecord) -> Value {
+    fn summarize(&self, w: &Stored<Self>) -> Value {
+        let record = w.record;
         let items = items_of(record);
         let sources = sources_of(record);
         let PowerFigures {
@@ -120,7 +126,8 @@ impl crate::workload::Kind for MonitorKind {
         })
     }
 
-    fn verdicts(&self, workload: usize, record: &WorkloadRecord) -> Vec<Verdict> {
+    fn verdicts(&self, w: &Stored<Self>) -> Vec<Verdict> {
+        let (workload, record) = (w.index(), w.record);
         let mut out: Vec<Verdict> = sources_of(record)
             .map(|sources| {
                 sources
@@ -161,7 +168,12 @@ impl crate::workload::Kind for MonitorKind {
         out
     }
 
-    fn tables(&self, record: &WorkloadRecord) -> Vec<Table> {
+    fn charts(&self, w: &Stored<Self>) -> Vec<Chart> {
+        super::charts::charts(w.record)
+    }
+
+    fn tables(&self, w: &Stored<Self>) -> Vec<Table> {
+        let record = w.record;
         let items = items_of(record);
         let sources = sources_of(record);
         let per_core = cores(&items);

@@ -2,6 +2,9 @@
 //! totals (the receiver's is the headline, as iperf3's), interval statistics, TCP state,
 //! both ends' CPU, and the result as a share of the link's goodput limit.
 
+use crate::workload::Stored;
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -9,8 +12,8 @@ use super::item::{NetItem, Scope, Side, net_items};
 use super::report::Role;
 use crate::analysis::stats::Stats;
 use crate::document::{Severity, Verdict, WorkloadRecord};
-use crate::vocab::Table;
 use crate::vocab::units::{format_bits_rate, gbit_per_sec};
+use crate::vocab::{GroupKey, RateUnit, Samples, Table};
 
 /// Share of a core above which a stream's thread is taken as the limit.
 const CPU_BOUND: f64 = 0.9;
@@ -145,11 +148,14 @@ fn limit(record: &WorkloadRecord) -> Option<f64> {
 pub struct NetKind;
 
 impl crate::workload::Kind for NetKind {
-    fn name(&self) -> &'static str {
-        "net"
-    }
+    const NAME: &'static str = "net";
+    type Params = Value;
+    type Context = Value;
+    type Item = Value;
+    type Summary = Value;
 
-    fn summarize(&self, record: &WorkloadRecord) -> Value {
+    fn summarize(&self, w: &Stored<Self>) -> Value {
+        let record = w.record;
         let items = net_items(&record.items);
         let receive = totals(&items, Role::Receive, None, nominal_s(record));
         let mut summary = json!({
@@ -177,7 +183,8 @@ impl crate::workload::Kind for NetKind {
         summary
     }
 
-    fn verdicts(&self, workload: usize, record: &WorkloadRecord) -> Vec<Verdict> {
+    fn verdicts(&self, w: &Stored<Self>) -> Vec<Verdict> {
+        let (workload, record) = (w.index(), w.record);
         let items = net_items(&record.items);
         let verdict = Verdict::about(Some(workload));
         let mut out = Vec::new();
@@ -277,7 +284,32 @@ impl crate::workload::Kind for NetKind {
         out
     }
 
-    fn tables(&self, record: &WorkloadRecord) -> Vec<Table> {
+    /// The receive rate in each interval, all streams of a direction together.
+    fn samples(&self, w: &Stored<Self>) -> Option<Samples> {
+        let mut by_interval: BTreeMap<(String, u64), f64> = BTreeMap::new();
+        for item in net_items(&w.record.items) {
+            if item.scope != Scope::Interval || item.op != "receive" {
+                continue;
+            }
+            let direction = item.direction.unwrap_or_else(|| "?".into());
+            *by_interval
+                .entry((direction, item.interval.unwrap_or(0)))
+                .or_default() += item.bytes_per_sec;
+        }
+        let items = by_interval
+            .into_iter()
+            .map(|((direction, _), rate)| {
+                (GroupKey::op(format!("receive {direction}")), Some(rate))
+            })
+            .collect();
+        Some(Samples {
+            unit: RateUnit::BytesPerSecInBits,
+            items,
+        })
+    }
+
+    fn tables(&self, w: &Stored<Self>) -> Vec<Table> {
+        let record = w.record;
         let items = net_items(&record.items);
         let directions: Vec<Option<&str>> = if record.params["direction"] == "bidir" {
             vec![Some("up"), Some("down")]
@@ -321,7 +353,7 @@ impl crate::workload::Kind for NetKind {
         }
         header.extend(["sent Gbit/s", "received Gbit/s", "retransmits"].map(String::from));
         let numeric = (header.len() - 3..header.len()).collect();
-        let summary = self.summarize(record);
+        let summary = self.summarize(w);
         let headline = |role: &str| {
             summary[role]["bytes_per_sec"]
                 .as_f64()

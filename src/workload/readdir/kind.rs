@@ -1,14 +1,15 @@
 //! How ratelab summarises and shows a stored readdir run: rates by size band, since
 //! the files of a real folder rarely share a size.
 
+use crate::workload::Stored;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::analysis::disk::Headline;
 use crate::document::{Severity, Verdict, WorkloadRecord};
-use crate::vocab::Table;
 use crate::vocab::units::{format_bytes, format_rate, mb_per_sec};
-use crate::workload::Kind;
+use crate::vocab::{Chart, GroupKey, RateUnit, Samples, Table};
+use crate::workload::disk::charts::by_size_chart;
 use crate::workload::disk::item::{DiskItem, items_of};
 
 /// Upper edges of the size bands, decimal as SPEC.md's "10 KB".
@@ -65,12 +66,15 @@ fn min_size(record: &WorkloadRecord) -> u64 {
     record.params["min_size_bytes"].as_u64().unwrap_or(0)
 }
 
-impl Kind for ReaddirKind {
-    fn name(&self) -> &'static str {
-        "readdir"
-    }
+impl crate::workload::Kind for ReaddirKind {
+    const NAME: &'static str = "readdir";
+    type Params = Value;
+    type Context = Value;
+    type Item = Value;
+    type Summary = Value;
 
-    fn summarize(&self, record: &WorkloadRecord) -> Value {
+    fn summarize(&self, w: &Stored<Self>) -> Value {
+        let record = w.record;
         let items = items_of(record);
         json!({
             "read": Headline::of(&items),
@@ -80,7 +84,8 @@ impl Kind for ReaddirKind {
         })
     }
 
-    fn verdicts(&self, workload: usize, record: &WorkloadRecord) -> Vec<Verdict> {
+    fn verdicts(&self, w: &Stored<Self>) -> Vec<Verdict> {
+        let (workload, record) = (w.index(), w.record);
         let mut out = Vec::new();
         if !record.warnings.is_empty() {
             out.push(Verdict {
@@ -125,7 +130,44 @@ impl Kind for ReaddirKind {
         out
     }
 
-    fn tables(&self, record: &WorkloadRecord) -> Vec<Table> {
+    fn charts(&self, w: &Stored<Self>) -> Vec<Chart> {
+        by_size_chart(w.record).into_iter().collect()
+    }
+
+    /// Files by the size bands the run's summary holds (`summary.by_band`).
+    fn samples(&self, w: &Stored<Self>) -> Option<Samples> {
+        let bands: Vec<(u64, Option<u64>)> = w.record.summary["by_band"]
+            .as_array()
+            .map(|bands| {
+                bands
+                    .iter()
+                    .filter_map(|b| Some((b["from_bytes"].as_u64()?, b["to_bytes"].as_u64())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let items = items_of(w.record)
+            .into_iter()
+            .filter_map(|item| {
+                let &(from, to) = bands.iter().find(|(from, to)| {
+                    item.size_bytes >= *from && to.is_none_or(|to| item.size_bytes < to)
+                })?;
+                let key = GroupKey {
+                    size_bytes: Some(from),
+                    size_to_bytes: to,
+                    banded: true,
+                    ..GroupKey::op("read")
+                };
+                Some((key, item.timed_rate()))
+            })
+            .collect();
+        Some(Samples {
+            unit: RateUnit::BytesPerSec,
+            items,
+        })
+    }
+
+    fn tables(&self, w: &Stored<Self>) -> Vec<Table> {
+        let record = w.record;
         let items = items_of(record);
         let rows = by_band(&items, min_size(record))
             .into_iter()

@@ -1,6 +1,7 @@
 //! How ratelab summarises, judges and shows a stored scale run: the median time at each
 //! CPU count, the speedup over the fewest CPUs, efficiency, throughput, and the failures.
 
+use crate::workload::Stored;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -8,8 +9,8 @@ use super::ScaleItem;
 use crate::analysis::fits::{fits_sentence, fits_summary};
 use crate::analysis::stats::Stats;
 use crate::document::{Severity, Verdict, WorkloadRecord};
-use crate::vocab::Table;
 use crate::vocab::units::{format_rate, format_seconds};
+use crate::vocab::{Chart, Table};
 
 /// Speedup at the most CPUs under which a command is said not to scale.
 const NO_SCALING: f64 = 1.2;
@@ -86,11 +87,14 @@ pub fn points(record: &WorkloadRecord) -> Vec<ScalePoint> {
 pub struct ScaleKind;
 
 impl crate::workload::Kind for ScaleKind {
-    fn name(&self) -> &'static str {
-        "scale"
-    }
+    const NAME: &'static str = "scale";
+    type Params = Value;
+    type Context = Value;
+    type Item = Value;
+    type Summary = Value;
 
-    fn summarize(&self, record: &WorkloadRecord) -> Value {
+    fn summarize(&self, w: &Stored<Self>) -> Value {
+        let record = w.record;
         // Every run is a point of rate (runs per second) against CPUs.
         let runs: Vec<(f64, f64)> = items(record)
             .iter()
@@ -102,7 +106,8 @@ impl crate::workload::Kind for ScaleKind {
         Value::Object(summary)
     }
 
-    fn verdicts(&self, workload: usize, record: &WorkloadRecord) -> Vec<Verdict> {
+    fn verdicts(&self, w: &Stored<Self>) -> Vec<Verdict> {
+        let (workload, record) = (w.index(), w.record);
         let verdict = Verdict::about(Some(workload));
         let mut out = Vec::new();
         let failed = items(record)
@@ -119,7 +124,7 @@ impl crate::workload::Kind for ScaleKind {
                 ),
             ));
         }
-        if let Some(sentence) = fits_sentence(&self.summarize(record)) {
+        if let Some(sentence) = fits_sentence(&self.summarize(w)) {
             out.push(verdict("scaling_law", Severity::Info, sentence));
         }
         let points = points(record);
@@ -150,7 +155,15 @@ impl crate::workload::Kind for ScaleKind {
         out
     }
 
-    fn tables(&self, record: &WorkloadRecord) -> Vec<Table> {
+    fn charts(&self, w: &Stored<Self>) -> Vec<Chart> {
+        super::charts::chart(&w.record.summary, &w.record.target)
+            .filter(Chart::has_points)
+            .into_iter()
+            .collect()
+    }
+
+    fn tables(&self, w: &Stored<Self>) -> Vec<Table> {
+        let record = w.record;
         let limit = match record.params["limit"].as_str() {
             Some("quota") => "a CFS quota of n CPUs (--vcpus)",
             _ => "affinity to the first n CPUs",

@@ -3,6 +3,7 @@
 //! exit with its CPU time from wait4, R times per n. Speedup, efficiency and throughput
 //! are worked out from the stored runs by the kind.
 
+mod charts;
 mod kind;
 mod limit;
 

@@ -3,6 +3,7 @@
 //! steps compare; the step that limits the task; how much a faster step could gain;
 //! and what stored disk runs say of the storage the task read and wrote.
 
+use crate::workload::{DecodeError, Stored};
 use std::path::Path;
 
 use serde::Serialize;
@@ -14,8 +15,8 @@ use crate::analysis::fits::{fits_sentence, fits_summary};
 use crate::analysis::stats::Stats;
 use crate::document::{Severity, Verdict, WorkloadRecord};
 use crate::platform;
-use crate::vocab::Table;
 use crate::vocab::units::{format_bytes, format_rate, format_seconds};
+use crate::vocab::{Chart, GroupKey, RateUnit, Samples, Table};
 use crate::workload::disk::item::items_of as disk_items;
 
 /// The steps a task is split into, in the order they run.
@@ -156,11 +157,14 @@ fn summarize_threads(threads: usize, items: &[TaskItem]) -> Option<ThreadsSummar
 pub struct TaskKind;
 
 impl crate::workload::Kind for TaskKind {
-    fn name(&self) -> &'static str {
-        "task"
-    }
+    const NAME: &'static str = "task";
+    type Params = Value;
+    type Context = Value;
+    type Item = Value;
+    type Summary = Value;
 
-    fn summarize(&self, record: &WorkloadRecord) -> Value {
+    fn summarize(&self, w: &Stored<Self>) -> Value {
+        let record = w.record;
         // The whole task's rate against threads, every run a point.
         let points: Vec<(f64, f64)> = items_of(record)
             .iter()
@@ -172,7 +176,8 @@ impl crate::workload::Kind for TaskKind {
         Value::Object(summary)
     }
 
-    fn verdicts(&self, workload: usize, record: &WorkloadRecord) -> Vec<Verdict> {
+    fn verdicts(&self, w: &Stored<Self>) -> Vec<Verdict> {
+        let (workload, record) = (w.index(), w.record);
         let verdict = Verdict::about(Some(workload));
         let mut out = Vec::new();
         let items = items_of(record);
@@ -226,18 +231,19 @@ impl crate::workload::Kind for TaskKind {
         }
         // Two or three thread counts fit any law: only more say something.
         if summaries.len() > 3
-            && let Some(sentence) = fits_sentence(&self.summarize(record))
+            && let Some(sentence) = fits_sentence(&self.summarize(w))
         {
             out.push(verdict("scaling_law", Severity::Info, sentence));
         }
         out
     }
 
-    fn verdicts_beside(&self, workload: usize, records: &[WorkloadRecord]) -> Vec<Verdict> {
+    fn verdicts_beside(&self, w: &Stored<Self>) -> Result<Vec<Verdict>, DecodeError> {
+        let (workload, records) = (w.index(), &w.at.run.workloads[..]);
         let record = &records[workload];
         // Stored runs were looked up before the run; a series of this run is newer.
         let Some(most) = per_threads(record).pop() else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
         let mut beside = serde_json::Map::new();
         for (key, folder, op) in [
@@ -261,13 +267,38 @@ impl crate::workload::Kind for TaskKind {
                 );
             }
         }
-        disk_sentences(&Value::Object(beside), &most)
+        Ok(disk_sentences(&Value::Object(beside), &most)
             .into_iter()
             .map(|words| Verdict::about(Some(workload))("disk_vs_task", Severity::Info, words))
+            .collect())
+    }
+
+    fn charts(&self, w: &Stored<Self>) -> Vec<Chart> {
+        super::charts::chart(&w.record.summary)
+            .filter(Chart::has_points)
+            .into_iter()
             .collect()
     }
 
-    fn tables(&self, record: &WorkloadRecord) -> Vec<Table> {
+    fn samples(&self, w: &Stored<Self>) -> Option<Samples> {
+        let items = items_of(w.record)
+            .into_iter()
+            .map(|item| {
+                let key = GroupKey {
+                    threads: Some(item.threads),
+                    ..GroupKey::op(item.op)
+                };
+                (key, Some(item.source_bytes_per_sec))
+            })
+            .collect();
+        Some(Samples {
+            unit: RateUnit::BytesPerSec,
+            items,
+        })
+    }
+
+    fn tables(&self, w: &Stored<Self>) -> Vec<Table> {
+        let record = w.record;
         let params = &record.params;
         let title = format!(
             "{} of {} with {} level {} ({}{})",

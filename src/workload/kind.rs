@@ -1,0 +1,235 @@
+//! What ratelab knows of a kind without running it: how to summarise, judge, tabulate,
+//! chart and compare its stored workloads. A kind implements [`Kind`] on its own typed
+//! shapes (params, context, items, summary); the runner and the reports reach every
+//! kind through [`StoredKind`], which decodes a stored workload and names the run,
+//! workload and item of anything it cannot read, so nothing corrupt is passed over.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::document::{Knee, RunDocument, Verdict, WorkloadRecord};
+use crate::vocab::{Chart, Samples, Table};
+
+/// One workload of a run: where every hook of a kind starts from.
+#[derive(Debug, Clone, Copy)]
+pub struct At<'a> {
+    /// The run it belongs to, with the other workloads beside it.
+    pub run: &'a RunDocument,
+    /// Its index among the run's workloads.
+    pub index: usize,
+}
+
+impl<'a> At<'a> {
+    /// Workload `index` of `run`.
+    pub fn new(run: &'a RunDocument, index: usize) -> At<'a> {
+        At { run, index }
+    }
+
+    /// Its record as stored.
+    pub fn record(&self) -> &'a WorkloadRecord {
+        &self.run.workloads[self.index]
+    }
+
+    /// The words that place it: `run 12, workload 2 (disk)`.
+    fn place(&self) -> String {
+        let run = self
+            .run
+            .run_id
+            .map_or("the run".to_string(), |id| format!("run {id}"));
+        format!(
+            "{run}, workload {} ({})",
+            self.index + 1,
+            self.record().kind
+        )
+    }
+}
+
+/// A stored value of a workload that cannot be read back as its kind's shape.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{place}: the stored {what} cannot be read ({detail}); `ratelab results export ID --format json` still shows it as stored"
+)]
+pub struct DecodeError {
+    /// The run and workload: `run 12, workload 2 (disk)`.
+    pub place: String,
+    /// Which value: `params`, `summary`, `item 17`.
+    pub what: String,
+    /// What serde said.
+    pub detail: String,
+}
+
+/// A kind's stored workload, decoded into the kind's own shapes.
+pub struct Stored<'a, K: Kind + ?Sized> {
+    /// Where it sits in its run.
+    pub at: At<'a>,
+    /// Its record as stored (target, warnings, series).
+    pub record: &'a WorkloadRecord,
+    /// Its parameters.
+    pub params: K::Params,
+    /// What the platform said of its target.
+    pub context: K::Context,
+    /// Every item, in the order measured.
+    pub items: Vec<K::Item>,
+    /// Its summary; `None` before the run was summarised (or when it never finished).
+    pub summary: Option<K::Summary>,
+}
+
+impl<'a, K: Kind + ?Sized> Stored<'a, K> {
+    /// Decodes workload `at` as kind `K`.
+    pub fn decode(at: At<'a>) -> Result<Stored<'a, K>, DecodeError> {
+        let record = at.record();
+        let fail = |what: String, e: serde_json::Error| DecodeError {
+            place: at.place(),
+            what,
+            detail: e.to_string(),
+        };
+        let items = record
+            .items
+            .iter()
+            .enumerate()
+            .map(|(n, item)| {
+                K::Item::deserialize(item).map_err(|e| fail(format!("item {}", n + 1), e))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Stored {
+            at,
+            record,
+            params: K::Params::deserialize(&record.params).map_err(|e| fail("params".into(), e))?,
+            context: match &record.context {
+                Value::Null => K::Context::default(),
+                context => {
+                    K::Context::deserialize(context).map_err(|e| fail("context".into(), e))?
+                }
+            },
+            items,
+            summary: match &record.summary {
+                Value::Null => None,
+                summary => {
+                    Some(K::Summary::deserialize(summary).map_err(|e| fail("summary".into(), e))?)
+                }
+            },
+        })
+    }
+
+    /// Its index among the run's workloads.
+    pub fn index(&self) -> usize {
+        self.at.index
+    }
+}
+
+/// What ratelab knows of one kind of workload, on the kind's own typed shapes. Hooks
+/// beyond summary, verdicts and tables have defaults: a kind overrides what it has.
+pub trait Kind: Sync + 'static {
+    /// The kind's name as stored (`disk`).
+    const NAME: &'static str;
+    /// Its validated parameters, as stored in `params`.
+    type Params: Serialize + DeserializeOwned;
+    /// What the platform said of its target, as stored in `context`; `()` for none.
+    type Context: Serialize + DeserializeOwned + Default;
+    /// One measured item.
+    type Item: Serialize + DeserializeOwned;
+    /// Statistics over the items, as stored in `summary`.
+    type Summary: Serialize + DeserializeOwned;
+
+    /// Whether its series count bytes moved, so that its rate over time is charted.
+    const RATE_SERIES: bool = true;
+
+    /// Statistics over the workload's items.
+    fn summarize(&self, w: &Stored<Self>) -> Self::Summary;
+
+    /// Conclusions about the workload, in words.
+    fn verdicts(&self, w: &Stored<Self>) -> Vec<Verdict>;
+
+    /// Tables for the terminal and text reports.
+    fn tables(&self, w: &Stored<Self>) -> Vec<Table>;
+
+    /// Conclusions that need the other workloads of the same run (a task beside the
+    /// storage series of its folder); none by default.
+    fn verdicts_beside(&self, _w: &Stored<Self>) -> Result<Vec<Verdict>, DecodeError> {
+        Ok(Vec::new())
+    }
+
+    /// Lasting changes of rate in the workload's series, where its runs make them
+    /// meaningful (sustained runs); none by default.
+    fn knees(&self, _w: &Stored<Self>) -> Option<Vec<Knee>> {
+        None
+    }
+
+    /// Charts for the HTML report, besides the rate over time; none by default.
+    fn charts(&self, _w: &Stored<Self>) -> Vec<Chart> {
+        Vec::new()
+    }
+
+    /// The items as `results compare` groups them, with their unit; `None` for a kind
+    /// whose items have no key to group them by across runs.
+    fn samples(&self, _w: &Stored<Self>) -> Option<Samples> {
+        None
+    }
+}
+
+/// A kind as the runner and the reports use it, whatever its shapes: each call decodes
+/// the stored workload and fails with a [`DecodeError`] naming what it cannot read.
+pub trait StoredKind: Sync {
+    /// The kind's name as stored.
+    fn name(&self) -> &'static str;
+
+    /// Whether its series count bytes moved.
+    fn rate_series(&self) -> bool;
+
+    /// The summary to store, as JSON.
+    fn summarize(&self, at: At) -> Result<Value, DecodeError>;
+
+    /// Its verdicts, its own and those beside the other workloads of the run.
+    fn verdicts(&self, at: At) -> Result<Vec<Verdict>, DecodeError>;
+
+    /// Its tables.
+    fn tables(&self, at: At) -> Result<Vec<Table>, DecodeError>;
+
+    /// Its knees, where it looks for them.
+    fn knees(&self, at: At) -> Result<Option<Vec<Knee>>, DecodeError>;
+
+    /// Its charts.
+    fn charts(&self, at: At) -> Result<Vec<Chart>, DecodeError>;
+
+    /// Its items as compared, where it is compared.
+    fn samples(&self, at: At) -> Result<Option<Samples>, DecodeError>;
+}
+
+impl<K: Kind> StoredKind for K {
+    fn name(&self) -> &'static str {
+        K::NAME
+    }
+
+    fn rate_series(&self) -> bool {
+        K::RATE_SERIES
+    }
+
+    fn summarize(&self, at: At) -> Result<Value, DecodeError> {
+        let summary = Kind::summarize(self, &Stored::decode(at)?);
+        Ok(serde_json::to_value(summary).expect("summaries serialise to JSON"))
+    }
+
+    fn verdicts(&self, at: At) -> Result<Vec<Verdict>, DecodeError> {
+        let stored = Stored::decode(at)?;
+        let mut verdicts = Kind::verdicts(self, &stored);
+        verdicts.extend(self.verdicts_beside(&stored)?);
+        Ok(verdicts)
+    }
+
+    fn tables(&self, at: At) -> Result<Vec<Table>, DecodeError> {
+        Ok(Kind::tables(self, &Stored::decode(at)?))
+    }
+
+    fn knees(&self, at: At) -> Result<Option<Vec<Knee>>, DecodeError> {
+        Ok(Kind::knees(self, &Stored::decode(at)?))
+    }
+
+    fn charts(&self, at: At) -> Result<Vec<Chart>, DecodeError> {
+        Ok(Kind::charts(self, &Stored::decode(at)?))
+    }
+
+    fn samples(&self, at: At) -> Result<Option<Samples>, DecodeError> {
+        Ok(Kind::samples(self, &Stored::decode(at)?))
+    }
+}
