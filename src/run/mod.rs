@@ -1,11 +1,13 @@
 //! Running workloads: the schedule of who runs with whom, the runner and its groups,
 //! the sampler's one clock and progress.
 
+mod conclude;
 mod group;
 mod progress;
 mod runner;
 mod sampler;
 mod schedule;
 
+pub use conclude::conclude;
 pub use runner::{DEFAULT_INTERVAL, Finished, Judge, RunSpec, execute};
 pub use schedule::{Member, Schedule};

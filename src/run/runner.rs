@@ -9,11 +9,10 @@ use serde_json::Value;
 use super::group::{Shared, run_group};
 use super::progress::ProgressDisplay;
 use super::schedule::Schedule;
-use crate::analysis;
 use crate::document::{RunDocument, RunStatus, Verdict, WorkloadRecord, now_rfc3339};
 use crate::store::Store;
 use crate::workload::Cancel;
-use crate::workload::{self, At, DecodeError, Workload};
+use crate::workload::{self, Workload};
 
 /// The sampling interval when none is given.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
@@ -131,20 +130,15 @@ pub fn execute(
         outcome = Err(workload::Error::Interrupted.into());
     }
 
-    if let Err(e) = judge_workloads(&mut doc) {
+    let together: Option<Vec<usize>> = spec
+        .schedule
+        .shared()
+        .next()
+        .map(|group| group.iter().map(|m| m.workload).collect());
+    if let Err(e) = super::conclude::conclude(&mut doc, together.as_deref()) {
         // Items the kinds cannot read back are a bug; what was measured is still stored.
         if outcome.is_ok() {
             outcome = Err(e.into());
-        }
-    }
-    if let Some(group) = spec.schedule.shared().next() {
-        let together: Vec<usize> = group.iter().map(|m| m.workload).collect();
-        // Only workloads that ran at all share anything.
-        if let Some(contention) = analysis::contention::measure(&doc.workloads, &together) {
-            doc.verdicts
-                .extend(analysis::contention::verdicts(&contention));
-            doc.contention =
-                Some(serde_json::to_value(&contention).expect("contention serialises"));
         }
     }
     // Only a run that completed is judged as a whole.
@@ -182,40 +176,6 @@ pub fn execute(
         }
     };
     Ok(Finished { doc, error })
-}
-
-/// Each workload's knees, summary and verdicts, from its kind. A workload run alone
-/// first speaks through the contention report; several targets on one filesystem would
-/// say the same thing each, which is said once.
-fn judge_workloads(doc: &mut RunDocument) -> Result<(), DecodeError> {
-    for index in 0..doc.workloads.len() {
-        let Some(kind) = workload::kind(&doc.workloads[index].kind) else {
-            continue;
-        };
-        let knees = kind.knees(At::new(doc, index))?;
-        if let Some(series) = doc.workloads[index].series.as_mut() {
-            series.knees = knees;
-        }
-        doc.workloads[index].summary = kind.summarize(At::new(doc, index))?;
-    }
-    for index in 0..doc.workloads.len() {
-        let Some(kind) = workload::kind(&doc.workloads[index].kind) else {
-            continue;
-        };
-        if doc.workloads[index].alone_of.is_some() {
-            continue;
-        }
-        for verdict in kind.verdicts(At::new(doc, index))? {
-            if !doc
-                .verdicts
-                .iter()
-                .any(|v| v.code == verdict.code && v.message == verdict.message)
-            {
-                doc.verdicts.push(verdict);
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Cleans up one workload and records its context as it ends. The first error stays
