@@ -34,6 +34,21 @@ pub struct MannWhitney {
     pub method: Method,
 }
 
+/// Holm's step-down correction: which of `p_values` stand with the family-wise error
+/// rate held at `alpha`, in their order.
+pub fn holm(p_values: &[f64], alpha: f64) -> Vec<bool> {
+    let mut order: Vec<usize> = (0..p_values.len()).collect();
+    order.sort_by(|&a, &b| p_values[a].total_cmp(&p_values[b]));
+    let mut beyond = vec![false; p_values.len()];
+    for (rank, &index) in order.iter().enumerate() {
+        if p_values[index] > alpha / (p_values.len() - rank) as f64 {
+            break;
+        }
+        beyond[index] = true;
+    }
+    beyond
+}
+
 /// Tests `first` against `second`; `None` when either has no value. NaN values are left out.
 pub fn test(first: &[f64], second: &[f64]) -> Option<MannWhitney> {
     let first: Vec<f64> = first.iter().copied().filter(|v| !v.is_nan()).collect();
@@ -298,5 +313,16 @@ mod tests {
         close(erfc(1.0), 0.157_299_207_050_285_13, 1.2e-7);
         close(erfc(-1.0), 1.842_700_792_949_715, 1.2e-7);
         close(erfc(3.0), 2.209_049_699_858_544e-5, 1.2e-7);
+    }
+
+    #[test]
+    fn holm_steps_down_until_a_p_value_is_too_large() {
+        // Thresholds for four tests: 0.0125, 0.0167, 0.025, 0.05.
+        assert_eq!(
+            holm(&[0.01, 0.04, 0.015, 0.03], 0.05),
+            [true, false, true, false]
+        );
+        assert_eq!(holm(&[0.03, 0.04], 0.05), [false, false]);
+        assert_eq!(holm(&[0.02, 0.03], 0.05), [true, true]);
     }
 }

@@ -25,6 +25,7 @@ use crate::workload::Error;
 use crate::workload::Workload;
 use crate::workload::cpu::kernels::DEFAULT_TESTS;
 use crate::workload::cpu::{Budget, CpuPlan, CpuWorkload, SchedClass};
+use crate::workload::disk::since::since;
 use crate::workload::disk::{DiskPlan, DiskWorkload};
 use crate::workload::monitor::{MonitorPlan, MonitorWorkload};
 use crate::workload::net::{DEFAULT_PORT, NetPlan, NetWorkload};
@@ -189,9 +190,9 @@ fn last_profile(output: &MeasureArgs) -> Option<RunDocument> {
         })
 }
 
-/// The verdicts on what moved since `previous` (see [`crate::analysis::since`]).
+/// The verdicts on what moved since `previous` (see [`since`]).
 fn changes_since(previous: RunDocument) -> crate::run::Judge {
-    Box::new(move |doc| crate::analysis::since::since(&previous, doc))
+    Box::new(move |doc| Ok(since(&previous, doc)?))
 }
 
 /// Where the report goes: a file named with --report, or reports/ beside the database,

@@ -4,14 +4,16 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use serde_json::{Value, json};
 
 use super::MeasureArgs;
 use crate::analysis::stats::Stats;
 use crate::exit::Exit;
 use crate::run::Schedule;
 use crate::store::Store;
+use crate::workload::disk::DiskKind;
 use crate::workload::disk::quick::QuickWorkload;
+use crate::workload::disk::shapes::QuickBaseline;
+use crate::workload::{At, Stored};
 
 /// Earlier checks looked at for the comparison.
 const BASELINE_RUNS: usize = 10;
@@ -44,16 +46,11 @@ pub fn run(args: QuickArgs) -> anyhow::Result<Exit> {
     )
 }
 
-/// The medians of earlier complete checks of the same target, or null when there are
+/// The medians of earlier complete checks of the same target, or none when there are
 /// none (or no database to look in).
-fn baseline(output: &MeasureArgs, target: &Path) -> Value {
-    let Some(target) = std::fs::canonicalize(target).ok() else {
-        return Value::Null;
-    };
-    let Some(store) = Store::open_existing(output.db.as_deref()) else {
-        return Value::Null;
-    };
-    let target = target.display().to_string();
+fn baseline(output: &MeasureArgs, target: &Path) -> Option<QuickBaseline> {
+    let target = std::fs::canonicalize(target).ok()?.display().to_string();
+    let store = Store::open_existing(output.db.as_deref())?;
     let runs: Vec<i64> = store
         .list_runs()
         .unwrap_or_default()
@@ -67,20 +64,22 @@ fn baseline(output: &MeasureArgs, target: &Path) -> Value {
         let Ok(doc) = store.load_run(*run) else {
             continue;
         };
-        for item in doc.workloads.iter().flat_map(|w| &w.items) {
-            let rate = item["bytes_per_sec"].as_f64().unwrap_or(0.0);
-            match item.get("files") {
-                Some(_) => small.push(rate),
-                None => large.push(rate),
+        for index in 0..doc.workloads.len() {
+            // A check whose items no longer read is left out of the baseline.
+            let Ok(stored) = Stored::<DiskKind>::decode(At::new(&doc, index)) else {
+                continue;
+            };
+            for item in &stored.items {
+                match item.files {
+                    Some(_) => small.push(item.bytes_per_sec),
+                    None => large.push(item.bytes_per_sec),
+                }
             }
         }
     }
-    match (Stats::of(&large), Stats::of(&small)) {
-        (Some(large), Some(small)) => json!({
-            "runs": runs.len(),
-            "large_bytes_per_sec": large.median,
-            "small_bytes_per_sec": small.median,
-        }),
-        _ => Value::Null,
-    }
+    Some(QuickBaseline {
+        runs: runs.len(),
+        large_bytes_per_sec: Stats::of(&large)?.median,
+        small_bytes_per_sec: Stats::of(&small)?.median,
+    })
 }

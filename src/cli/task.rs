@@ -8,13 +8,13 @@ use serde_json::{Value, json};
 
 use super::MeasureArgs;
 use super::values::{CountList, parse_count_list, parse_size};
-use crate::analysis::disk::streaming_rate;
 use crate::exit::{Exit, UsageError};
 use crate::platform::cores;
 use crate::run::Schedule;
 use crate::store::Store;
-use crate::workload::disk::item::items_of;
+use crate::workload::disk::{DiskKind, streaming_rate};
 use crate::workload::task::{Codec, Direction, TaskPlan, TaskWorkload};
+use crate::workload::{At, Kind, Stored};
 
 /// Compression threads allowed per online CPU.
 const THREADS_PER_CPU: usize = 4;
@@ -180,7 +180,15 @@ pub fn disk_runs(output: &MeasureArgs, read_folder: Option<&Path>, out: &Path) -
         let Ok(doc) = store.load_run(run.run_id) else {
             continue;
         };
-        for record in doc.workloads.iter().filter(|w| w.kind == "disk") {
+        for index in 0..doc.workloads.len() {
+            if doc.workloads[index].kind != DiskKind::NAME {
+                continue;
+            }
+            // A series whose items no longer read is not set beside the task.
+            let Ok(series) = Stored::<DiskKind>::decode(At::new(&doc, index)) else {
+                continue;
+            };
+            let record = series.record;
             for (key, folder, op, rate_key) in [
                 ("read", read_folder, "read", "read_bytes_per_sec"),
                 ("write", out, "write", "write_bytes_per_sec"),
@@ -190,7 +198,7 @@ pub fn disk_runs(output: &MeasureArgs, read_folder: Option<&Path>, out: &Path) -
                 {
                     continue;
                 }
-                if let Some(rate) = streaming_rate(&items_of(record), op) {
+                if let Some(rate) = streaming_rate(&series.items, op) {
                     found.insert(
                         key.into(),
                         json!({ "run_id": run.run_id, "target": record.target, rate_key: rate }),

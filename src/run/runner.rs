@@ -37,7 +37,7 @@ pub struct RunSpec {
 }
 
 /// A verb's own verdicts over a finished run.
-pub type Judge = Box<dyn FnOnce(&RunDocument) -> Vec<Verdict>>;
+pub type Judge = Box<dyn FnOnce(&RunDocument) -> anyhow::Result<Vec<Verdict>>>;
 
 /// A run that started: its document, and the error or interrupt that stopped it early.
 pub struct Finished {
@@ -143,8 +143,10 @@ pub fn execute(
     }
     // Only a run that completed is judged as a whole.
     if let Some(judge) = spec.judge.take().filter(|_| outcome.is_ok()) {
-        let verdicts = judge(&doc);
-        doc.verdicts.extend(verdicts);
+        match judge(&doc) {
+            Ok(verdicts) => doc.verdicts.extend(verdicts),
+            Err(e) => outcome = Err(e),
+        }
     }
     doc.finished_at = Some(now_rfc3339());
     match &outcome {

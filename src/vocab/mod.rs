@@ -1,12 +1,14 @@
-//! The shared vocabulary at the bottom of ratelab: tables, charts, units and the keys
-//! items are compared by. Workloads, analysis, the runner and the reports all speak it,
+//! The shared vocabulary at the bottom of ratelab: tables, charts, units, link limits
+//! and the keys items are compared by. Workloads, analysis, the runner and the reports all speak it,
 //! and it imports none of them, so no import runs back up the layers.
 
 pub mod chart;
 pub mod group;
+pub mod limit;
 pub mod table;
 pub mod units;
 
 pub use chart::{Chart, Line};
 pub use group::{GroupKey, RateUnit, Samples};
+pub use limit::LinkLimit;
 pub use table::Table;

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::document::{Knee, RunDocument, Verdict, WorkloadRecord};
-use crate::vocab::{Chart, Samples, Table};
+use crate::vocab::{Chart, LinkLimit, Samples, Table};
 
 /// One workload of a run: where every hook of a kind starts from.
 #[derive(Debug, Clone, Copy)]
@@ -166,6 +166,12 @@ pub trait Kind: Sync + 'static {
     fn samples(&self, _w: &Stored<Self>) -> Option<Samples> {
         None
     }
+
+    /// The physical limit of the link its figures were checked against, for the
+    /// report's list of limits; `None` for a kind that measures no link.
+    fn link_limit(&self, _w: &Stored<Self>) -> Option<LinkLimit> {
+        None
+    }
 }
 
 /// A kind as the runner and the reports use it, whatever its shapes: each call decodes
@@ -194,6 +200,9 @@ pub trait StoredKind: Sync {
 
     /// Its items as compared, where it is compared.
     fn samples(&self, at: At) -> Result<Option<Samples>, DecodeError>;
+
+    /// The limit of its link, where it measures one.
+    fn link_limit(&self, at: At) -> Result<Option<LinkLimit>, DecodeError>;
 }
 
 impl<K: Kind> StoredKind for K {
@@ -231,5 +240,9 @@ impl<K: Kind> StoredKind for K {
 
     fn samples(&self, at: At) -> Result<Option<Samples>, DecodeError> {
         Ok(Kind::samples(self, &Stored::decode(at)?))
+    }
+
+    fn link_limit(&self, at: At) -> Result<Option<LinkLimit>, DecodeError> {
+        Ok(Kind::link_limit(self, &Stored::decode(at)?))
     }
 }

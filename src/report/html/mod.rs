@@ -10,7 +10,7 @@ use std::fmt::Write;
 
 use super::layout;
 use crate::document::{RunDocument, Severity, WorkloadRecord};
-use crate::vocab::units::{format_bits_rate, format_bytes, format_rate};
+use crate::vocab::units::format_bytes;
 use crate::vocab::{Chart, Table};
 use crate::workload::{self, At, DecodeError};
 
@@ -51,7 +51,7 @@ pub fn render(doc: &RunDocument) -> Result<String, DecodeError> {
     );
     header(&mut page, doc, &title);
     verdicts(&mut page, doc);
-    limits(&mut page, doc);
+    limits(&mut page, doc)?;
     together(&mut page, doc);
     for index in 0..doc.workloads.len() {
         workload_section(&mut page, At::new(doc, index))?;
@@ -127,40 +127,23 @@ fn verdicts(page: &mut String, doc: &RunDocument) {
 }
 
 /// The physical limit of each workload's link, as the platform probes found it.
-fn limits(page: &mut String, doc: &RunDocument) {
-    let rows: Vec<Vec<String>> = doc
-        .workloads
-        .iter()
-        .enumerate()
-        .filter_map(|(index, record)| {
-            let context = &record.context;
-            let (limit, how) = if let Some(limit) = context["goodput_limit_bytes_per_sec"].as_f64()
-            {
-                (
-                    format_bits_rate(limit),
-                    "TCP goodput of the link".to_string(),
-                )
-            } else if let Some(limit) = context["max_bytes_per_sec"].as_f64() {
-                let via = context["chain"]["limit_via"].as_str().unwrap_or("its link");
-                (format_rate(limit), format!("data rate of {via}"))
-            } else if context.get("chain").is_some() || context.get("write_chain").is_some() {
-                (
-                    "unknown".to_string(),
-                    "no link limit could be derived".to_string(),
-                )
-            } else {
-                return None;
-            };
-            Some(vec![
+fn limits(page: &mut String, doc: &RunDocument) -> Result<(), DecodeError> {
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for (index, record) in doc.workloads.iter().enumerate() {
+        let Some(kind) = workload::kind(&record.kind) else {
+            continue;
+        };
+        if let Some(link) = kind.link_limit(At::new(doc, index))? {
+            rows.push(vec![
                 format!("{} {}", record.kind, index + 1),
                 record.target.clone(),
-                limit,
-                how,
-            ])
-        })
-        .collect();
+                link.limit,
+                link.from,
+            ]);
+        }
+    }
     if rows.is_empty() {
-        return;
+        return Ok(());
     }
     let table = Table {
         title: "physical limits of the links measured".into(),
@@ -173,6 +156,7 @@ fn limits(page: &mut String, doc: &RunDocument) {
     page.push_str("<section><h2>Machine and link limits</h2>");
     page.push_str(&html_table(&table));
     page.push_str("</section>");
+    Ok(())
 }
 
 /// One chart per group of workloads that ran at once (same clock start).

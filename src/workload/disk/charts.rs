@@ -1,17 +1,15 @@
 //! The storage series' chart: median rate per file size with the min-max range, per
 //! operation and mode.
 
-use crate::analysis::disk::by_size;
-use crate::document::WorkloadRecord;
+use super::item::DiskItem;
+use super::summary::by_size;
 use crate::vocab::chart::{Chart, Line, size_axis};
 use crate::vocab::units::format_rate;
 
-use super::item::items_of as disk_items;
-
-/// The storage series: median rate per file size, with the min-max range, per
+/// The files of `target`: median rate per file size, with the min-max range, per
 /// operation and mode.
-pub fn by_size_chart(record: &WorkloadRecord) -> Option<Chart> {
-    let rows = by_size(&disk_items(record));
+pub fn by_size_chart(target: &str, items: &[DiskItem]) -> Option<Chart> {
+    let rows = by_size(items);
     let mut lines: Vec<Line> = Vec::new();
     for row in rows {
         let name = format!("{} ({})", row.op.as_str(), row.mode);
@@ -31,7 +29,7 @@ pub fn by_size_chart(record: &WorkloadRecord) -> Option<Chart> {
             .push((row.rates.min_bytes_per_sec, row.rates.max_bytes_per_sec));
     }
     Some(Chart {
-        title: format!("{}: rate by file size (median, min-max)", record.target),
+        title: format!("{}: rate by file size (median, min-max)", target),
         x_label: "file size".into(),
         y_label: "rate".into(),
         x_log: true,

@@ -83,12 +83,3 @@ impl DiskItem {
         (!self.flags.contains(&Flag::Small)).then_some(self.bytes_per_sec)
     }
 }
-
-/// The stored items of a workload record, typed; items that do not parse are skipped.
-pub fn items_of(record: &crate::document::WorkloadRecord) -> Vec<DiskItem> {
-    record
-        .items
-        .iter()
-        .filter_map(|v| serde_json::from_value(v.clone()).ok())
-        .collect()
-}

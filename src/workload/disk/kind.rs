@@ -1,48 +1,53 @@
 //! How ratelab summarises, judges and shows stored disk workloads, from their records
 //! alone: what `results show` and every report of an old run rely on.
 
-use crate::workload::Stored;
-use serde_json::Value;
-
-use super::ReadMode;
-use super::item::{Op, items_of};
-use super::present;
+use super::item::{DiskItem, Op};
+use super::shapes::{DiskContext, DiskParams, DiskSummary};
+use super::{charts, present, summary, verdicts};
 use crate::analysis;
-use crate::document::{Knee, Verdict, WorkloadRecord};
-use crate::vocab::{Chart, GroupKey, RateUnit, Samples, Table};
+use crate::document::{Knee, Verdict};
+use crate::vocab::{Chart, GroupKey, LinkLimit, RateUnit, Samples, Table};
+use crate::workload::{Kind, Stored};
 
 /// How ratelab summarises, judges and shows stored disk workloads.
 pub struct DiskKind;
 
-impl crate::workload::Kind for DiskKind {
+impl Kind for DiskKind {
     const NAME: &'static str = "disk";
-    type Params = Value;
-    type Context = Value;
-    type Item = Value;
-    type Summary = Value;
+    type Params = DiskParams;
+    type Context = DiskContext;
+    type Item = DiskItem;
+    type Summary = DiskSummary;
 
-    fn summarize(&self, w: &Stored<Self>) -> Value {
-        let record = w.record;
-        analysis::disk::summarize(&items_of(record), &read_modes_of(record))
+    fn summarize(&self, w: &Stored<Self>) -> DiskSummary {
+        summary::summarize(&w.items, &w.params.plan.read_modes)
     }
 
     fn verdicts(&self, w: &Stored<Self>) -> Vec<Verdict> {
-        let (workload, record) = (w.index(), w.record);
-        analysis::disk::verdicts(workload, record, &items_of(record))
+        verdicts::verdicts(w)
     }
 
     fn tables(&self, w: &Stored<Self>) -> Vec<Table> {
-        let record = w.record;
-        present::tables(record, &items_of(record))
+        present::tables(w)
     }
 
     fn charts(&self, w: &Stored<Self>) -> Vec<Chart> {
-        super::charts::by_size_chart(w.record).into_iter().collect()
+        charts::by_size_chart(&w.record.target, &w.items)
+            .into_iter()
+            .collect()
+    }
+
+    fn link_limit(&self, w: &Stored<Self>) -> Option<LinkLimit> {
+        Some(verdicts::link_limit(
+            w.context.max_bytes_per_sec,
+            w.context.chain.as_ref(),
+        ))
     }
 
     fn samples(&self, w: &Stored<Self>) -> Option<Samples> {
-        let items = items_of(w.record)
-            .into_iter()
+        let items = w
+            .items
+            .iter()
             .map(|item| {
                 // One run may read each file in several modes: each is its own group.
                 let op = match item.op {
@@ -63,21 +68,9 @@ impl crate::workload::Kind for DiskKind {
     }
 
     fn knees(&self, w: &Stored<Self>) -> Option<Vec<Knee>> {
-        let (params, series) = (&w.record.params, w.record.series.as_ref()?);
         // Only a sustained run moves data without pause; a series of files pauses
         // between them, and those pauses are not changes of level.
-        params
-            .get("duration_s")
-            .and_then(Value::as_f64)
-            .map(|_| analysis::knees::detect(series))
+        w.params.plan.duration_s?;
+        Some(analysis::knees::detect(w.record.series.as_ref()?))
     }
-}
-
-/// The read modes a stored plan asked for, in order.
-pub fn read_modes_of(record: &WorkloadRecord) -> Vec<ReadMode> {
-    record
-        .params
-        .get("read_modes")
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
-        .unwrap_or_default()
 }

@@ -16,21 +16,30 @@ pub mod plan;
 mod present;
 pub mod quick;
 pub mod series;
+pub mod shapes;
+pub mod since;
+mod summary;
 mod sustained;
 mod sync;
 mod uring;
+mod verdicts;
 pub mod workdir;
 
 use std::path::PathBuf;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::platform::{self, StorageChain};
-use crate::workload::{Context, Error, Workload};
+use crate::workload::{Context, Error, Kind, Workload};
 use engine::Engine;
-pub use kind::{DiskKind, read_modes_of};
+pub use kind::DiskKind;
 pub use passes::read_one;
 pub use plan::{DiskPlan, EngineKind, Phase, ReadMode, SyncMode};
+use shapes::{DiskContext, DiskParams, QuickBaseline, QuickShape};
+pub use summary::{
+    Headline, LINK_MARGIN, RateSummary, SizeRow, by_size, flagged, streaming_rate, streaming_rates,
+};
+pub use verdicts::{link_limit, link_words};
 use workdir::{KeptFile, WorkDir};
 
 /// Most files a sustained run cycles through before it writes over the first again.
@@ -87,6 +96,30 @@ impl DiskWorkload {
         }
     }
 
+    /// Its params as stored; a destination check adds what it writes besides.
+    fn stored_params(&self, quick: Option<QuickShape>) -> DiskParams {
+        DiskParams {
+            plan: self.plan.clone(),
+            quick,
+        }
+    }
+
+    /// Its context as stored; a destination check adds the earlier checks' medians.
+    fn stored_context(&self, baseline: Option<QuickBaseline>) -> DiskContext {
+        let (limit, source) = self.limit();
+        DiskContext {
+            chain: self.chain.clone(),
+            max_bytes_per_sec: limit,
+            limit_source: source.map(str::to_string),
+            kept_folder: self
+                .workdir
+                .as_ref()
+                .filter(|w| w.is_kept())
+                .map(|w| w.path().display().to_string()),
+            baseline,
+        }
+    }
+
     fn passes(&self) -> u64 {
         u64::from(self.plan.repeat)
     }
@@ -131,7 +164,7 @@ impl DiskWorkload {
 
 impl Workload for DiskWorkload {
     fn kind(&self) -> &'static str {
-        "disk"
+        DiskKind::NAME
     }
 
     fn target(&self) -> String {
@@ -143,21 +176,11 @@ impl Workload for DiskWorkload {
     }
 
     fn params(&self) -> Value {
-        serde_json::to_value(&self.plan).expect("plans serialise")
+        serde_json::to_value(self.stored_params(None)).expect("params serialise")
     }
 
     fn context(&self) -> Value {
-        let (limit, source) = self.limit();
-        json!({
-            "chain": self.chain,
-            "max_bytes_per_sec": limit,
-            "limit_source": source,
-            "kept_folder": self
-                .workdir
-                .as_ref()
-                .filter(|w| w.is_kept())
-                .map(|w| w.path().display().to_string()),
-        })
+        serde_json::to_value(self.stored_context(None)).expect("contexts serialise")
     }
 
     fn planned_bytes(&self) -> u64 {

@@ -10,7 +10,6 @@ use super::item::{DiskItem, Op};
 use super::plan::{DIRECT_ALIGN, ReadMode};
 use super::workdir::{self, KeptFile, WorkDir};
 use super::{DiskWorkload, series};
-use crate::analysis;
 use crate::vocab::units::format_size;
 use crate::workload::{Context, Error};
 
@@ -144,7 +143,7 @@ impl DiskWorkload {
                 spec.name,
             )
         };
-        Ok(analysis::disk::flagged(item, self.limit().0))
+        Ok(super::flagged(item, self.limit().0))
     }
 
     /// Puts one file in the cache state `mode` asks for, proves it, times its read and
@@ -167,7 +166,7 @@ impl DiskWorkload {
             size_bytes: kept.size_bytes,
             ..DiskItem::timed(Op::Read, mode.as_str(), transfer, pass, &kept.name)
         };
-        Ok(analysis::disk::flagged(item, self.limit().0))
+        Ok(super::flagged(item, self.limit().0))
     }
 }
 

@@ -66,6 +66,17 @@ pub enum EngineKind {
     Null,
 }
 
+impl EngineKind {
+    /// The name stored and printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Sync => "sync",
+            EngineKind::Uring => "uring",
+            EngineKind::Null => "null",
+        }
+    }
+}
+
 /// Which phases of the series run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]

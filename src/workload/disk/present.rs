@@ -1,38 +1,32 @@
 //! The disk tables of text reports: one per operation and mode, a row per file size.
 
-use crate::analysis::disk::{by_size, link_words};
-use crate::document::{Flag, WorkloadRecord};
+use super::DiskKind;
+use super::summary::by_size;
+use super::verdicts::link_words;
+use crate::document::Flag;
 use crate::vocab::Table;
 use crate::vocab::units::{format_rate, format_size, mb_per_sec};
+use crate::workload::Stored;
 
-use super::item::{DiskItem, Op};
+use super::item::Op;
 
 /// The tables for one disk workload.
-pub fn tables(record: &WorkloadRecord, items: &[DiskItem]) -> Vec<Table> {
-    let direct_writes = record.params.get("direct_writes").and_then(|v| v.as_bool()) == Some(true);
-    let engine = record
-        .params
-        .get("engine")
-        .and_then(|v| v.as_str())
-        .unwrap_or("?");
-    let block = record
-        .params
-        .get("block_size_bytes")
-        .and_then(|v| v.as_u64())
-        .unwrap_or(0);
-    let limit = match record
-        .context
-        .get("max_bytes_per_sec")
-        .and_then(|v| v.as_f64())
-    {
+pub fn tables(w: &Stored<DiskKind>) -> Vec<Table> {
+    let plan = &w.params.plan;
+    let (direct_writes, engine, block) = (
+        plan.direct_writes,
+        plan.engine.as_str(),
+        plan.block_size_bytes as u64,
+    );
+    let limit = match w.context.max_bytes_per_sec {
         Some(limit) => format!(
             "link limit {} ({})",
             format_rate(limit),
-            link_words(&record.context)
+            link_words(&w.context)
         ),
-        None => format!("link limit unknown ({})", link_words(&record.context)),
+        None => format!("link limit unknown ({})", link_words(&w.context)),
     };
-    let rows = by_size(items);
+    let rows = by_size(&w.items);
     let mut tables: Vec<Table> = Vec::new();
     for row in rows {
         let title = match row.op {

@@ -9,14 +9,14 @@ use std::path::PathBuf;
 use std::sync::Barrier;
 use std::time::Instant;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::data::Pattern;
 use super::engine::Transfer;
 use super::item::{DiskItem, Op};
-use super::{DiskPlan, DiskWorkload, Phase, SyncMode, workdir};
-use crate::analysis;
-use crate::workload::{Context, Error, Workload};
+use super::shapes::{QuickBaseline, QuickShape};
+use super::{DiskKind, DiskPlan, DiskWorkload, Phase, SyncMode, flagged, workdir};
+use crate::workload::{Context, Error, Kind, Workload};
 
 /// The large file: 50 MB, as the check is usually described.
 pub const LARGE_BYTES: u64 = 50_000_000;
@@ -30,13 +30,12 @@ pub const THREADS: usize = 16;
 /// The quick destination check on one target.
 pub struct QuickWorkload {
     large: DiskWorkload,
-    baseline: Value,
+    baseline: Option<QuickBaseline>,
 }
 
 impl QuickWorkload {
-    /// A check of `target`; `baseline` holds earlier checks' figures for the verdict
-    /// (`{"runs", "large_bytes_per_sec", "small_bytes_per_sec"}`), or null.
-    pub fn new(target: PathBuf, seed: u64, baseline: Value) -> QuickWorkload {
+    /// A check of `target`; `baseline` holds earlier checks' medians for the verdict.
+    pub fn new(target: PathBuf, seed: u64, baseline: Option<QuickBaseline>) -> QuickWorkload {
         let plan = DiskPlan {
             phase: Phase::Write,
             ..DiskPlan::new(target, vec![LARGE_BYTES], seed)
@@ -140,7 +139,7 @@ fn write_small(
 
 impl Workload for QuickWorkload {
     fn kind(&self) -> &'static str {
-        "disk"
+        DiskKind::NAME
     }
 
     fn target(&self) -> String {
@@ -148,20 +147,17 @@ impl Workload for QuickWorkload {
     }
 
     fn params(&self) -> Value {
-        let mut params = self.large.params();
-        params["quick"] = json!({
-            "large_bytes": LARGE_BYTES,
-            "small_files": SMALL_FILES,
-            "small_bytes": SMALL_BYTES,
-            "threads": THREADS,
-        });
-        params
+        let quick = QuickShape {
+            large_bytes: LARGE_BYTES,
+            small_files: SMALL_FILES,
+            small_bytes: SMALL_BYTES,
+            threads: THREADS,
+        };
+        serde_json::to_value(self.large.stored_params(Some(quick))).expect("params serialise")
     }
 
     fn context(&self) -> Value {
-        let mut context = self.large.context();
-        context["baseline"] = self.baseline.clone();
-        context
+        serde_json::to_value(self.large.stored_context(self.baseline)).expect("contexts serialise")
     }
 
     fn planned_bytes(&self) -> u64 {
@@ -198,8 +194,7 @@ impl Workload for QuickWorkload {
                 "small-*.dat",
             )
         };
-        ctx.sink
-            .item(&analysis::disk::flagged(item, self.large.limit().0));
+        ctx.sink.item(&flagged(item, self.large.limit().0));
         ctx.sink.stage_done("small files");
         Ok(())
     }

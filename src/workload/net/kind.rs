@@ -13,7 +13,7 @@ use super::report::Role;
 use crate::analysis::stats::Stats;
 use crate::document::{Severity, Verdict, WorkloadRecord};
 use crate::vocab::units::{format_bits_rate, gbit_per_sec};
-use crate::vocab::{GroupKey, RateUnit, Samples, Table};
+use crate::vocab::{GroupKey, LinkLimit, RateUnit, Samples, Table};
 
 /// Share of a core above which a stream's thread is taken as the limit.
 const CPU_BOUND: f64 = 0.9;
@@ -282,6 +282,14 @@ impl crate::workload::Kind for NetKind {
             ));
         }
         out
+    }
+
+    fn link_limit(&self, w: &Stored<Self>) -> Option<LinkLimit> {
+        let limit = w.record.context["goodput_limit_bytes_per_sec"].as_f64()?;
+        Some(LinkLimit {
+            limit: format_bits_rate(limit),
+            from: "TCP goodput of the link".into(),
+        })
     }
 
     /// The receive rate in each interval, all streams of a direction together.

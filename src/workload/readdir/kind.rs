@@ -1,16 +1,16 @@
 //! How ratelab summarises and shows a stored readdir run: rates by size band, since
 //! the files of a real folder rarely share a size.
 
-use crate::workload::Stored;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
-use crate::analysis::disk::Headline;
-use crate::document::{Severity, Verdict, WorkloadRecord};
+use super::{ReaddirContext, ReaddirPlan};
+use crate::document::{Flag, Severity, Verdict};
 use crate::vocab::units::{format_bytes, format_rate, mb_per_sec};
-use crate::vocab::{Chart, GroupKey, RateUnit, Samples, Table};
+use crate::vocab::{Chart, GroupKey, LinkLimit, RateUnit, Samples, Table};
 use crate::workload::disk::charts::by_size_chart;
-use crate::workload::disk::item::{DiskItem, items_of};
+use crate::workload::disk::item::DiskItem;
+use crate::workload::disk::{Headline, ReadMode, link_limit};
+use crate::workload::{Kind, Stored};
 
 /// Upper edges of the size bands, decimal as SPEC.md's "10 KB".
 const BANDS: [u64; 5] = [100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000];
@@ -62,114 +62,81 @@ pub fn by_band(items: &[DiskItem], min_size: u64) -> Vec<Band> {
 /// How ratelab summarises, judges and shows stored readdir workloads.
 pub struct ReaddirKind;
 
-fn min_size(record: &WorkloadRecord) -> u64 {
-    record.params["min_size_bytes"].as_u64().unwrap_or(0)
+/// A readdir workload's summary: every file's headline, and each size band's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReaddirSummary {
+    /// All files read; null when none was.
+    pub read: Option<Headline>,
+    /// The size bands, smallest first.
+    pub by_band: Vec<Band>,
+    /// Files read.
+    pub files_read: usize,
+    /// Files or folders that could not be read.
+    pub unreadable: usize,
 }
 
-impl crate::workload::Kind for ReaddirKind {
+impl Kind for ReaddirKind {
     const NAME: &'static str = "readdir";
-    type Params = Value;
-    type Context = Value;
-    type Item = Value;
-    type Summary = Value;
+    type Params = ReaddirPlan;
+    type Context = ReaddirContext;
+    type Item = DiskItem;
+    type Summary = ReaddirSummary;
 
-    fn summarize(&self, w: &Stored<Self>) -> Value {
-        let record = w.record;
-        let items = items_of(record);
-        json!({
-            "read": Headline::of(&items),
-            "by_band": by_band(&items, min_size(record)),
-            "files_read": items.len(),
-            "unreadable": record.warnings.len(),
-        })
+    fn summarize(&self, w: &Stored<Self>) -> ReaddirSummary {
+        ReaddirSummary {
+            read: Headline::of(&w.items),
+            by_band: by_band(&w.items, w.params.min_size_bytes),
+            files_read: w.items.len(),
+            unreadable: w.record.warnings.len(),
+        }
     }
 
     fn verdicts(&self, w: &Stored<Self>) -> Vec<Verdict> {
-        let (workload, record) = (w.index(), w.record);
+        let (record, items) = (w.record, &w.items);
+        let verdict = Verdict::about(Some(w.index()));
         let mut out = Vec::new();
         if !record.warnings.is_empty() {
-            out.push(Verdict {
-                code: "unreadable_files".into(),
-                severity: Severity::Warning,
-                message: format!(
+            out.push(verdict(
+                "unreadable_files",
+                Severity::Warning,
+                format!(
                     "{} files or folders under {} could not be read and are left out (see the warnings)",
                     record.warnings.len(),
                     record.target
                 ),
-                workload: Some(workload),
-            });
+            ));
         }
-        let items = items_of(record);
         let cached = items
             .iter()
-            .filter(|i| i.flags.contains(&crate::document::Flag::Cached))
+            .filter(|i| i.flags.contains(&Flag::Cached))
             .count();
         if cached > 0 {
-            out.push(Verdict {
-                code: "not_evicted".into(),
-                severity: Severity::Warning,
-                message: format!(
+            out.push(verdict(
+                "not_evicted",
+                Severity::Warning,
+                format!(
                     "{cached} of {} files were mostly in the page cache before their read (pages not yet \
                      written back, or mapped by a program): their figures include cache hits",
                     items.len()
                 ),
-                workload: Some(workload),
-            });
+            ));
         }
-        if let Some(flushed) =
-            Some(items.iter().filter(|i| i.mode == "flushed").count()).filter(|&n| n > 0)
-            && record.params["read_mode"] == "direct"
-        {
-            out.push(Verdict {
-                code: "direct_refused".into(),
-                severity: Severity::Info,
-                message: format!("{flushed} files were on a filesystem without O_DIRECT: they were evicted first and read through the cache"),
-                workload: Some(workload),
-            });
+        let flushed = items
+            .iter()
+            .filter(|i| i.mode == ReadMode::Flushed.as_str())
+            .count();
+        if flushed > 0 && w.params.read_mode == ReadMode::Direct {
+            out.push(verdict(
+                "direct_refused",
+                Severity::Info,
+                format!("{flushed} files were on a filesystem without O_DIRECT: they were evicted first and read through the cache"),
+            ));
         }
         out
     }
 
-    fn charts(&self, w: &Stored<Self>) -> Vec<Chart> {
-        by_size_chart(w.record).into_iter().collect()
-    }
-
-    /// Files by the size bands the run's summary holds (`summary.by_band`).
-    fn samples(&self, w: &Stored<Self>) -> Option<Samples> {
-        let bands: Vec<(u64, Option<u64>)> = w.record.summary["by_band"]
-            .as_array()
-            .map(|bands| {
-                bands
-                    .iter()
-                    .filter_map(|b| Some((b["from_bytes"].as_u64()?, b["to_bytes"].as_u64())))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let items = items_of(w.record)
-            .into_iter()
-            .filter_map(|item| {
-                let &(from, to) = bands.iter().find(|(from, to)| {
-                    item.size_bytes >= *from && to.is_none_or(|to| item.size_bytes < to)
-                })?;
-                let key = GroupKey {
-                    size_bytes: Some(from),
-                    size_to_bytes: to,
-                    banded: true,
-                    ..GroupKey::op("read")
-                };
-                Some((key, item.timed_rate()))
-            })
-            .collect();
-        Some(Samples {
-            unit: RateUnit::BytesPerSec,
-            items,
-        })
-    }
-
     fn tables(&self, w: &Stored<Self>) -> Vec<Table> {
-        let record = w.record;
-        let items = items_of(record);
-        let rows = by_band(&items, min_size(record))
+        let rows = by_band(&w.items, w.params.min_size_bytes)
             .into_iter()
             .map(|band| {
                 let rates = band.rates.rates.as_ref();
@@ -184,16 +151,16 @@ impl crate::workload::Kind for ReaddirKind {
                 ]
             })
             .collect();
-        let context = &record.context;
+        let context = &w.context;
         vec![Table {
             title: format!(
                 "files read uncached by size band ({} read, {} smaller than {} and {} not regular files skipped){}",
-                items.len(),
-                context["skipped_too_small"].as_u64().unwrap_or(0),
-                format_bytes(min_size(record)),
-                context["skipped_not_regular"].as_u64().unwrap_or(0),
-                context["max_bytes_per_sec"]
-                    .as_f64()
+                w.items.len(),
+                context.skipped_too_small,
+                format_bytes(w.params.min_size_bytes),
+                context.skipped_not_regular,
+                context
+                    .max_bytes_per_sec
                     .map(|l| format!(" · link limit {}", format_rate(l)))
                     .unwrap_or_default()
             ),
@@ -211,6 +178,49 @@ impl crate::workload::Kind for ReaddirKind {
             rows,
             numeric: vec![1, 2, 3, 4, 5, 6],
         }]
+    }
+
+    fn charts(&self, w: &Stored<Self>) -> Vec<Chart> {
+        by_size_chart(&w.record.target, &w.items)
+            .into_iter()
+            .collect()
+    }
+
+    fn link_limit(&self, w: &Stored<Self>) -> Option<LinkLimit> {
+        Some(link_limit(
+            w.context.max_bytes_per_sec,
+            w.context.chain.as_ref(),
+        ))
+    }
+
+    /// Files by the size bands the run's summary holds (`summary.by_band`).
+    fn samples(&self, w: &Stored<Self>) -> Option<Samples> {
+        let bands: Vec<(u64, Option<u64>)> = w
+            .summary
+            .iter()
+            .flat_map(|s| &s.by_band)
+            .map(|b| (b.from_bytes, b.to_bytes))
+            .collect();
+        let items = w
+            .items
+            .iter()
+            .filter_map(|item| {
+                let &(from, to) = bands.iter().find(|(from, to)| {
+                    item.size_bytes >= *from && to.is_none_or(|to| item.size_bytes < to)
+                })?;
+                let key = GroupKey {
+                    size_bytes: Some(from),
+                    size_to_bytes: to,
+                    banded: true,
+                    ..GroupKey::op("read")
+                };
+                Some((key, item.timed_rate()))
+            })
+            .collect();
+        Some(Samples {
+            unit: RateUnit::BytesPerSec,
+            items,
+        })
     }
 }
 

@@ -7,16 +7,15 @@ mod kind;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 pub use kind::ReaddirKind;
 
-use crate::analysis;
 use crate::platform::{self, StorageChain};
 use crate::workload::disk::engine::{self, Engine};
 use crate::workload::disk::item::{DiskItem, Op};
 use crate::workload::disk::{ReadMode, read_one};
-use crate::workload::{Context, Error, Workload};
+use crate::workload::{Context, Error, Kind, Workload};
 
 /// What `readdir` was asked to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,6 +30,29 @@ pub struct ReaddirPlan {
     pub read_mode: ReadMode,
     /// Bytes per read call.
     pub block_size_bytes: usize,
+}
+
+/// What the platform and the walk said of the folder, as stored.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReaddirContext {
+    /// The folder's storage down to its link; null if not probed.
+    #[serde(default)]
+    pub chain: Option<StorageChain>,
+    /// The link's limit; null when unknown.
+    #[serde(default)]
+    pub max_bytes_per_sec: Option<f64>,
+    /// Files found to read.
+    #[serde(default)]
+    pub files_found: usize,
+    /// Files left out as smaller than `--min-size`.
+    #[serde(default)]
+    pub skipped_too_small: u64,
+    /// Entries left out as not regular files (links, devices, sockets).
+    #[serde(default)]
+    pub skipped_not_regular: u64,
+    /// Subfolders left out as on another filesystem.
+    #[serde(default)]
+    pub skipped_other_filesystems: u64,
 }
 
 /// One file found to read.
@@ -111,7 +133,7 @@ fn walk(folder: &Path, device: u64, recursive: bool, min_size: u64, into: &mut W
 
 impl Workload for ReaddirWorkload {
     fn kind(&self) -> &'static str {
-        "readdir"
+        ReaddirKind::NAME
     }
 
     fn target(&self) -> String {
@@ -123,14 +145,15 @@ impl Workload for ReaddirWorkload {
     }
 
     fn context(&self) -> Value {
-        json!({
-            "chain": self.chain,
-            "max_bytes_per_sec": self.chain.as_ref().and_then(|c| c.max_bytes_per_sec),
-            "files_found": self.walk.files.len(),
-            "skipped_too_small": self.walk.too_small,
-            "skipped_not_regular": self.walk.not_regular,
-            "skipped_other_filesystems": self.walk.other_filesystems,
+        serde_json::to_value(ReaddirContext {
+            chain: self.chain.clone(),
+            max_bytes_per_sec: self.chain.as_ref().and_then(|c| c.max_bytes_per_sec),
+            files_found: self.walk.files.len(),
+            skipped_too_small: self.walk.too_small,
+            skipped_not_regular: self.walk.not_regular,
+            skipped_other_filesystems: self.walk.other_filesystems,
         })
+        .expect("contexts serialise")
     }
 
     fn planned_bytes(&self) -> u64 {
@@ -201,7 +224,7 @@ impl Workload for ReaddirWorkload {
                             &name.display().to_string(),
                         )
                     };
-                    ctx.sink.item(&analysis::disk::flagged(item, limit));
+                    ctx.sink.item(&crate::workload::disk::flagged(item, limit));
                 }
                 Err(Error::Interrupted) => return Err(Error::Interrupted),
                 Err(e) => ctx.sink.warning(format!("{:#}", anyhow::Error::new(e))),

@@ -3,21 +3,20 @@
 //! steps compare; the step that limits the task; how much a faster step could gain;
 //! and what stored disk runs say of the storage the task read and wrote.
 
-use crate::workload::{DecodeError, Stored};
+use crate::workload::{At, DecodeError, Stored};
 use std::path::Path;
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::item::{TaskItem, items_of};
-use crate::analysis::disk::streaming_rate;
 use crate::analysis::fits::{fits_sentence, fits_summary};
 use crate::analysis::stats::Stats;
 use crate::document::{Severity, Verdict, WorkloadRecord};
 use crate::platform;
 use crate::vocab::units::{format_bytes, format_rate, format_seconds};
-use crate::vocab::{Chart, GroupKey, RateUnit, Samples, Table};
-use crate::workload::disk::item::items_of as disk_items;
+use crate::vocab::{Chart, GroupKey, LinkLimit, RateUnit, Samples, Table};
+use crate::workload::disk::{DiskKind, streaming_rate};
 
 /// The steps a task is split into, in the order they run.
 const STEPS: [&str; 3] = ["read", "transform", "write"];
@@ -253,13 +252,19 @@ impl crate::workload::Kind for TaskKind {
             let Some(folder) = record.context[folder].as_str() else {
                 continue;
             };
-            let rate = records
-                .iter()
-                .filter(|r| {
-                    r.kind == "disk"
-                        && platform::measured_by(Path::new(folder), Path::new(&r.target))
-                })
-                .find_map(|r| streaming_rate(&disk_items(r), op).map(|rate| (r, rate)));
+            let mut rate = None;
+            for (index, r) in records.iter().enumerate() {
+                if r.kind != DiskKind::NAME
+                    || !platform::measured_by(Path::new(folder), Path::new(&r.target))
+                {
+                    continue;
+                }
+                let series = Stored::<DiskKind>::decode(At::new(w.at.run, index))?;
+                if let Some(found) = streaming_rate(&series.items, op) {
+                    rate = Some((r, found));
+                    break;
+                }
+            }
             if let Some((disk, rate)) = rate {
                 beside.insert(
                     key.into(),
@@ -278,6 +283,19 @@ impl crate::workload::Kind for TaskKind {
             .filter(Chart::has_points)
             .into_iter()
             .collect()
+    }
+
+    fn link_limit(&self, w: &Stored<Self>) -> Option<LinkLimit> {
+        let context = &w.record.context;
+        if let Some(limit) = context["max_bytes_per_sec"].as_f64() {
+            let via = context["chain"]["limit_via"].as_str().unwrap_or("its link");
+            return Some(LinkLimit {
+                limit: format_rate(limit),
+                from: format!("data rate of {via}"),
+            });
+        }
+        (context.get("chain").is_some() || context.get("write_chain").is_some())
+            .then(LinkLimit::unknown)
     }
 
     fn samples(&self, w: &Stored<Self>) -> Option<Samples> {

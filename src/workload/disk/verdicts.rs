@@ -3,23 +3,23 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
-
-use super::{EVICTED_FRACTION, SizeRow, by_size};
-use crate::document::{Flag, Severity, Verdict, WorkloadRecord};
+use super::item::{DiskItem, Op};
+use super::shapes::DiskContext;
+use super::summary::{EVICTED_FRACTION, SizeRow, by_size};
+use super::{DiskKind, ReadMode};
+use crate::document::{Flag, Severity, Verdict};
+use crate::platform::StorageChain;
+use crate::vocab::LinkLimit;
 use crate::vocab::units::{format_bytes, format_rate, format_seconds, format_size};
-use crate::workload::disk::item::{DiskItem, Op};
-use crate::workload::disk::{ReadMode, read_modes_of};
+use crate::workload::Stored;
 
 /// Verdicts about one disk workload.
-pub fn verdicts(workload: usize, record: &WorkloadRecord, items: &[DiskItem]) -> Vec<Verdict> {
-    let verdict = Verdict::about(Some(workload));
+pub fn verdicts(w: &Stored<DiskKind>) -> Vec<Verdict> {
+    let (items, record) = (&w.items[..], w.record);
+    let verdict = Verdict::about(Some(w.index()));
     let target = &record.target;
-    let limit = record
-        .context
-        .get("max_bytes_per_sec")
-        .and_then(Value::as_f64);
-    let via = link_words(&record.context);
+    let limit = w.context.max_bytes_per_sec;
+    let via = link_words(&w.context);
     let mut out = Vec::new();
 
     match limit {
@@ -90,7 +90,7 @@ pub fn verdicts(workload: usize, record: &WorkloadRecord, items: &[DiskItem]) ->
         ));
     }
 
-    if let Some(folder) = record.context.get("kept_folder").and_then(Value::as_str) {
+    if let Some(folder) = &w.context.kept_folder {
         out.push(verdict(
             "files_kept",
             Severity::Info,
@@ -112,11 +112,11 @@ pub fn verdicts(workload: usize, record: &WorkloadRecord, items: &[DiskItem]) ->
             ),
         ));
     }
-    for message in slower_than_before(record, items) {
+    for message in slower_than_before(w) {
         out.push(verdict("slower_than_before", Severity::Warning, message));
     }
 
-    let headline_read = read_modes_of(record).first().map(|mode| mode.as_str());
+    let headline_read = w.params.plan.read_modes.first().map(|mode| mode.as_str());
     for (op, mode, cost) in [
         (Op::Write, None, "creating and syncing each file"),
         (Op::Read, headline_read, "opening and reaching each file"),
@@ -133,30 +133,30 @@ const SLOWER_THAN_BEFORE: f64 = 0.5;
 
 /// For a quick check with earlier checks of the same target: which parts ran at less
 /// than half their earlier median.
-fn slower_than_before(record: &WorkloadRecord, items: &[DiskItem]) -> Vec<String> {
-    let baseline = &record.context["baseline"];
-    let Some(runs) = baseline["runs"].as_u64() else {
+fn slower_than_before(w: &Stored<DiskKind>) -> Vec<String> {
+    let Some(baseline) = w.context.baseline else {
         return Vec::new();
     };
+    let runs = baseline.runs;
     let mut out = Vec::new();
     for (part, before, now) in [
         (
             "the 50 MB file",
-            baseline["large_bytes_per_sec"].as_f64(),
-            items.iter().find(|i| i.files.is_none()),
+            baseline.large_bytes_per_sec,
+            w.items.iter().find(|i| i.files.is_none()),
         ),
         (
             "the small files",
-            baseline["small_bytes_per_sec"].as_f64(),
-            items.iter().find(|i| i.files.is_some()),
+            baseline.small_bytes_per_sec,
+            w.items.iter().find(|i| i.files.is_some()),
         ),
     ] {
-        if let (Some(before), Some(now)) = (before, now)
+        if let Some(now) = now
             && now.bytes_per_sec < before * SLOWER_THAN_BEFORE
         {
             out.push(format!(
                 "{part} went to {} at {}, {:.0}% of the median of the {runs} earlier checks ({})",
-                record.target,
+                w.record.target,
                 format_rate(now.bytes_per_sec),
                 now.bytes_per_sec / before * 100.0,
                 format_rate(before)
@@ -218,30 +218,38 @@ fn plural(op: Op) -> &'static str {
     }
 }
 
+/// The limit a storage workload's figures were checked against (`max_bytes_per_sec`,
+/// found along `chain`), as reports list it.
+pub fn link_limit(max_bytes_per_sec: Option<f64>, chain: Option<&StorageChain>) -> LinkLimit {
+    match max_bytes_per_sec {
+        Some(limit) => LinkLimit {
+            limit: format_rate(limit),
+            from: format!(
+                "data rate of {}",
+                chain
+                    .and_then(|c| c.limit_via.as_deref())
+                    .unwrap_or("its link")
+            ),
+        },
+        None => LinkLimit::unknown(),
+    }
+}
+
 /// The link in words, from a disk workload's stored context.
-pub fn link_words(context: &Value) -> String {
-    if context.get("limit_source").and_then(Value::as_str) == Some("--link-rate") {
+pub fn link_words(context: &DiskContext) -> String {
+    if context.limit_source.as_deref() == Some("--link-rate") {
         return "given with --link-rate".into();
     }
-    let chain = &context["chain"];
-    if let Some(via) = chain.get("limit_via").and_then(Value::as_str) {
-        return via.to_string();
+    if let Some(via) = context.chain.as_ref().and_then(|c| c.limit_via.as_ref()) {
+        return via.clone();
     }
-    let steps: Vec<String> = chain
-        .get("steps")
-        .and_then(Value::as_array)
-        .map(|steps| {
-            steps
-                .iter()
-                .filter_map(|s| {
-                    s.get("detail")
-                        .and_then(Value::as_str)
-                        .filter(|d| !d.is_empty())
-                        .map(str::to_string)
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let steps: Vec<String> = context
+        .chain
+        .iter()
+        .flat_map(|chain| &chain.steps)
+        .filter(|step| !step.detail.is_empty())
+        .map(|step| step.detail.clone())
+        .collect();
     if steps.is_empty() {
         "no link found".into()
     } else {
@@ -251,7 +259,7 @@ pub fn link_words(context: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::item;
+    use super::super::summary::tests::item;
     use super::*;
 
     #[test]

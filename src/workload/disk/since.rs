@@ -7,11 +7,12 @@
 //! more. Other parts (one cpu item per test and thread count, a few net intervals)
 //! have too few items to tell noise from change; `results compare` shows them all.
 
-use super::disk::streaming_rates;
-use super::mann_whitney;
-use super::stats::Stats;
-use crate::document::{RunDocument, Severity, Verdict, WorkloadRecord};
-use crate::workload::disk::item::items_of;
+use super::DiskKind;
+use super::summary::streaming_rates;
+use crate::analysis::mann_whitney::{self, holm};
+use crate::analysis::stats::Stats;
+use crate::document::{RunDocument, Severity, Verdict};
+use crate::workload::{At, DecodeError, Kind, Stored};
 
 /// Family-wise error rate of the tests together.
 const ALPHA: f64 = 0.05;
@@ -27,8 +28,16 @@ struct Figure {
     p_value: f64,
 }
 
+/// The storage series of `run`, decoded; those run alone first (`--alone`) are left out.
+fn series_of(run: &RunDocument) -> Result<Vec<Stored<'_, DiskKind>>, DecodeError> {
+    (0..run.workloads.len())
+        .filter(|&i| run.workloads[i].kind == DiskKind::NAME && run.workloads[i].alone_of.is_none())
+        .map(|i| Stored::decode(At::new(run, i)))
+        .collect()
+}
+
 /// The verdicts on what moved from `previous` to `current`, two profiles of one machine.
-pub fn since(previous: &RunDocument, current: &RunDocument) -> Vec<Verdict> {
+pub fn since(previous: &RunDocument, current: &RunDocument) -> Result<Vec<Verdict>, DecodeError> {
     let before = format!(
         "profile run {} of this machine ({})",
         previous.run_id.unwrap_or_default(),
@@ -36,19 +45,15 @@ pub fn since(previous: &RunDocument, current: &RunDocument) -> Vec<Verdict> {
     );
     let verdict = Verdict::about(None);
     let mut figures: Vec<Figure> = Vec::new();
-    for now in current
-        .workloads
-        .iter()
-        .filter(|w| w.kind == "disk" && w.alone_of.is_none())
-    {
-        let Some(then) = previous.workloads.iter().find(|w| same_series(w, now)) else {
+    let earlier = series_of(previous)?;
+    for now in series_of(current)? {
+        let Some(then) = earlier.iter().find(|then| same_series(then, &now)) else {
             continue;
         };
-        let (then_items, now_items) = (items_of(then), items_of(now));
         for op in ["write", "read"] {
             let (a, b) = (
-                streaming_rates(&then_items, op),
-                streaming_rates(&now_items, op),
+                streaming_rates(&then.items, op),
+                streaming_rates(&now.items, op),
             );
             let (Some(test), Some(x), Some(y)) =
                 (mann_whitney::test(&a, &b), Stats::of(&a), Stats::of(&b))
@@ -56,22 +61,23 @@ pub fn since(previous: &RunDocument, current: &RunDocument) -> Vec<Verdict> {
                 continue;
             };
             figures.push(Figure {
-                words: format!("{op} on {}", now.target),
+                words: format!("{op} on {}", now.record.target),
                 ratio: y.median / x.median,
                 p_value: test.p_value,
             });
         }
     }
     if figures.is_empty() {
-        return vec![verdict(
+        return Ok(vec![verdict(
             "since_last_profile",
             Severity::Info,
             format!(
                 "{before} measured other targets or settings: no storage figure to set this one against"
             ),
-        )];
+        )]);
     }
-    let moved = holm(&figures);
+    let p_values: Vec<f64> = figures.iter().map(|f| f.p_value).collect();
+    let moved = holm(&p_values, ALPHA);
     let all: Vec<String> = figures
         .iter()
         .map(|f| format!("{} {:.2}x", f.words, f.ratio))
@@ -83,14 +89,14 @@ pub fn since(previous: &RunDocument, current: &RunDocument) -> Vec<Verdict> {
         .map(|(f, _)| f)
         .collect();
     if called.is_empty() {
-        return vec![verdict(
+        return Ok(vec![verdict(
             "unchanged_since_last_profile",
             Severity::Info,
             format!(
                 "no storage figure moved beyond the noise since {before} ({}; files of 64 MiB and more)",
                 all.join(", ")
             ),
-        )];
+        )]);
     }
     let slower = called.iter().any(|f| f.ratio < 1.0);
     let named: Vec<String> = called
@@ -98,7 +104,7 @@ pub fn since(previous: &RunDocument, current: &RunDocument) -> Vec<Verdict> {
         .take(NAMED)
         .map(|f| format!("{} {:.2}x (p {:.2e})", f.words, f.ratio, f.p_value))
         .collect();
-    vec![verdict(
+    Ok(vec![verdict(
         "changed_since_last_profile",
         if slower {
             Severity::Warning
@@ -116,60 +122,19 @@ pub fn since(previous: &RunDocument, current: &RunDocument) -> Vec<Verdict> {
             previous.run_id.unwrap_or_default(),
             current.run_id.unwrap_or_default(),
         ),
-    )]
+    )])
 }
 
-/// Whether two disk workloads are one series measured twice: the same target, sizes,
-/// passes, read modes, sync and engine.
-fn same_series(a: &WorkloadRecord, b: &WorkloadRecord) -> bool {
-    let keys = [
-        "sizes_bytes",
-        "repeat",
-        "read_modes",
-        "sync",
-        "direct_writes",
-        "engine",
-        "block_size_bytes",
-    ];
-    a.kind == b.kind
-        && a.alone_of.is_none()
-        && a.target == b.target
-        && keys.iter().all(|k| a.params[k] == b.params[k])
-}
-
-/// Holm's step-down correction: which p-values stand with the family-wise rate held
-/// at [`ALPHA`].
-fn holm(figures: &[Figure]) -> Vec<bool> {
-    let mut order: Vec<usize> = (0..figures.len()).collect();
-    order.sort_by(|&a, &b| figures[a].p_value.total_cmp(&figures[b].p_value));
-    let mut beyond = vec![false; figures.len()];
-    for (rank, &index) in order.iter().enumerate() {
-        if figures[index].p_value > ALPHA / (figures.len() - rank) as f64 {
-            break;
-        }
-        beyond[index] = true;
-    }
-    beyond
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn figure(p_value: f64) -> Figure {
-        Figure {
-            words: String::new(),
-            ratio: 2.0,
-            p_value,
-        }
-    }
-
-    #[test]
-    fn holm_steps_down_until_a_p_value_is_too_large() {
-        // Thresholds for four tests: 0.0125, 0.0167, 0.025, 0.05.
-        let figures = [figure(0.01), figure(0.04), figure(0.015), figure(0.03)];
-        assert_eq!(holm(&figures), [true, false, true, false]);
-        assert_eq!(holm(&[figure(0.03), figure(0.04)]), [false, false]);
-        assert_eq!(holm(&[figure(0.02), figure(0.03)]), [true, true]);
-    }
+/// Whether two storage series are one series measured twice: the same target, sizes,
+/// passes, read modes, sync, engine and block size.
+fn same_series(a: &Stored<DiskKind>, b: &Stored<DiskKind>) -> bool {
+    let (x, y) = (&a.params.plan, &b.params.plan);
+    a.record.target == b.record.target
+        && x.sizes_bytes == y.sizes_bytes
+        && x.repeat == y.repeat
+        && x.read_modes == y.read_modes
+        && x.sync == y.sync
+        && x.direct_writes == y.direct_writes
+        && x.engine == y.engine
+        && x.block_size_bytes == y.block_size_bytes
 }

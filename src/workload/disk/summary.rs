@@ -1,19 +1,15 @@
-//! Storage analysis: flags on single items and statistics per operation and size;
-//! the verdicts in words live in [`verdicts`].
-
-mod verdicts;
-
-pub use verdicts::{link_words, verdicts};
+//! Storage statistics: flags on single items, rates per operation and size, and the
+//! headline figures of a series, which leave out what broke the link's physics.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
-use super::stats::Stats;
+use super::ReadMode;
+use super::item::{DiskItem, Op};
+use super::shapes::DiskSummary;
+use crate::analysis::stats::Stats;
 use crate::document::Flag;
-use crate::workload::disk::ReadMode;
-use crate::workload::disk::item::{DiskItem, Op};
 
 /// A figure above the link limit by more than this factor is flagged: the margin
 /// absorbs timer and rounding error, never a cache.
@@ -70,7 +66,7 @@ pub fn flagged(mut item: DiskItem, limit_bytes_per_sec: Option<f64>) -> DiskItem
     item
 }
 
-/// Rate statistics of a group of items, with units in the names (SPEC.md).
+/// Rate statistics of a group of items, with units in the names.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RateSummary {
     /// Median of the items' rates.
@@ -184,28 +180,31 @@ impl Headline {
     }
 }
 
-/// SPEC.md's disk summary: `write`, `read` (the first read mode), `read_<mode>` for
-/// each mode, and `by_size`. Figures faster than the link are never a headline speed.
-pub fn summarize(items: &[DiskItem], read_modes: &[ReadMode]) -> Value {
-    let writes = Headline::of(items.iter().filter(|i| i.op == Op::Write));
-    let mut summary = json!({ "write": writes });
+/// The disk summary (docs/json.md): `write`, `read` (the first read mode),
+/// `read_<mode>` for each mode, and `by_size`. Figures faster than the link are never a
+/// headline speed.
+pub fn summarize(items: &[DiskItem], read_modes: &[ReadMode]) -> DiskSummary {
     let reads_in =
         |mode: &str| Headline::of(items.iter().filter(|i| i.op == Op::Read && i.mode == mode));
+    let mut reads = indexmap::IndexMap::new();
     if let Some(first) = read_modes.first() {
-        summary["read"] = json!(reads_in(first.as_str()));
+        reads.insert("read".to_string(), reads_in(first.as_str()));
     }
     for mode in read_modes {
-        summary[format!("read_{}", mode.as_str())] = json!(reads_in(mode.as_str()));
+        reads.insert(format!("read_{}", mode.as_str()), reads_in(mode.as_str()));
     }
-    summary["by_size"] = json!(by_size(items));
-    summary
+    DiskSummary {
+        write: Headline::of(items.iter().filter(|i| i.op == Op::Write)),
+        reads,
+        by_size: by_size(items),
+    }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    pub(super) fn item(
+    pub(crate) fn item(
         op: Op,
         mode: &str,
         size: u64,
@@ -252,7 +251,7 @@ mod tests {
             item(Op::Write, "fsync", 1 << 20, 200e6, None),
             item(Op::Read, "direct", 1 << 20, 400e6, Some(0.0)),
         ];
-        let summary = summarize(&items, &[ReadMode::Direct]);
+        let summary = serde_json::to_value(summarize(&items, &[ReadMode::Direct])).unwrap();
         assert_eq!(summary["write"]["median_bytes_per_sec"], 200e6);
         assert_eq!(summary["write"]["min_bytes_per_sec"], 100e6);
         assert_eq!(summary["write"]["max_bytes_per_sec"], 300e6);
@@ -273,11 +272,11 @@ mod tests {
                 )
             })
             .collect();
-        let summary = summarize(&items, &[ReadMode::Direct]);
+        let summary = serde_json::to_value(summarize(&items, &[ReadMode::Direct])).unwrap();
         assert_eq!(summary["read"]["n"], 2);
         assert_eq!(summary["read"]["max_bytes_per_sec"], 2e8);
         assert_eq!(summary["read"]["excluded_faster_than_link"], 1);
-        let all_cache = summarize(&items[2..], &[ReadMode::Direct]);
+        let all_cache = serde_json::to_value(summarize(&items[2..], &[ReadMode::Direct])).unwrap();
         assert_eq!(all_cache["read"]["excluded_faster_than_link"], 1);
         assert!(all_cache["read"].get("median_bytes_per_sec").is_none());
     }
