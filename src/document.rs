@@ -35,6 +35,12 @@ impl RunStatus {
     }
 }
 
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One run: its context, its workloads with every item, and the verdicts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunDocument {

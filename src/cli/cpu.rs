@@ -8,16 +8,17 @@ use clap::Args;
 
 use super::MeasureArgs;
 use super::values::{CountList, parse_count_list, parse_seconds};
+use crate::document::RunStatus;
 use crate::exit::{Exit, UsageError};
 use crate::platform::cores;
 use crate::run::{DEFAULT_INTERVAL, Schedule};
-use crate::store::Store;
-use crate::workload::Workload;
+use crate::store::{RunQuery, Store};
 use crate::workload::cpu::kernels::{self, DEFAULT_TESTS};
 use crate::workload::cpu::{
-    Baseline, BaselineRate, Budget, CpuPlan, CpuWorkload, SchedClass, cpu_items,
+    Baseline, BaselineRate, Budget, CpuKind, CpuPlan, CpuWorkload, SchedClass, cpu_items,
 };
 use crate::workload::monitor::{MonitorPlan, MonitorWorkload};
+use crate::workload::{Kind, Workload};
 
 /// Options of `ratelab cpu`.
 #[derive(Debug, Args)]
@@ -213,18 +214,16 @@ fn baseline(
             Err(e) => Err(UsageError(format!("--baseline {id}: {e:#}")).into()),
         };
     }
-    let hostname = crate::platform::probe_machine().hostname;
-    let mut runs = store.list_runs()?;
-    runs.reverse();
-    for run in runs
-        .iter()
-        .filter(|r| r.status == "complete" && (r.verb == "cpu" || r.verb == "profile"))
-    {
-        let Ok(doc) = store.load_run(run.run_id) else {
-            continue;
-        };
-        if doc.machine.hostname == hostname
-            && let Some(baseline) = rates_of(run.run_id)?
+    // The first complete run of cpu tests on this machine.
+    let query = RunQuery {
+        hostname: Some(crate::platform::probe_machine().hostname),
+        kind: Some(CpuKind::NAME.into()),
+        status: Some(RunStatus::Complete),
+        oldest_first: true,
+        ..RunQuery::default()
+    };
+    for run in store.find_runs(&query)? {
+        if let Some(baseline) = rates_of(run.run_id)?
             && &baseline.cpus == cpus
         {
             return Ok(Some(baseline));

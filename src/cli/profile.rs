@@ -20,7 +20,7 @@ use super::values::{parse_host_port, parse_size_list};
 use crate::document::RunDocument;
 use crate::exit::{Exit, UsageError};
 use crate::run::{Member, Schedule};
-use crate::store::Store;
+use crate::store::{RunQuery, Store};
 use crate::workload::Error;
 use crate::workload::Workload;
 use crate::workload::cpu::kernels::DEFAULT_TESTS;
@@ -169,25 +169,16 @@ fn thread_counts(cpus: usize) -> Vec<usize> {
     counts
 }
 
-/// Profile runs looked through for the last complete one of this machine.
-const PROFILES_LOOKED_AT: usize = 100;
-
 /// The newest complete profile of this machine (by host name) in the database.
 fn last_profile(output: &MeasureArgs) -> Option<RunDocument> {
     let store = Store::open_existing(output.db.as_deref())?;
-    let host = crate::platform::probe_machine().hostname;
-    store
-        .list_runs()
-        .ok()?
-        .into_iter()
-        .filter(|r| r.verb == "profile" && r.status == "complete")
-        .take(PROFILES_LOOKED_AT)
-        .find_map(|r| {
-            store
-                .load_run(r.run_id)
-                .ok()
-                .filter(|doc| doc.machine.hostname == host)
-        })
+    let query = RunQuery {
+        hostname: Some(crate::platform::probe_machine().hostname),
+        limit: Some(1),
+        ..RunQuery::complete(&["profile"])
+    };
+    let last = store.find_runs(&query).ok()?.pop()?;
+    store.load_run(last.run_id).ok()
 }
 
 /// The verdicts on what moved since `previous` (see [`since`]).

@@ -9,7 +9,7 @@ use super::MeasureArgs;
 use crate::analysis::stats::Stats;
 use crate::exit::Exit;
 use crate::run::Schedule;
-use crate::store::Store;
+use crate::store::{RunQuery, Store};
 use crate::workload::disk::DiskKind;
 use crate::workload::disk::quick::QuickWorkload;
 use crate::workload::disk::shapes::QuickBaseline;
@@ -51,12 +51,15 @@ pub fn run(args: QuickArgs) -> anyhow::Result<Exit> {
 fn baseline(output: &MeasureArgs, target: &Path) -> Option<QuickBaseline> {
     let target = std::fs::canonicalize(target).ok()?.display().to_string();
     let store = Store::open_existing(output.db.as_deref())?;
+    let query = RunQuery {
+        target: Some(target),
+        limit: Some(BASELINE_RUNS),
+        ..RunQuery::complete(&["quick"])
+    };
     let runs: Vec<i64> = store
-        .list_runs()
+        .find_runs(&query)
         .unwrap_or_default()
-        .into_iter()
-        .filter(|r| r.verb == "quick" && r.status == "complete" && r.targets.contains(&target))
-        .take(BASELINE_RUNS)
+        .iter()
         .map(|r| r.run_id)
         .collect();
     let (mut large, mut small) = (Vec::new(), Vec::new());

@@ -6,10 +6,9 @@ use std::time::{Duration, SystemTime};
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::analysis::compare::{Sampled, compare};
-use crate::document::RunDocument;
 use crate::exit::Exit;
 use crate::report::{self, Format};
-use crate::store::{RunListing, Store};
+use crate::store::{RunListing, RunQuery, Store};
 use crate::vocab::Table;
 use crate::workload;
 
@@ -154,52 +153,27 @@ pub struct Date {
 }
 
 impl ListFilter {
-    /// Whether the filters need each run's document (the listing lacks machine and kinds).
-    fn needs_document(&self) -> bool {
-        self.machine.is_some() || self.kind.is_some()
-    }
-
-    /// Whether a listed run passes the filters the listing can answer.
-    fn admits_listing(&self, run: &RunListing) -> bool {
-        let contains = |text: &str, part: &Option<String>| {
-            part.as_deref().is_none_or(|part| text.contains(part))
+    /// The query of the runs the filters admit, answered by the store in SQL.
+    fn query(&self) -> RunQuery {
+        let stamp = |at: SystemTime| humantime::format_rfc3339_seconds(at).to_string();
+        // A date alone for --until runs to the next midnight; a date-time is the last moment.
+        let (started_until, started_before) = match self.until {
+            Some(until) if until.whole_day => {
+                (None, Some(stamp(until.at + Duration::from_secs(86_400))))
+            }
+            Some(until) => (Some(stamp(until.at)), None),
+            None => (None, None),
         };
-        let started = humantime::parse_rfc3339_weak(&run.started_at).ok();
-        let after_since = self
-            .since
-            .is_none_or(|since| started.is_some_and(|s| s >= since.at));
-        let before_until = self.until.is_none_or(|until| {
-            // A date alone runs to the next midnight; a date-time is the last moment.
-            started.is_some_and(|s| {
-                if until.whole_day {
-                    s < until.at + Duration::from_secs(86_400)
-                } else {
-                    s <= until.at
-                }
-            })
-        });
-        contains(run.label.as_deref().unwrap_or(""), &self.label)
-            && (self.label.is_none() || run.label.is_some())
-            && (self.target.is_none() || run.targets.iter().any(|t| contains(t, &self.target)))
-            && after_since
-            && before_until
-    }
-
-    /// Whether a run's document passes the filters the listing cannot answer.
-    fn admits_document(&self, doc: &RunDocument) -> bool {
-        let machine = self.machine.as_deref().is_none_or(|text| {
-            let text = text.to_lowercase();
-            let m = &doc.machine;
-            m.hostname.to_lowercase().contains(&text)
-                || m.cpu_model
-                    .as_deref()
-                    .is_some_and(|c| c.to_lowercase().contains(&text))
-        });
-        let kind = self
-            .kind
-            .as_deref()
-            .is_none_or(|kind| doc.workloads.iter().any(|w| w.kind == kind));
-        machine && kind
+        RunQuery {
+            machine_contains: self.machine.clone(),
+            kind: self.kind.clone(),
+            target_contains: self.target.clone(),
+            label_contains: self.label.clone(),
+            started_from: self.since.map(|since| stamp(since.at)),
+            started_until,
+            started_before,
+            ..RunQuery::default()
+        }
     }
 
     /// Whether any filter is given.
@@ -307,19 +281,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
     let store = Store::open(&path)?;
     match args.action {
         Action::List { json, filter } => {
-            let all = store.list_runs()?;
-            let total = all.len();
-            let mut runs = Vec::new();
-            for run in all {
-                if !filter.admits_listing(&run) {
-                    continue;
-                }
-                if filter.needs_document() && !filter.admits_document(&store.load_run(run.run_id)?)
-                {
-                    continue;
-                }
-                runs.push(run);
-            }
+            let runs = store.find_runs(&filter.query())?;
             let bytes = if json {
                 let mut bytes = serde_json::to_vec_pretty(&runs)?;
                 bytes.push(b'\n');
@@ -328,6 +290,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
                 let title = if filter.is_empty() {
                     format!("{} runs in {}", runs.len(), path.display())
                 } else {
+                    let total = store.list_runs()?.len();
                     format!("{} of {total} runs in {} match", runs.len(), path.display())
                 };
                 format!(
@@ -409,7 +372,7 @@ fn list_table(title: String, runs: &[RunListing]) -> Table {
                     r.verb.clone(),
                     r.targets.join(", "),
                     r.label.clone().unwrap_or_default(),
-                    r.status.clone(),
+                    r.status.as_str().to_string(),
                 ]
             })
             .collect(),
@@ -460,35 +423,28 @@ mod tests {
 
     #[test]
     fn a_date_alone_for_until_holds_the_whole_day() {
-        let listing = |started: &str| RunListing {
-            run_id: 1,
-            started_at: started.into(),
-            verb: "disk".into(),
-            targets: vec!["/mnt/ssd".into()],
-            label: Some("before-fix".into()),
-            status: "complete".into(),
-        };
         let filter = ListFilter {
             since: Some(parse_date("2026-11-23").unwrap()),
             until: Some(parse_date("2026-11-23").unwrap()),
             ..ListFilter::default()
         };
-        assert!(filter.admits_listing(&listing("2026-11-23T00:00:00Z")));
-        assert!(filter.admits_listing(&listing("2026-11-23T23:59:59Z")));
-        assert!(!filter.admits_listing(&listing("2026-11-24T00:00:00Z")));
-        assert!(!filter.admits_listing(&listing("2026-11-22T23:59:59Z")));
+        let query = filter.query();
+        assert_eq!(query.started_from.as_deref(), Some("2026-11-23T00:00:00Z"));
+        assert_eq!(
+            query.started_before.as_deref(),
+            Some("2026-11-24T00:00:00Z")
+        );
+        assert_eq!(query.started_until, None);
         let filter = ListFilter {
             until: Some(parse_date("2026-11-23T10:00:00Z").unwrap()),
             label: Some("fix".into()),
             target: Some("ssd".into()),
             ..ListFilter::default()
         };
-        assert!(filter.admits_listing(&listing("2026-11-23T10:00:00Z")));
-        assert!(!filter.admits_listing(&listing("2026-11-23T10:00:01Z")));
-        let other_target = ListFilter {
-            target: Some("hdd".into()),
-            ..ListFilter::default()
-        };
-        assert!(!other_target.admits_listing(&listing("2026-11-23T10:00:00Z")));
+        let query = filter.query();
+        assert_eq!(query.started_until.as_deref(), Some("2026-11-23T10:00:00Z"));
+        assert_eq!(query.started_before, None);
+        assert_eq!(query.label_contains.as_deref(), Some("fix"));
+        assert_eq!(query.target_contains.as_deref(), Some("ssd"));
     }
 }

@@ -8,10 +8,11 @@ use serde_json::{Value, json};
 
 use super::MeasureArgs;
 use super::values::{CountList, parse_count_list, parse_size};
+use crate::document::RunStatus;
 use crate::exit::{Exit, UsageError};
 use crate::platform::cores;
 use crate::run::Schedule;
-use crate::store::Store;
+use crate::store::{RunQuery, Store};
 use crate::workload::disk::{DiskKind, streaming_rate};
 use crate::workload::task::{Codec, Direction, TaskPlan, TaskWorkload};
 use crate::workload::{At, Kind, Stored};
@@ -170,13 +171,15 @@ pub fn disk_runs(output: &MeasureArgs, read_folder: Option<&Path>, out: &Path) -
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let mut found = serde_json::Map::new();
-    let runs = store.list_runs().unwrap_or_default();
-    for run in runs
-        .iter()
-        // The verbs whose runs hold storage series; task runs themselves do not.
-        .filter(|r| r.status == "complete" && matches!(r.verb.as_str(), "disk" | "profile" | "run"))
-        .take(DISK_RUNS_LOOKED_AT)
-    {
+    // The newest complete runs that hold a storage series, whatever verb made them.
+    let query = RunQuery {
+        kind: Some(DiskKind::NAME.into()),
+        status: Some(RunStatus::Complete),
+        limit: Some(DISK_RUNS_LOOKED_AT),
+        ..RunQuery::default()
+    };
+    let runs = store.find_runs(&query).unwrap_or_default();
+    for run in &runs {
         let Ok(doc) = store.load_run(run.run_id) else {
             continue;
         };

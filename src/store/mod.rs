@@ -3,12 +3,17 @@
 //! crash or Ctrl-C loses nothing stored before it, and other runs are never touched.
 
 mod migrations;
+mod query;
 mod read;
 mod write;
 
 use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
+
+pub use query::RunQuery;
+
+use crate::document::RunStatus;
 
 /// What went wrong with the results database.
 #[derive(Debug, thiserror::Error)]
@@ -82,8 +87,8 @@ pub struct RunListing {
     pub targets: Vec<String>,
     /// The user's label.
     pub label: Option<String>,
-    /// `complete` or `incomplete`.
-    pub status: String,
+    /// Whether it finished.
+    pub status: RunStatus,
 }
 
 /// An open results database.

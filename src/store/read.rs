@@ -3,39 +3,10 @@
 use rusqlite::{OptionalExtension, params};
 use serde_json::Value;
 
-use super::{Error, RunListing, Store};
+use super::{Error, Store};
 use crate::document::{RunDocument, RunStatus, Severity, Verdict, WorkloadRecord};
 
 impl Store {
-    /// Every run, newest first.
-    pub fn list_runs(&self) -> Result<Vec<RunListing>, Error> {
-        let mut query = self
-            .conn
-            .prepare(
-                "SELECT r.id, r.started_at, r.verb, r.label, r.status,
-                        (SELECT group_concat(target, char(10)) FROM
-                           (SELECT target FROM workloads w WHERE w.run_id = r.id ORDER BY idx))
-                 FROM runs r ORDER BY r.id DESC",
-            )
-            .map_err(|e| self.sql(e))?;
-        let rows = query
-            .query_map([], |row| {
-                let targets: Option<String> = row.get(5)?;
-                Ok(RunListing {
-                    run_id: row.get(0)?,
-                    started_at: row.get(1)?,
-                    verb: row.get(2)?,
-                    label: row.get(3)?,
-                    status: row.get(4)?,
-                    targets: targets
-                        .map(|t| t.lines().map(str::to_string).collect())
-                        .unwrap_or_default(),
-                })
-            })
-            .map_err(|e| self.sql(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.sql(e))
-    }
-
     /// Loads a whole run as its document.
     pub fn load_run(&self, run_id: i64) -> Result<RunDocument, Error> {
         let row = self

@@ -10,7 +10,7 @@ use serde::ser::{SerializeMap, Serializer};
 
 use super::mann_whitney::{self, Method};
 use super::stats::Stats;
-use crate::document::{RunDocument, WorkloadRecord};
+use crate::document::{RunDocument, RunStatus, WorkloadRecord};
 pub use crate::vocab::{GroupKey, RateUnit, Samples};
 
 /// A change is beyond noise only below this two-sided p-value.
@@ -34,8 +34,8 @@ pub struct RunRef {
     pub label: Option<String>,
     /// The machine's host name.
     pub hostname: String,
-    /// `complete` or `incomplete`.
-    pub status: String,
+    /// Whether it finished.
+    pub status: RunStatus,
 }
 
 /// One run's items of a group.
@@ -236,7 +236,7 @@ pub fn compare(runs: &[Sampled]) -> Comparison {
                 started_at: run.started_at.clone(),
                 label: run.label.clone(),
                 hostname: run.machine.hostname.clone(),
-                status: run.status.as_str().to_string(),
+                status: run.status,
             })
             .collect(),
         thresholds: Thresholds {

@@ -1,0 +1,221 @@
+//! Finding runs: the questions verbs ask of earlier runs (the last profile of this
+//! machine, earlier checks of a target, storage series of a folder) and the filters of
+//! `results list`, answered in SQL so that no run is loaded to be looked at.
+
+use rusqlite::params_from_iter;
+use rusqlite::types::Value as SqlValue;
+
+use super::{Error, RunListing, Store};
+use crate::document::RunStatus;
+
+/// Which runs to find; every condition given must hold.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunQuery {
+    /// Made by one of these verbs; any verb when empty.
+    pub verbs: Vec<String>,
+    /// With this status.
+    pub status: Option<RunStatus>,
+    /// On the machine of exactly this host name.
+    pub hostname: Option<String>,
+    /// On a machine whose host name or CPU model contains this text, in any case.
+    pub machine_contains: Option<String>,
+    /// With a workload of this kind.
+    pub kind: Option<String>,
+    /// With a workload whose target is exactly this.
+    pub target: Option<String>,
+    /// With a workload whose target contains this text.
+    pub target_contains: Option<String>,
+    /// With a label that contains this text.
+    pub label_contains: Option<String>,
+    /// Started at or after this moment (RFC 3339 UTC, as stored).
+    pub started_from: Option<String>,
+    /// Started at or before this moment (RFC 3339 UTC, as stored).
+    pub started_until: Option<String>,
+    /// Started before this moment (RFC 3339 UTC, as stored).
+    pub started_before: Option<String>,
+    /// The oldest first instead of the newest.
+    pub oldest_first: bool,
+    /// At most this many.
+    pub limit: Option<usize>,
+}
+
+impl RunQuery {
+    /// Complete runs made by `verbs`.
+    pub fn complete(verbs: &[&str]) -> RunQuery {
+        RunQuery {
+            verbs: verbs.iter().map(|v| v.to_string()).collect(),
+            status: Some(RunStatus::Complete),
+            ..RunQuery::default()
+        }
+    }
+
+    /// The SQL condition and its parameters.
+    fn condition(&self) -> (String, Vec<SqlValue>) {
+        let mut clauses: Vec<String> = Vec::new();
+        let mut values: Vec<SqlValue> = Vec::new();
+        let mut push = |clause: String, given: Vec<String>| {
+            clauses.push(clause);
+            values.extend(given.into_iter().map(SqlValue::Text));
+        };
+        if !self.verbs.is_empty() {
+            let marks = vec!["?"; self.verbs.len()].join(", ");
+            push(format!("r.verb IN ({marks})"), self.verbs.clone());
+        }
+        if let Some(status) = self.status {
+            push("r.status = ?".into(), vec![status.as_str().into()]);
+        }
+        if let Some(host) = &self.hostname {
+            push("r.hostname = ?".into(), vec![host.clone()]);
+        }
+        if let Some(text) = &self.machine_contains {
+            push(
+                "(instr(lower(r.hostname), lower(?)) > 0 \
+                 OR instr(lower(coalesce(json_extract(r.machine, '$.cpu_model'), '')), lower(?)) > 0)"
+                    .into(),
+                vec![text.clone(), text.clone()],
+            );
+        }
+        let workload = |condition: &str| {
+            format!("EXISTS (SELECT 1 FROM workloads w WHERE w.run_id = r.id AND {condition})")
+        };
+        if let Some(kind) = &self.kind {
+            push(workload("w.kind = ?"), vec![kind.clone()]);
+        }
+        if let Some(target) = &self.target {
+            push(workload("w.target = ?"), vec![target.clone()]);
+        }
+        if let Some(text) = &self.target_contains {
+            push(workload("instr(w.target, ?) > 0"), vec![text.clone()]);
+        }
+        if let Some(text) = &self.label_contains {
+            push("instr(r.label, ?) > 0".into(), vec![text.clone()]);
+        }
+        if let Some(at) = &self.started_from {
+            push("r.started_at >= ?".into(), vec![at.clone()]);
+        }
+        if let Some(at) = &self.started_until {
+            push("r.started_at <= ?".into(), vec![at.clone()]);
+        }
+        if let Some(at) = &self.started_before {
+            push("r.started_at < ?".into(), vec![at.clone()]);
+        }
+        let condition = if clauses.is_empty() {
+            "1".to_string()
+        } else {
+            clauses.join(" AND ")
+        };
+        (condition, values)
+    }
+}
+
+impl Store {
+    /// The runs `query` asks for, newest first unless it asks for the oldest.
+    pub fn find_runs(&self, query: &RunQuery) -> Result<Vec<RunListing>, Error> {
+        let (condition, values) = query.condition();
+        let order = if query.oldest_first { "ASC" } else { "DESC" };
+        let limit = query.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
+        let mut statement = self
+            .conn
+            .prepare(&format!(
+                "SELECT r.id, r.started_at, r.verb, r.label, r.status,
+                        (SELECT group_concat(target, char(10)) FROM
+                           (SELECT target FROM workloads w WHERE w.run_id = r.id ORDER BY idx))
+                 FROM runs r WHERE {condition} ORDER BY r.id {order}{limit}"
+            ))
+            .map_err(|e| self.sql(e))?;
+        let rows = statement
+            .query_map(params_from_iter(values), |row| {
+                let targets: Option<String> = row.get(5)?;
+                let status: String = row.get(4)?;
+                Ok(RunListing {
+                    run_id: row.get(0)?,
+                    started_at: row.get(1)?,
+                    verb: row.get(2)?,
+                    label: row.get(3)?,
+                    status: RunStatus::parse(&status).unwrap_or(RunStatus::Incomplete),
+                    targets: targets
+                        .map(|t| t.lines().map(str::to_string).collect())
+                        .unwrap_or_default(),
+                })
+            })
+            .map_err(|e| self.sql(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.sql(e))
+    }
+
+    /// Every run, newest first.
+    pub fn list_runs(&self) -> Result<Vec<RunListing>, Error> {
+        self.find_runs(&RunQuery::default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fixture database: runs of every verb written by the binary of 61f461b.
+    fn fixture() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("runs.db");
+        let fixture = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/runs-61f461b.db"
+        );
+        std::fs::copy(fixture, &db).unwrap();
+        let store = Store::open(&db).unwrap();
+        (dir, store)
+    }
+
+    fn ids(store: &Store, query: RunQuery) -> Vec<i64> {
+        store
+            .find_runs(&query)
+            .unwrap()
+            .iter()
+            .map(|r| r.run_id)
+            .collect()
+    }
+
+    #[test]
+    fn queries_filter_in_sql_as_the_listing_would() {
+        let (_dir, store) = fixture();
+        assert_eq!(
+            ids(&store, RunQuery::default()),
+            (1..=15).rev().collect::<Vec<_>>()
+        );
+        assert_eq!(ids(&store, RunQuery::complete(&["disk"])), [4, 3, 2, 1]);
+        let incomplete = RunQuery {
+            status: Some(RunStatus::Incomplete),
+            ..RunQuery::default()
+        };
+        assert_eq!(ids(&store, incomplete), [15]);
+        let net = RunQuery {
+            kind: Some("net".into()),
+            oldest_first: true,
+            limit: Some(2),
+            ..RunQuery::default()
+        };
+        assert_eq!(ids(&store, net), [7, 8]);
+        let machine = RunQuery {
+            machine_contains: Some("XEON".into()),
+            label_contains: Some("fixture-ta".into()),
+            ..RunQuery::default()
+        };
+        assert_eq!(ids(&store, machine), [12]);
+        let nowhere = RunQuery {
+            hostname: Some("no such host".into()),
+            ..RunQuery::default()
+        };
+        assert!(ids(&store, nowhere).is_empty());
+        let folder = RunQuery {
+            target_contains: Some("/files".into()),
+            started_from: Some("2026-11-24T00:00:00Z".into()),
+            started_before: Some("2026-11-25T00:00:00Z".into()),
+            ..RunQuery::default()
+        };
+        assert_eq!(ids(&store, folder), [5]);
+        let before = RunQuery {
+            started_until: Some("2026-11-23T23:59:59Z".into()),
+            ..RunQuery::default()
+        };
+        assert!(ids(&store, before).is_empty());
+    }
+}
