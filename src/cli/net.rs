@@ -12,11 +12,11 @@ use super::MeasureArgs;
 use super::values::{parse_rate, parse_seconds, parse_size, parse_time};
 use crate::exit::{Exit, UsageError};
 use crate::run::Schedule;
-use crate::workload::Cancel;
 use crate::workload::net::{
-    DEFAULT_PORT, Direction, Key, KeyError, Limits, MAX_BLOCK_BYTES, NetPlan, NetWorkload,
+    DEFAULT_PORT, Direction, Key, KeyError, Limits, MAX_BLOCK_BYTES, NetKind, NetPlan, NetWorkload,
     ServeConfig, Server,
 };
+use crate::workload::{Cancel, Kind};
 
 /// Interval of the per-stream figures when --interval is not given, as iperf3's.
 const DEFAULT_REPORT_INTERVAL: Duration = Duration::from_secs(1);
@@ -148,7 +148,7 @@ pub fn run(args: NetArgs) -> anyhow::Result<Exit> {
             let output = args.client.output.clone();
             let plan = args.client.plan(host)?;
             super::measure(
-                "net",
+                NetKind::NAME,
                 &output,
                 vec![Box::new(NetWorkload::new(plan))],
                 Schedule::together(1, &[]),

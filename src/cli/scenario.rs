@@ -12,12 +12,12 @@ use toml::de::{DeTable, DeValue};
 
 use super::{Cli, Command};
 use crate::exit::UsageError;
-use crate::workload::Workload;
 use crate::workload::disk::DiskWorkload;
-use crate::workload::net::NetWorkload;
+use crate::workload::net::{NetKind, NetWorkload};
+use crate::workload::{Kind, Workload};
 
 /// Kinds a scenario can run: each is the verb whose flags its fields are.
-const KINDS: [&str; 2] = ["disk", "net"];
+const KINDS: [&str; 2] = ["disk", NetKind::NAME];
 /// Run-level settings a scenario may hold besides its workloads.
 const SETTINGS: [&str; 4] = ["interval", "alone", "label", "workload"];
 /// Workload fields that are not flags of the kind's verb.

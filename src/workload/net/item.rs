@@ -3,7 +3,6 @@
 //! holds the whole test.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::protocol::Direction;
 use super::report::{Role, SideReport, StreamReport};
@@ -16,6 +15,16 @@ pub enum Side {
     Local,
     /// The server.
     Remote,
+}
+
+impl Side {
+    /// Its name as stored and shown: `local` or `remote`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Side::Local => "local",
+            Side::Remote => "remote",
+        }
+    }
 }
 
 /// What an item covers.
@@ -165,14 +174,6 @@ fn stream_item(stream: &StreamReport, side: Side, test: Direction, streams: u32)
             stream.bytes,
         )
     }
-}
-
-/// The net items of a stored record; items that are not net items are skipped.
-pub fn net_items(items: &[Value]) -> Vec<NetItem> {
-    items
-        .iter()
-        .filter_map(|item| serde_json::from_value(item.clone()).ok())
-        .collect()
 }
 
 impl NetItem {

@@ -6,6 +6,7 @@
 mod admission;
 mod auth;
 mod client;
+mod context;
 mod item;
 mod kind;
 mod protocol;
@@ -14,6 +15,7 @@ mod server;
 mod session;
 mod socket;
 mod stream;
+mod summary;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -23,21 +25,23 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 pub use auth::{Key, KeyError};
-pub use item::{NetItem, Scope, Side, net_items};
+pub use context::NetContext;
+pub use item::{NetItem, Scope, Side};
 pub use kind::NetKind;
 pub use protocol::{
     DecodeError, Direction, Limits, MAX_REQUEST_BYTES, Message, PROTOCOL, decode, encode,
 };
 pub use server::{Log, MAX_BLOCK_BYTES, ServeConfig, Server};
+pub use summary::{CpuFractions, DirectionTotals, NetSummary, Totals};
 
 use self::client::Control;
 use self::report::Role;
 use self::session::{Connection, GRACE};
 use crate::platform::nics::{self, Nic};
-use crate::workload::{Context, Error, Workload};
+use crate::workload::{Context, Error, Kind, Workload};
 
 /// The port `net serve` listens on and `net HOST` connects to by default.
 pub const DEFAULT_PORT: u16 = 5301;
@@ -223,7 +227,7 @@ impl NetWorkload {
 
 impl Workload for NetWorkload {
     fn kind(&self) -> &'static str {
-        "net"
+        NetKind::NAME
     }
 
     fn target(&self) -> String {
@@ -239,24 +243,14 @@ impl Workload for NetWorkload {
     }
 
     fn context(&self) -> Value {
-        let link = self.link_bits_per_sec();
-        let framing = self.nic.as_ref().map(Nic::framing_bytes);
-        let limit = match (link, self.mtu_bytes, self.mss_bytes, framing) {
-            (Some((bits, _)), Some(mtu), Some(mss), Some(framing)) => {
-                Some(nics::goodput_limit_bytes_per_sec(bits, mtu, mss, framing))
-            }
-            _ => None,
-        };
-        json!({
-            "address": self.address.map(|a| a.to_string()),
-            "interface": self.nic,
-            "link_bits_per_sec": link.map(|l| l.0),
-            "link_source": link.map(|l| l.1),
-            "framing_bytes": framing,
-            "mss_bytes": self.mss_bytes,
-            "mtu_bytes": self.mtu_bytes,
-            "goodput_limit_bytes_per_sec": limit,
-        })
+        let context = NetContext::of(
+            self.address.map(|a| a.to_string()),
+            self.nic.clone(),
+            self.link_bits_per_sec(),
+            self.mss_bytes,
+            self.mtu_bytes,
+        );
+        serde_json::to_value(context).expect("contexts serialise")
     }
 
     fn alone_of(&self) -> Option<usize> {

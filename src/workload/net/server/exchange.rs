@@ -1,0 +1,406 @@
+//! One connection of the server, from its first message to its end: a control
+//! connection's exchange (hello, key, request, data connections, go, results), or a
+//! data connection handed to the test its cookie names. Each way a connection ends is
+//! a [`Closed`], which is both what the server logs and what the client is told.
+
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+use super::{State, check};
+use crate::workload::net::admission::Ticket;
+use crate::workload::net::auth::{self, Key};
+use crate::workload::net::protocol::{
+    self, MAX_REQUEST_BYTES, Message, PROTOCOL, TestRequest, WireError,
+};
+use crate::workload::net::report::{Role, SideReport};
+use crate::workload::net::session::{self, Connection, GRACE};
+use crate::workload::net::socket;
+
+/// Longest wait for a connection's first message: a client speaks as soon as it connects.
+const FIRST_MESSAGE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Frees a test slot when the test ends, however it ends.
+struct Slot<'a>(&'a AtomicUsize);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Serves `connection` from `peer` to its end, and logs why it closed.
+pub(super) fn serve(state: &State, connection: TcpStream, peer: SocketAddr, ticket: Ticket) {
+    let _ = connection.set_nonblocking(false);
+    let _ = connection.set_nodelay(true);
+    if let Err(closed) = handle(state, connection, peer, ticket) {
+        (state.log)(&format!("{peer}: closed: {closed}"));
+    }
+}
+
+/// Why the server closed a connection: each message is what it logs after `closed:`,
+/// and, for a control connection turned away, what the client is told.
+#[derive(Debug, thiserror::Error)]
+enum Closed {
+    /// The connection's first message did not come whole and in time.
+    #[error("first message: {0}")]
+    FirstMessage(WireError),
+    /// The connection opened with a message that cannot come first.
+    #[error("a connection must open with hello or data, not {0}")]
+    Misplaced(&'static str),
+    /// A data connection came after its test stopped waiting for them.
+    #[error("data connection for stream {0} came too late")]
+    DataTooLate(u32),
+    /// A data connection's cookie names no test.
+    #[error("data connection for no test running here")]
+    DataForNoTest,
+    /// The client speaks another protocol version.
+    #[error("protocol version {0} is not spoken here (this server speaks {PROTOCOL})")]
+    Version(u32),
+    /// The client's nonce is not 32 bytes in hex.
+    #[error("the client nonce must be 32 bytes in hex")]
+    Nonce,
+    /// The client's proof is not of the server's key.
+    #[error("wrong key")]
+    WrongKey,
+    /// The client sent one message where the exchange needs another.
+    #[error("expected {expected}, got {got}")]
+    Unexpected {
+        /// The message the exchange needs.
+        expected: &'static str,
+        /// The message that came.
+        got: &'static str,
+    },
+    /// The test asked for is beyond the server's bounds; says which.
+    #[error("{0}")]
+    OutOfBounds(String),
+    /// No test can start now; says why.
+    #[error("busy: {0}")]
+    Busy(String),
+    /// Not every data connection of the test came in time.
+    #[error("{arrived} of {wanted} data connections arrived within {timeout:?}")]
+    DataMissing {
+        /// Those that came.
+        arrived: usize,
+        /// Those the test needs.
+        wanted: u32,
+        /// How long the server waited.
+        timeout: Duration,
+    },
+    /// A data connection named a stream the test does not have, or one already in.
+    #[error("data connection for stream {0}, which is out of range or taken")]
+    DataTaken(u32),
+    /// The test's cookie could not be sent; refused like a test whose data connections
+    /// never came, as both end the test before it starts.
+    #[error(transparent)]
+    Announce(WireError),
+    /// The control connection failed, timed out or carried a malformed message.
+    #[error(transparent)]
+    Wire(#[from] WireError),
+}
+
+impl Closed {
+    /// What the peer is told before the connection closes: nothing on a connection that
+    /// failed or that carries data.
+    fn answer(&self) -> Option<Message> {
+        match self {
+            Closed::FirstMessage(_)
+            | Closed::DataTooLate(_)
+            | Closed::DataForNoTest
+            | Closed::Wire(_) => None,
+            Closed::Busy(reason) => Some(Message::Busy {
+                reason: reason.clone(),
+            }),
+            refused => Some(Message::Refused {
+                reason: refused.to_string(),
+            }),
+        }
+    }
+
+    /// `got` came where the exchange needs `expected`.
+    fn unexpected(expected: &'static str, got: &Message) -> Closed {
+        Closed::Unexpected {
+            expected,
+            got: got.name(),
+        }
+    }
+}
+
+/// Tells the peer why its connection closes, where it is told, and hands `closed` on.
+fn answer(connection: &TcpStream, closed: Closed, timeout: Duration) -> Closed {
+    if let Some(answer) = closed.answer() {
+        let _ = protocol::send(connection, &answer, timeout);
+    }
+    closed
+}
+
+/// Serves one connection from its first message to its end.
+fn handle(
+    state: &State,
+    connection: TcpStream,
+    peer: SocketAddr,
+    ticket: Ticket,
+) -> Result<(), Closed> {
+    let timeout = state.config.idle_timeout;
+    let first = protocol::receive(
+        &connection,
+        MAX_REQUEST_BYTES,
+        timeout.min(FIRST_MESSAGE_TIMEOUT),
+    )
+    .map_err(Closed::FirstMessage)?;
+    ticket.spoken();
+    match first {
+        Message::Hello {
+            protocol,
+            client_nonce,
+        } => control(state, &connection, peer, protocol, &client_nonce, ticket),
+        Message::Data { cookie, stream } => {
+            // From here the connection belongs to a test, which bounds its streams.
+            drop(ticket);
+            route(state, &cookie, stream, connection)
+        }
+        other => Err(answer(
+            &connection,
+            Closed::Misplaced(other.name()),
+            timeout,
+        )),
+    }
+}
+
+/// Hands a data connection to the test its cookie names.
+fn route(state: &State, cookie: &str, stream: u32, connection: TcpStream) -> Result<(), Closed> {
+    let route = state.routes().get(cookie).cloned();
+    match route {
+        Some(route) => route
+            .send((stream, connection))
+            .map_err(|_| Closed::DataTooLate(stream)),
+        None => Err(Closed::DataForNoTest),
+    }
+}
+
+/// Serves one control connection: handshake, one test, its results. A refusal is
+/// answered while the connection still holds its ticket or its test slot.
+fn control(
+    state: &State,
+    connection: &TcpStream,
+    peer: SocketAddr,
+    version: u32,
+    client_nonce: &str,
+    ticket: Ticket,
+) -> Result<(), Closed> {
+    let timeout = state.config.idle_timeout;
+    let answered = |closed| answer(connection, closed, timeout);
+    let request = handshake(state, connection, version, client_nonce).map_err(answered)?;
+    let slot = take_slot(state)
+        .ok_or_else(|| Closed::Busy(busy(state).unwrap_or_else(|| "no test slot is free".into())))
+        .map_err(answered)?;
+    // The test slot bounds this connection from here on.
+    drop(ticket);
+    let report = test(state, connection, peer, &request).map_err(answered)?;
+    drop(slot);
+    let moved = |role| {
+        report
+            .streams
+            .iter()
+            .filter(|s| s.role == role)
+            .map(|s| s.bytes)
+            .sum::<u64>()
+    };
+    (state.log)(&format!(
+        "{peer}: test of {} streams {:?}: received {} bytes, sent {} bytes in {:.2} s",
+        request.streams,
+        request.direction,
+        moved(Role::Receive),
+        moved(Role::Send),
+        report.wall_seconds
+    ));
+    let sent = protocol::send(connection, &Message::Results(Box::new(report)), timeout);
+    // Counted once the results are out, so `--once` never exits while sending them.
+    state.served.fetch_add(1, Ordering::SeqCst);
+    sent.map_err(Closed::from)
+}
+
+/// From hello to the test asked for: the client's version and nonce, a free slot, the
+/// key, and a request within the bounds.
+fn handshake(
+    state: &State,
+    connection: &TcpStream,
+    version: u32,
+    client_nonce: &str,
+) -> Result<TestRequest, Closed> {
+    let timeout = state.config.idle_timeout;
+    if version != PROTOCOL {
+        return Err(Closed::Version(version));
+    }
+    if client_nonce.len() != 64 || !client_nonce.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(Closed::Nonce);
+    }
+    if let Some(reason) = busy(state) {
+        return Err(Closed::Busy(reason));
+    }
+    let server_proof = match &state.config.key {
+        Some(key) => Some(authenticate(connection, key, client_nonce, timeout)?),
+        None => None,
+    };
+    let welcome = Message::Welcome {
+        server_proof,
+        limits: state.config.limits,
+    };
+    protocol::send(connection, &welcome, timeout)?;
+    let request = match protocol::receive(connection, MAX_REQUEST_BYTES, timeout)? {
+        Message::Start(request) => request,
+        other => return Err(Closed::unexpected("start", &other)),
+    };
+    check(&request, &state.config.limits).map_err(Closed::OutOfBounds)?;
+    Ok(request)
+}
+
+/// Has the client prove `key` by challenge and response; returns the server's proof.
+fn authenticate(
+    connection: &TcpStream,
+    key: &Key,
+    client_nonce: &str,
+    timeout: Duration,
+) -> Result<String, Closed> {
+    let server_nonce = auth::nonce();
+    let challenge = Message::Challenge {
+        server_nonce: server_nonce.clone(),
+    };
+    protocol::send(connection, &challenge, timeout)?;
+    match protocol::receive(connection, MAX_REQUEST_BYTES, timeout)? {
+        Message::Auth { client_proof }
+            if key.verify("client", client_nonce, &server_nonce, &client_proof) =>
+        {
+            Ok(key.proof("server", client_nonce, &server_nonce))
+        }
+        Message::Auth { .. } => Err(Closed::WrongKey),
+        other => Err(Closed::unexpected("auth", &other)),
+    }
+}
+
+/// Runs an accepted test: its data connections, the client's go, then the streams.
+fn test(
+    state: &State,
+    connection: &TcpStream,
+    peer: SocketAddr,
+    request: &TestRequest,
+) -> Result<SideReport, Closed> {
+    let connections = open_data(state, connection, peer, request)?;
+    // The client may set up other workloads (a disk's files) before it says go: wait
+    // as long as a test may last, not just an idle spell.
+    let limits = &state.config.limits;
+    let go_timeout = state
+        .config
+        .idle_timeout
+        .max(Duration::from_millis(limits.max_duration_ms));
+    match protocol::receive(connection, MAX_REQUEST_BYTES, go_timeout)? {
+        Message::Go => {}
+        other => return Err(Closed::unexpected("go", &other)),
+    }
+    let start = Instant::now();
+    let planned = match request.duration_ms {
+        Some(ms) if request.bytes_per_stream.is_none() => ms,
+        _ => limits.max_duration_ms,
+    };
+    let hard_stop = start + Duration::from_millis(planned) + GRACE;
+    // The client's control connection closing mid-test means it is gone: stop.
+    let _ = connection.set_nonblocking(true);
+    let client_gone = || {
+        let mut byte = [0u8; 1];
+        matches!(connection.peek(&mut byte), Ok(0))
+            || matches!(&connection.peek(&mut byte), Err(e) if e.kind() != std::io::ErrorKind::WouldBlock)
+    };
+    let report = session::run(connections, request, start, hard_stop, None, &client_gone);
+    let _ = connection.set_nonblocking(false);
+    Ok(report)
+}
+
+/// Gives the client the test's cookie and gathers the data connections that present it.
+fn open_data(
+    state: &State,
+    connection: &TcpStream,
+    peer: SocketAddr,
+    request: &TestRequest,
+) -> Result<Vec<Connection>, Closed> {
+    let timeout = state.config.idle_timeout;
+    let cookie = auth::nonce()[..32].to_string();
+    let (route, arrivals) = channel();
+    state.routes().insert(cookie.clone(), route);
+    // Announced before the client hears the cookie, so its data connections get in.
+    let wanted = request.direction.connections(request.streams);
+    state.admission.expect(peer.ip(), wanted);
+    let accepted = Message::Accepted {
+        cookie: cookie.clone(),
+    };
+    let gathered = protocol::send(connection, &accepted, timeout)
+        .map_err(Closed::Announce)
+        .and_then(|()| gather(request, &arrivals, timeout));
+    state.routes().remove(&cookie);
+    if gathered.is_err() {
+        state.admission.forget(peer.ip(), wanted);
+    }
+    gathered
+}
+
+/// Why no test can start now, if none can.
+fn busy(state: &State) -> Option<String> {
+    let running = state.running.load(Ordering::SeqCst);
+    (running >= state.config.max_tests).then(|| {
+        format!(
+            "{running} test{} running; this server runs {} at a time",
+            if running == 1 { " is" } else { "s are" },
+            state.config.max_tests
+        )
+    })
+}
+
+/// A test slot, if one is free.
+fn take_slot(state: &State) -> Option<Slot<'_>> {
+    state
+        .running
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+            (n < state.config.max_tests).then_some(n + 1)
+        })
+        .ok()
+        .map(|_| Slot(&state.running))
+}
+
+/// Waits for every data connection of a test, each stream once.
+fn gather(
+    request: &TestRequest,
+    arrivals: &Receiver<(u32, TcpStream)>,
+    timeout: Duration,
+) -> Result<Vec<Connection>, Closed> {
+    let wanted = request.direction.connections(request.streams);
+    let deadline = Instant::now() + timeout;
+    let mut connections: Vec<Connection> = Vec::new();
+    while connections.len() < wanted as usize {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (stream, socket) = arrivals
+            .recv_timeout(left)
+            .map_err(|_| Closed::DataMissing {
+                arrived: connections.len(),
+                wanted,
+                timeout,
+            })?;
+        if stream >= wanted || connections.iter().any(|c| c.stream == stream) {
+            return Err(Closed::DataTaken(stream));
+        }
+        if let Some(window) = request.window_bytes {
+            let _ = socket::set_window(&socket, window);
+        }
+        let role = if request.direction.client_sends(stream, request.streams) {
+            Role::Receive
+        } else {
+            Role::Send
+        };
+        connections.push(Connection::new(
+            stream,
+            role,
+            socket,
+            request.block_bytes as usize,
+        ));
+    }
+    Ok(connections)
+}

@@ -1,0 +1,268 @@
+//! `ratelab net serve`: a server that is safe to leave running. Tests are bounded in
+//! streams, time and bytes; only `max_tests` run at once and the rest hear "busy"; a
+//! key, when set, is proven by challenge and response; every connection has deadlines
+//! for each message, so a silent or trickling peer is cut off; anything malformed
+//! closes that one connection with a logged reason, and the server serves on.
+
+mod exchange;
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::admission::Admission;
+use super::auth::Key;
+use super::protocol::{Limits, TestRequest};
+use super::session::GRACE;
+
+/// Pause after a failed accept (out of descriptors), so the loop does not spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// Most intervals one test may report, all streams together (bounds the results).
+const MAX_INTERVALS: u64 = 50_000;
+/// Largest block a client may ask for.
+pub const MAX_BLOCK_BYTES: u64 = 16 << 20;
+
+/// How a server is set up.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// Address to listen on.
+    pub bind: SocketAddr,
+    /// Bounds on each test.
+    pub limits: Limits,
+    /// Tests that may run at once.
+    pub max_tests: usize,
+    /// The key clients must prove, if any.
+    pub key: Option<Key>,
+    /// Longest wait for any one message, or for a test's data connections.
+    pub idle_timeout: Duration,
+    /// Stop after one test has been served.
+    pub once: bool,
+}
+
+/// What the server tells its operator, one line per event.
+pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// A bound server, ready to serve.
+pub struct Server {
+    listener: TcpListener,
+    state: Arc<State>,
+}
+
+/// What the accept loop shares with every connection's thread.
+struct State {
+    config: ServeConfig,
+    log: Log,
+    running: AtomicUsize,
+    admission: Admission,
+    served: AtomicUsize,
+    routes: Mutex<HashMap<String, Sender<(u32, TcpStream)>>>,
+}
+
+impl State {
+    /// The tests gathering their data connections, by cookie. A thread that panicked
+    /// while holding them left them whole, so the server serves on.
+    fn routes(&self) -> std::sync::MutexGuard<'_, HashMap<String, Sender<(u32, TcpStream)>>> {
+        self.routes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Server {
+    /// Binds to `config.bind`.
+    pub fn bind(config: ServeConfig, log: Log) -> std::io::Result<Server> {
+        let listener = TcpListener::bind(config.bind)?;
+        Ok(Server {
+            listener,
+            state: Arc::new(State {
+                config,
+                log,
+                running: AtomicUsize::new(0),
+                admission: Admission::default(),
+                served: AtomicUsize::new(0),
+                routes: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// The address it listens on (with the port the system chose for port 0).
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until `stop` says so, or after one test with `once`.
+    pub fn serve(&self, stop: &dyn Fn() -> bool) -> std::io::Result<()> {
+        self.listener.set_nonblocking(true)?;
+        let tick = rustix::time::Timespec {
+            tv_sec: 0,
+            tv_nsec: 100_000_000,
+        };
+        let mut refused_accepts = 0u64;
+        let mut last_accept_log: Option<Instant> = None;
+        loop {
+            if stop() || (self.state.config.once && self.state.served.load(Ordering::SeqCst) > 0) {
+                return Ok(());
+            }
+            let mut fds = [rustix::event::PollFd::new(
+                &self.listener,
+                rustix::event::PollFlags::IN,
+            )];
+            match rustix::event::poll(&mut fds, Some(&tick)) {
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+            loop {
+                match self.listener.accept() {
+                    Ok((connection, peer)) => self.admit(connection, peer),
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    // A connection that died before accept, or no descriptors left: log
+                    // it (once a second at most), pause, and keep serving.
+                    Err(e) => {
+                        refused_accepts += 1;
+                        if last_accept_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+                            (self.state.log)(&format!(
+                                "accept failed {refused_accepts} time{}: {e}",
+                                if refused_accepts == 1 { "" } else { "s" }
+                            ));
+                            last_accept_log = Some(Instant::now());
+                            refused_accepts = 0;
+                        }
+                        std::thread::sleep(ACCEPT_BACKOFF);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    fn admit(&self, connection: TcpStream, peer: SocketAddr) {
+        let state = Arc::clone(&self.state);
+        let log = Arc::clone(&state.log);
+        let ticket = match state
+            .admission
+            .admit(&connection, peer.ip(), &|line| log(&line))
+        {
+            Ok(ticket) => ticket,
+            Err(reason) => {
+                log(&format!("{peer}: closed: {reason}"));
+                return;
+            }
+        };
+        let spawned = std::thread::Builder::new()
+            .name("net-connection".into())
+            .spawn(move || exchange::serve(&state, connection, peer, ticket));
+        if let Err(e) = spawned {
+            (self.state.log)(&format!("{peer}: closed: cannot start a thread: {e}"));
+        }
+    }
+}
+
+/// Checks a request against the server's bounds; the reason names the bound.
+pub fn check(request: &TestRequest, limits: &Limits) -> Result<(), String> {
+    if request.streams == 0 || request.streams > limits.max_streams {
+        return Err(format!(
+            "{} streams asked for; this server allows 1 to {}",
+            request.streams, limits.max_streams
+        ));
+    }
+    let connections = u64::from(request.direction.connections(request.streams));
+    let duration_ms = match (request.duration_ms, request.bytes_per_stream) {
+        (Some(ms), None) => {
+            if ms == 0 || ms > limits.max_duration_ms {
+                return Err(format!(
+                    "a test of {ms} ms asked for; this server allows up to {} ms",
+                    limits.max_duration_ms
+                ));
+            }
+            ms
+        }
+        (None, Some(bytes)) => {
+            let total = bytes.saturating_mul(connections);
+            if bytes == 0 || total > limits.max_bytes {
+                return Err(format!(
+                    "a test of {total} bytes asked for; this server allows up to {}",
+                    limits.max_bytes
+                ));
+            }
+            limits.max_duration_ms
+        }
+        _ => return Err("a test is bounded by a duration or by bytes, one of the two".into()),
+    };
+    if request.block_bytes == 0 || request.block_bytes > MAX_BLOCK_BYTES {
+        return Err(format!(
+            "a block of {} bytes asked for; this server allows 1 to {MAX_BLOCK_BYTES}",
+            request.block_bytes
+        ));
+    }
+    if request.window_bytes.is_some_and(|w| w == 0 || w > 1 << 30) {
+        return Err("a window must be 1 byte to 1 GiB".into());
+    }
+    if request.interval_ms == 0
+        // Receivers keep reporting until their streams end, up to the grace past the test.
+        || ((duration_ms + GRACE.as_millis() as u64) / request.interval_ms + 2)
+            .saturating_mul(connections)
+            > MAX_INTERVALS
+    {
+        return Err(format!(
+            "an interval of {} ms gives too many reports; this server allows {MAX_INTERVALS} in all",
+            request.interval_ms
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::net::Direction;
+
+    fn request() -> TestRequest {
+        TestRequest {
+            streams: 2,
+            direction: Direction::Forward,
+            duration_ms: Some(10_000),
+            bytes_per_stream: None,
+            block_bytes: 128 << 10,
+            window_bytes: None,
+            interval_ms: 1000,
+        }
+    }
+
+    const LIMITS: Limits = Limits {
+        max_streams: 4,
+        max_duration_ms: 60_000,
+        max_bytes: 1 << 30,
+    };
+
+    #[test]
+    fn requests_within_the_bounds_pass_and_others_name_the_bound() {
+        assert_eq!(check(&request(), &LIMITS), Ok(()));
+        let refused = |change: &dyn Fn(&mut TestRequest)| {
+            let mut r = request();
+            change(&mut r);
+            check(&r, &LIMITS).unwrap_err()
+        };
+        assert!(refused(&|r| r.streams = 5).contains("1 to 4"));
+        assert!(refused(&|r| r.duration_ms = Some(120_000)).contains("up to 60000 ms"));
+        assert!(
+            refused(&|r| {
+                r.duration_ms = None;
+                r.bytes_per_stream = Some(1 << 29);
+                r.direction = Direction::Bidir;
+            })
+            .contains("2147483648 bytes")
+        );
+        assert!(refused(&|r| r.bytes_per_stream = Some(1)).contains("one of the two"));
+        assert!(refused(&|r| r.block_bytes = 0).contains("block"));
+        assert!(
+            refused(&|r| {
+                r.duration_ms = Some(60_000);
+                r.interval_ms = 1;
+            })
+            .contains("too many reports")
+        );
+    }
+}

@@ -1,0 +1,276 @@
+//! The statistics of a net test, as stored in a workload's `summary`: sender and
+//! receiver totals (the receiver's is the headline, as iperf3's), interval statistics,
+//! both ends' CPU, and the result as a share of the link's goodput limit.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use super::NetPlan;
+use super::context::NetContext;
+use super::item::{NetItem, Scope, Side};
+use super::protocol::Direction;
+use super::report::Role;
+use crate::analysis::stats::Stats;
+
+/// What a net test measured, in sum.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetSummary {
+    /// Every sending stream end together; null when none sent.
+    pub send: Option<Totals>,
+    /// Every receiving stream end together: the headline; null when none received.
+    pub receive: Option<Totals>,
+    /// Streams per direction.
+    pub streams: u32,
+    /// The MSS of the connections.
+    pub mss_bytes: Option<u64>,
+    /// The path MTU of the connections.
+    pub mtu_bytes: Option<u64>,
+    /// Segments the senders retransmitted.
+    pub retransmits: u64,
+    /// Both ends' CPU time over the test.
+    pub cpu: CpuFractions,
+    /// The link's goodput limit for the test (both directions of a bidir test).
+    pub goodput_limit_bytes_per_sec: Option<f64>,
+    /// The received rate over that limit.
+    pub share_of_goodput_limit: Option<f64>,
+    /// Client to server, for a test in both directions only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up: Option<DirectionTotals>,
+    /// Server to client, for a test in both directions only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down: Option<DirectionTotals>,
+}
+
+/// Each end's CPU time over the test, as a share of one core.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuFractions {
+    /// The client's threads.
+    pub local_fraction: Option<f64>,
+    /// The server's threads.
+    pub remote_fraction: Option<f64>,
+}
+
+/// The totals of one direction of a test in both directions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DirectionTotals {
+    /// Its senders; null when none sent.
+    pub send: Option<Totals>,
+    /// Its receivers; null when none received.
+    pub receive: Option<Totals>,
+}
+
+/// Totals of one role (all senders, or all receivers).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Bytes moved by every stream.
+    pub bytes: u64,
+    /// The longest stream's time.
+    pub seconds: f64,
+    /// All bytes over the longest stream's time: the headline figure.
+    pub bytes_per_sec: f64,
+    /// Statistics of the interval rates, summed over streams; full intervals only.
+    pub intervals: Option<Stats>,
+}
+
+/// The summary of a test run as `plan` over the path `context`, from its items.
+pub fn summarize(plan: &NetPlan, context: &NetContext, items: &[NetItem]) -> NetSummary {
+    let nominal_s = nominal_s(plan);
+    let receive = totals(items, Role::Receive, None, nominal_s);
+    let limit = limit(plan, context);
+    let of_direction = |direction| {
+        (plan.direction == Direction::Bidir).then(|| DirectionTotals {
+            send: totals(items, Role::Send, Some(direction), nominal_s),
+            receive: totals(items, Role::Receive, Some(direction), nominal_s),
+        })
+    };
+    NetSummary {
+        send: totals(items, Role::Send, None, nominal_s),
+        streams: plan.streams,
+        mss_bytes: context.mss_bytes,
+        mtu_bytes: context.mtu_bytes,
+        retransmits: items
+            .iter()
+            .filter(|i| i.is_stream(Role::Send))
+            .filter_map(|i| i.retransmits)
+            .sum(),
+        cpu: CpuFractions {
+            local_fraction: cpu_fraction(items, Side::Local),
+            remote_fraction: cpu_fraction(items, Side::Remote),
+        },
+        goodput_limit_bytes_per_sec: limit,
+        // JSON has no infinity: a zero limit is stored as null, so it is null here too.
+        share_of_goodput_limit: limit
+            .zip(receive.as_ref())
+            .map(|(l, r)| r.bytes_per_sec / l)
+            .filter(|share| share.is_finite()),
+        receive,
+        up: of_direction("up"),
+        down: of_direction("down"),
+    }
+}
+
+/// The totals of `role`'s stream ends, of one direction or of all; `None` when there
+/// are none.
+pub fn totals(
+    items: &[NetItem],
+    role: Role,
+    direction: Option<&str>,
+    nominal_s: f64,
+) -> Option<Totals> {
+    let in_scope = |i: &&NetItem| direction.is_none_or(|d| i.direction.as_deref() == Some(d));
+    let streams: Vec<&NetItem> = items
+        .iter()
+        .filter(|i| i.is_stream(role))
+        .filter(in_scope)
+        .collect();
+    if streams.is_empty() {
+        return None;
+    }
+    let bytes = streams.iter().map(|s| s.bytes).sum();
+    let seconds = streams.iter().map(|s| s.seconds).fold(0.0, f64::max);
+    let rates: Vec<f64> = interval_sums(items, role, direction, nominal_s)
+        .into_iter()
+        .map(|sum| sum.bytes_per_sec)
+        .collect();
+    Some(Totals {
+        bytes,
+        seconds,
+        bytes_per_sec: if seconds > 0.0 {
+            bytes as f64 / seconds
+        } else {
+            0.0
+        },
+        intervals: Stats::of(&rates),
+    })
+}
+
+/// One nominal interval of one role, summed over streams.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IntervalSum {
+    /// Which nominal interval it is (0, 1, ...).
+    pub index: u64,
+    /// The earliest start of the streams' intervals, seconds.
+    pub start_s: f64,
+    /// The latest end of the streams' intervals, seconds.
+    pub end_s: f64,
+    /// Bytes the streams moved in it.
+    pub bytes: u64,
+    /// The sum of each stream's rate in the interval.
+    pub bytes_per_sec: f64,
+}
+
+/// Per nominal interval of `role`, the streams' bytes and rates summed; a stream's last
+/// interval is left out when it is shorter than half the nominal length (partial).
+pub fn interval_sums(
+    items: &[NetItem],
+    role: Role,
+    direction: Option<&str>,
+    nominal_s: f64,
+) -> Vec<IntervalSum> {
+    let of_role: Vec<&NetItem> = items
+        .iter()
+        .filter(|i| i.scope == Scope::Interval && i.op == role.as_str())
+        .filter(|i| direction.is_none_or(|d| i.direction.as_deref() == Some(d)))
+        .collect();
+    // Each stream end's last interval is cut short by the test's end; a short one
+    // after a stall is whole and stays.
+    let mut last: HashMap<(Side, Option<u32>), u64> = HashMap::new();
+    for item in &of_role {
+        let index = item.interval.unwrap_or(0);
+        let entry = last.entry((item.side, item.stream)).or_insert(index);
+        *entry = (*entry).max(index);
+    }
+    let intervals = of_role.iter().filter(|i| {
+        i.seconds >= nominal_s * 0.5 || i.interval != last.get(&(i.side, i.stream)).copied()
+    });
+    let mut sums: BTreeMap<u64, IntervalSum> = BTreeMap::new();
+    for interval in intervals {
+        let index = interval.interval.unwrap_or(0);
+        let sum = sums.entry(index).or_insert(IntervalSum {
+            index,
+            start_s: interval.start_s,
+            end_s: interval.end_s,
+            bytes: 0,
+            bytes_per_sec: 0.0,
+        });
+        sum.start_s = sum.start_s.min(interval.start_s);
+        sum.end_s = sum.end_s.max(interval.end_s);
+        sum.bytes += interval.bytes;
+        sum.bytes_per_sec += interval.bytes_per_sec;
+    }
+    sums.into_values().collect()
+}
+
+/// The nominal interval length of a test, seconds.
+pub fn nominal_s(plan: &NetPlan) -> f64 {
+    plan.interval_ms as f64 / 1000.0
+}
+
+/// The CPU time of `side`'s threads as a share of one core, where it is known.
+pub fn cpu_fraction(items: &[NetItem], side: Side) -> Option<f64> {
+    items
+        .iter()
+        .find(|i| i.scope == Scope::Cpu && i.side == side)
+        .and_then(|i| Some(i.cpu_seconds? / i.seconds).filter(|f| f.is_finite()))
+}
+
+/// The goodput limit of the test's link, if known: links are full duplex, so a test in
+/// both directions may carry twice one direction's limit.
+pub fn limit(plan: &NetPlan, context: &NetContext) -> Option<f64> {
+    let directions = if plan.direction == Direction::Bidir {
+        2.0
+    } else {
+        1.0
+    };
+    context
+        .goodput_limit_bytes_per_sec
+        .map(|limit| limit * directions)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(op: &str, scope: Scope, start_s: f64, end_s: f64, bytes: u64) -> NetItem {
+        NetItem {
+            direction: Some("up".into()),
+            stream: Some(0),
+            ..NetItem::moved(op, scope, Side::Local, start_s, end_s, bytes)
+        }
+    }
+
+    #[test]
+    fn totals_sum_streams_by_nominal_interval_and_drop_the_partial_one() {
+        let mut items = vec![
+            item("receive", Scope::Stream, 0.0, 2.1, 2100),
+            item("receive", Scope::Stream, 0.0, 2.0, 2000),
+        ];
+        // Stream 1's first interval stalled to 1.6 s; its second is short but whole.
+        let stream_intervals = [
+            [(0, 0.0, 1.0, 1000), (1, 1.0, 2.0, 1000), (2, 2.0, 2.1, 100)],
+            [(0, 0.0, 1.6, 1600), (1, 1.6, 2.0, 400), (2, 2.0, 2.0, 0)],
+        ];
+        for (stream, intervals) in stream_intervals.iter().enumerate() {
+            for &(index, start, end, bytes) in intervals {
+                let mut interval = item("receive", Scope::Interval, start, end, bytes);
+                interval.stream = Some(stream as u32);
+                interval.interval = Some(index);
+                interval.bytes_per_sec = if end > start {
+                    bytes as f64 / (end - start)
+                } else {
+                    0.0
+                };
+                items.push(interval);
+            }
+        }
+        let totals = totals(&items, Role::Receive, None, 1.0).unwrap();
+        assert_eq!(totals.bytes, 4100);
+        assert!((totals.bytes_per_sec - 4100.0 / 2.1).abs() < 1e-9);
+        let intervals = totals.intervals.unwrap();
+        // Interval 0: 1000/s + 1000/s; interval 1: 1000/s + 1000/s; interval 2 is partial.
+        assert_eq!(intervals.n, 2, "{intervals:?}");
+        assert!((intervals.median - 2000.0).abs() < 1e-9, "{intervals:?}");
+        assert!((intervals.max - 2000.0).abs() < 1e-9, "{intervals:?}");
+    }
+}
