@@ -4,17 +4,18 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::MeasureArgs;
+use super::scenario::{Maker, ScenarioKind};
 use super::values::{SizeList, parse_rate, parse_size, parse_size_list};
+use super::{Command, MeasureArgs};
 use crate::exit::{Exit, UsageError};
 use crate::platform::ioprio::IoPriority;
 use crate::run::Schedule;
-use crate::workload::Workload;
 use crate::workload::disk::{
-    DiskPlan, DiskWorkload, EngineKind, Phase, ReadMode, SyncMode, series,
+    DiskKind, DiskPlan, DiskWorkload, EngineKind, Phase, ReadMode, SyncMode, series,
 };
+use crate::workload::{Kind, Workload};
 
-/// The series of SPEC.md, from 10 KiB to 2 GiB.
+/// The default series, from 10 KiB to 2 GiB.
 pub const DEFAULT_SIZES: &str = "10K,100K,500K,1M,5M,10M,50M,100M,200M,400M,600M,800M,1G,2G";
 
 /// Options of `ratelab disk`.
@@ -162,6 +163,27 @@ fn dedup(modes: &[ReadMode]) -> Vec<ReadMode> {
     out
 }
 
+/// How a `kind = "disk"` entry of a scenario becomes a workload.
+pub const SCENARIO: ScenarioKind = ScenarioKind {
+    name: DiskKind::NAME,
+    make: scenario_maker,
+};
+
+fn scenario_maker(command: Command, target: &str) -> Option<Result<Maker, String>> {
+    let Command::Disk(args) = command else {
+        return None;
+    };
+    let seed = args.seed.unwrap_or_else(rand::random);
+    Some(args.plan(target.into(), seed).map_err(|e| e.0).map(|plan| {
+        Box::new(move |alone_of: Option<usize>| -> Box<dyn Workload> {
+            match alone_of {
+                Some(of) => Box::new(DiskWorkload::alone_for(plan.clone(), of)),
+                None => Box::new(DiskWorkload::new(plan.clone())),
+            }
+        }) as Maker
+    }))
+}
+
 /// Runs `ratelab disk`.
 pub fn run(args: DiskArgs) -> anyhow::Result<Exit> {
     let seed = args.seed.unwrap_or_else(rand::random);
@@ -188,5 +210,5 @@ pub fn run(args: DiskArgs) -> anyhow::Result<Exit> {
     } else {
         Schedule::together(n, &[])
     };
-    super::measure("disk", &args.output, workloads, schedule)
+    super::measure(DiskKind::NAME, &args.output, workloads, schedule)
 }

@@ -8,15 +8,16 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
 
-use super::MeasureArgs;
+use super::scenario::{Maker, ScenarioKind};
 use super::values::{parse_rate, parse_seconds, parse_size, parse_time};
+use super::{Command, MeasureArgs};
 use crate::exit::{Exit, UsageError};
 use crate::run::Schedule;
 use crate::workload::net::{
     DEFAULT_PORT, Direction, Key, KeyError, Limits, MAX_BLOCK_BYTES, NetKind, NetPlan, NetWorkload,
     ServeConfig, Server,
 };
-use crate::workload::{Cancel, Kind};
+use crate::workload::{Cancel, Kind, Workload};
 
 /// Interval of the per-stream figures when --interval is not given, as iperf3's.
 const DEFAULT_REPORT_INTERVAL: Duration = Duration::from_secs(1);
@@ -137,6 +138,31 @@ pub struct ServeArgs {
     /// Exit after serving one test.
     #[arg(short = '1', long)]
     pub once: bool,
+}
+
+/// How a `kind = "net"` entry of a scenario becomes a workload.
+pub const SCENARIO: ScenarioKind = ScenarioKind {
+    name: NetKind::NAME,
+    make: scenario_maker,
+};
+
+fn scenario_maker(command: Command, target: &str) -> Option<Result<Maker, String>> {
+    let Command::Net(args) = command else {
+        return None;
+    };
+    Some(
+        args.client
+            .plan(target.to_string())
+            .map_err(|e| e.0)
+            .map(|plan| {
+                Box::new(move |alone_of: Option<usize>| -> Box<dyn Workload> {
+                    match alone_of {
+                        Some(of) => Box::new(NetWorkload::alone_for(plan.clone(), of)),
+                        None => Box::new(NetWorkload::new(plan.clone())),
+                    }
+                }) as Maker
+            }),
+    )
 }
 
 /// Runs `ratelab net`.

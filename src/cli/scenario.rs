@@ -12,12 +12,22 @@ use toml::de::{DeTable, DeValue};
 
 use super::{Cli, Command};
 use crate::exit::UsageError;
-use crate::workload::disk::DiskWorkload;
-use crate::workload::net::{NetKind, NetWorkload};
-use crate::workload::{Kind, Workload};
+use crate::workload::Workload;
 
-/// Kinds a scenario can run: each is the verb whose flags its fields are.
-const KINDS: [&str; 2] = ["disk", NetKind::NAME];
+/// Kinds a scenario can run, each offered by the verb whose flags its fields are; a
+/// kind that runs in scenarios adds one line here.
+const KINDS: &[ScenarioKind] = &[super::disk::SCENARIO, super::net::SCENARIO];
+
+/// A kind a scenario can run: its name (also its verb's) and how a parsed command line
+/// of that verb becomes a workload maker for one target.
+#[derive(Clone, Copy)]
+pub struct ScenarioKind {
+    /// The kind's name, which is its verb's.
+    pub name: &'static str,
+    /// Makes the maker from the verb's parsed command and the target; `None` for a command
+    /// of another verb, an error in words for values that do not go together.
+    pub make: fn(Command, &str) -> Option<Result<Maker, String>>,
+}
 /// Run-level settings a scenario may hold besides its workloads.
 const SETTINGS: [&str; 4] = ["interval", "alone", "label", "workload"];
 /// Workload fields that are not flags of the kind's verb.
@@ -155,12 +165,13 @@ fn workload(
             "kind must be a string such as \"disk\"".into(),
         )
     })?;
-    if !KINDS.contains(&kind) {
+    let Some(scenario_kind) = KINDS.iter().find(|k| k.name == kind) else {
+        let names: Vec<&str> = KINDS.iter().map(|k| k.name).collect();
         return Err(at(
             kind_value.span(),
-            format!("unknown kind \"{kind}\" (kinds: {})", KINDS.join(", ")),
+            format!("unknown kind \"{kind}\" (kinds: {})", names.join(", ")),
         ));
-    }
+    };
     let (_, target_value) = get("target")
         .ok_or_else(|| at(span.clone(), format!("a {kind} workload needs a target")))?;
     let target = string(target_value)
@@ -249,27 +260,9 @@ fn workload(
     }
     let cli =
         Cli::try_parse_from(argv_with(&flags)).map_err(|e| at(span.clone(), clap_message(&e)))?;
-    let maker: Maker = match cli.command {
-        Command::Disk(args) => {
-            let seed = args.seed.unwrap_or_else(rand::random);
-            let plan = args.plan(target.into(), seed).map_err(|e| at(span, e.0))?;
-            Box::new(move |alone_of| match alone_of {
-                Some(of) => Box::new(DiskWorkload::alone_for(plan.clone(), of)),
-                None => Box::new(DiskWorkload::new(plan.clone())),
-            })
-        }
-        Command::Net(args) => {
-            let plan = args
-                .client
-                .plan(target.to_string())
-                .map_err(|e| at(span, e.0))?;
-            Box::new(move |alone_of| match alone_of {
-                Some(of) => Box::new(NetWorkload::alone_for(plan.clone(), of)),
-                None => Box::new(NetWorkload::new(plan.clone())),
-            })
-        }
-        _ => unreachable!("the kind is one of KINDS"),
-    };
+    let maker = (scenario_kind.make)(cli.command, target)
+        .expect("the verb parsed is the kind's own")
+        .map_err(|e| at(span, e))?;
     Ok((maker, delay))
 }
 
