@@ -47,9 +47,9 @@ pub struct Finished {
     pub error: Option<anyhow::Error>,
 }
 
-/// Runs `workloads` as the schedule says. Errors before anything is created come back as
-/// `Err`; once the run has started it always comes back as [`Finished`], stored, with
-/// what stopped it.
+/// Runs `workloads` as the schedule says: prepare them all, run the groups, conclude,
+/// store. Errors before anything is created come back as `Err`; once the run has
+/// started it always comes back as [`Finished`], stored, with what stopped it.
 pub fn execute(
     mut spec: RunSpec,
     mut workloads: Vec<Box<dyn Workload>>,
@@ -61,6 +61,32 @@ pub fn execute(
     if cancel.interrupted() {
         return Err(workload::Error::Interrupted.into());
     }
+    let mut doc = begin(&mut spec, &workloads)?;
+    let mut outcome = run_groups(&mut spec, &mut workloads, &mut doc, &cancel);
+    let together: Option<Vec<usize>> = spec
+        .schedule
+        .shared()
+        .next()
+        .map(|group| group.iter().map(|m| m.workload).collect());
+    if let Err(e) = super::conclude::conclude(&mut doc, together.as_deref()) {
+        // Items the kinds cannot read back are a bug; what was measured is still stored.
+        keep_first(&mut outcome, e.into());
+    }
+    // Only a run that completed is judged as a whole.
+    if let Some(judge) = spec.judge.take().filter(|_| outcome.is_ok()) {
+        match judge(&doc) {
+            Ok(verdicts) => doc.verdicts.extend(verdicts),
+            Err(e) => keep_first(&mut outcome, e),
+        }
+    }
+    end(&mut doc, &outcome);
+    let error = store(spec.store.as_mut(), &doc, outcome);
+    Ok(Finished { doc, error })
+}
+
+/// The run's document before anything runs, stored as an incomplete run when the run
+/// is stored.
+fn begin(spec: &mut RunSpec, workloads: &[Box<dyn Workload>]) -> anyhow::Result<RunDocument> {
     let mut doc = RunDocument {
         run_id: None,
         status: RunStatus::Incomplete,
@@ -80,7 +106,17 @@ pub fn execute(
     if let Some(store) = spec.store.as_mut() {
         doc.run_id = Some(store.begin_run(&doc)?);
     }
+    Ok(doc)
+}
 
+/// Runs the schedule's groups one after another, each cleaned up before the next, and
+/// says how the run went: the first error, or an interrupt, stops it.
+fn run_groups(
+    spec: &mut RunSpec,
+    workloads: &mut [Box<dyn Workload>],
+    doc: &mut RunDocument,
+    cancel: &Cancel,
+) -> anyhow::Result<()> {
     let display = ProgressDisplay::new(
         workloads.iter().map(|w| w.planned_bytes()).sum(),
         spec.show_progress,
@@ -96,20 +132,20 @@ pub fn execute(
         let names: Vec<&str> = group.iter().map(|m| workloads[m.workload].kind()).collect();
         display.part(part, parts, &names.join(" + "));
         let shared = Shared {
-            cancel: &cancel,
-            doc: &mut doc,
+            cancel,
+            doc: &mut *doc,
             store: spec.store.as_mut(),
             display: &display,
             interval: spec.interval,
         };
-        outcome = run_group(group, &mut workloads, shared);
+        outcome = run_group(group, workloads, shared);
         // Each group cleans up before the next: workloads run alone first must not hold
         // their files while the group after them needs the space.
         for member in group {
             clean(
                 &mut workloads[member.workload],
                 member.workload,
-                &mut doc,
+                doc,
                 &mut outcome,
                 &display,
             );
@@ -120,36 +156,28 @@ pub fn execute(
         .map(|(after, before)| after - before);
     doc.runner_wall_seconds = Some(wall.elapsed().as_secs_f64());
     display.finish();
-
     // Groups that never ran (after an error) still clean up what prepare found.
     for (index, workload) in workloads.iter_mut().enumerate() {
-        clean(workload, index, &mut doc, &mut outcome, &display);
+        clean(workload, index, doc, &mut outcome, &display);
     }
     // A signal that came during the last sync or the cleanup still ends the run.
     if outcome.is_ok() && cancel.interrupted() {
         outcome = Err(workload::Error::Interrupted.into());
     }
+    outcome
+}
 
-    let together: Option<Vec<usize>> = spec
-        .schedule
-        .shared()
-        .next()
-        .map(|group| group.iter().map(|m| m.workload).collect());
-    if let Err(e) = super::conclude::conclude(&mut doc, together.as_deref()) {
-        // Items the kinds cannot read back are a bug; what was measured is still stored.
-        if outcome.is_ok() {
-            outcome = Err(e.into());
-        }
+/// Keeps the first thing that went wrong as the run's reason.
+fn keep_first(outcome: &mut anyhow::Result<()>, error: anyhow::Error) {
+    if outcome.is_ok() {
+        *outcome = Err(error);
     }
-    // Only a run that completed is judged as a whole.
-    if let Some(judge) = spec.judge.take().filter(|_| outcome.is_ok()) {
-        match judge(&doc) {
-            Ok(verdicts) => doc.verdicts.extend(verdicts),
-            Err(e) => outcome = Err(e),
-        }
-    }
+}
+
+/// Marks the run's end: complete, or incomplete with the reason.
+fn end(doc: &mut RunDocument, outcome: &anyhow::Result<()>) {
     doc.finished_at = Some(now_rfc3339());
-    match &outcome {
+    match outcome {
         Ok(()) => doc.status = RunStatus::Complete,
         Err(e) => {
             doc.status = RunStatus::Incomplete;
@@ -160,11 +188,20 @@ pub fn execute(
             });
         }
     }
-    let stored = match spec.store.as_mut() {
-        Some(store) => store.finish_run(&doc),
+}
+
+/// Stores the finished run; returns what stopped it, or a failure to store it. When both
+/// happened, the failure to store is said as a warning and the run's own reason stays.
+fn store(
+    store: Option<&mut Store>,
+    doc: &RunDocument,
+    outcome: anyhow::Result<()>,
+) -> Option<anyhow::Error> {
+    let stored = match store {
+        Some(store) => store.finish_run(doc),
         None => Ok(()),
     };
-    let error = match (outcome, stored) {
+    match (outcome, stored) {
         (Ok(()), Ok(())) => None,
         (Ok(()), Err(e)) => Some(e.into()),
         (Err(e), stored) => {
@@ -176,8 +213,7 @@ pub fn execute(
                 None => e,
             })
         }
-    };
-    Ok(Finished { doc, error })
+    }
 }
 
 /// Cleans up one workload and records its context as it ends. The first error stays
