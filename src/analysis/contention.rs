@@ -89,44 +89,11 @@ pub fn measure(records: &[WorkloadRecord], together: &[usize]) -> Option<Content
         .copied()
         .filter(|i| !active.iter().any(|(a, _)| a == i))
         .collect();
-    let start = active
-        .iter()
-        .map(|(_, s)| s.started_at_s)
-        .fold(0.0, f64::max);
-    let end = active
-        .iter()
-        .map(|(_, s)| end_of(s))
-        .fold(f64::INFINITY, f64::min);
-    let (start, end) = if end > start {
-        (start, end)
-    } else {
-        (start, start)
-    };
+    let (start, end) = window(&active);
     let overlap_s = end - start;
     let workloads: Vec<WorkloadContention> = active
         .iter()
-        .map(|&(index, series)| {
-            let together = whole_rate(series);
-            let alone = records
-                .iter()
-                .find(|r| r.alone_of == Some(index))
-                .and_then(|r| r.series.as_ref())
-                .map(whole_rate);
-            WorkloadContention {
-                workload: index,
-                target: records[index].target.clone(),
-                together_bytes_per_sec: together,
-                overlap_bytes_per_sec: if overlap_s > 0.0 {
-                    bytes_within(series, start, end) / overlap_s
-                } else {
-                    0.0
-                },
-                alone_bytes_per_sec: alone,
-                slowdown: alone.filter(|_| together > 0.0).map(|a| a / together),
-                started_at_s: series.started_at_s,
-                finished_at_s: series.finished_at_s,
-            }
-        })
+        .map(|&(index, series)| figures_of(records, index, series, (start, end)))
         .collect();
     let overlap_rates: Vec<f64> = workloads.iter().map(|w| w.overlap_bytes_per_sec).collect();
     // With each one's rate alone known, fairness is about shares of what each could do:
@@ -205,10 +172,57 @@ fn whole_rate(series: &Series) -> f64 {
     }
 }
 
+/// The window in which every one of `active` was running: from the last start to the
+/// first end (empty, at the last start, when they never overlapped).
+fn window(active: &[(usize, &Series)]) -> (f64, f64) {
+    let start = active
+        .iter()
+        .map(|(_, s)| s.started_at_s)
+        .fold(0.0, f64::max);
+    let end = active
+        .iter()
+        .map(|(_, s)| end_of(s))
+        .fold(f64::INFINITY, f64::min);
+    if end > start {
+        (start, end)
+    } else {
+        (start, start)
+    }
+}
+
+/// Workload `index`'s figures: over its whole run, within the `overlap` window, and
+/// against its run alone when `records` hold one.
+fn figures_of(
+    records: &[WorkloadRecord],
+    index: usize,
+    series: &Series,
+    (start, end): (f64, f64),
+) -> WorkloadContention {
+    let together = whole_rate(series);
+    let alone = records
+        .iter()
+        .find(|r| r.alone_of == Some(index))
+        .and_then(|r| r.series.as_ref())
+        .map(whole_rate);
+    WorkloadContention {
+        workload: index,
+        target: records[index].target.clone(),
+        together_bytes_per_sec: together,
+        overlap_bytes_per_sec: if end > start {
+            bytes_within(series, start, end) / (end - start)
+        } else {
+            0.0
+        },
+        alone_bytes_per_sec: alone,
+        slowdown: alone.filter(|_| together > 0.0).map(|a| a / together),
+        started_at_s: series.started_at_s,
+        finished_at_s: series.finished_at_s,
+    }
+}
+
 /// What the contention report says, in words.
 pub fn verdicts(report: &Contention) -> Vec<Verdict> {
     let verdict = Verdict::about(None);
-    let n = report.workloads.len();
     let mut out = Vec::new();
     if !report.never_ran.is_empty() {
         let never: Vec<String> = report
@@ -236,52 +250,7 @@ pub fn verdicts(report: &Contention) -> Vec<Verdict> {
         ));
         return out;
     }
-    let aggregate = report.aggregate_bytes_per_sec;
-    match (report.alone_sum_bytes_per_sec, best_alone(report)) {
-        (Some(sum), Some(_)) if aggregate >= sum * INDEPENDENT => out.push(verdict(
-            "independent",
-            Severity::Info,
-            format!(
-                "together the {n} workloads moved {}, {:.0}% of the sum of each alone ({}): they do not share a bottleneck",
-                format_rate(aggregate),
-                aggregate / sum * 100.0,
-                format_rate(sum)
-            ),
-        )),
-        (Some(sum), Some((best, rate))) if aggregate <= rate * SHARED_BOTTLENECK => out.push(verdict(
-            "shared_bottleneck",
-            Severity::Warning,
-            format!(
-                "together the {n} workloads moved {} in all, about what workload {} moved alone ({}), \
-                 against {} for the sum of each alone: they share one bottleneck (a hub, a link or a device)",
-                format_rate(aggregate),
-                best + 1,
-                format_rate(rate),
-                format_rate(sum)
-            ),
-        )),
-        (Some(sum), Some(_)) => out.push(verdict(
-            "partly_shared",
-            Severity::Info,
-            format!(
-                "together the {n} workloads moved {}, {:.0}% of the sum of each alone ({}): they slow each other down in part",
-                format_rate(aggregate),
-                aggregate / sum * 100.0,
-                format_rate(sum)
-            ),
-        )),
-        _ => out.push(verdict(
-            "contention",
-            Severity::Info,
-            format!(
-                "together the {n} workloads moved {} over {:.1} s at once (Jain index {:.2}); \
-                 run with --alone to compare with each alone",
-                format_rate(aggregate),
-                report.overlap_s,
-                report.jain_index
-            ),
-        )),
-    }
+    out.push(sharing(report));
     if report.jain_index < UNFAIR
         && let Some(slowest) = report
             .workloads
@@ -301,6 +270,59 @@ pub fn verdicts(report: &Contention) -> Vec<Verdict> {
         ));
     }
     out
+}
+
+/// Whether the workloads share one bottleneck, judged by their aggregate against each
+/// one's rate alone (with `--alone`), or their aggregate and fairness without.
+fn sharing(report: &Contention) -> Verdict {
+    let verdict = Verdict::about(None);
+    let n = report.workloads.len();
+    let aggregate = report.aggregate_bytes_per_sec;
+    match (report.alone_sum_bytes_per_sec, best_alone(report)) {
+        (Some(sum), Some(_)) if aggregate >= sum * INDEPENDENT => verdict(
+            "independent",
+            Severity::Info,
+            format!(
+                "together the {n} workloads moved {}, {:.0}% of the sum of each alone ({}): they do not share a bottleneck",
+                format_rate(aggregate),
+                aggregate / sum * 100.0,
+                format_rate(sum)
+            ),
+        ),
+        (Some(sum), Some((best, rate))) if aggregate <= rate * SHARED_BOTTLENECK => verdict(
+            "shared_bottleneck",
+            Severity::Warning,
+            format!(
+                "together the {n} workloads moved {} in all, about what workload {} moved alone ({}), \
+                 against {} for the sum of each alone: they share one bottleneck (a hub, a link or a device)",
+                format_rate(aggregate),
+                best + 1,
+                format_rate(rate),
+                format_rate(sum)
+            ),
+        ),
+        (Some(sum), Some(_)) => verdict(
+            "partly_shared",
+            Severity::Info,
+            format!(
+                "together the {n} workloads moved {}, {:.0}% of the sum of each alone ({}): they slow each other down in part",
+                format_rate(aggregate),
+                aggregate / sum * 100.0,
+                format_rate(sum)
+            ),
+        ),
+        _ => verdict(
+            "contention",
+            Severity::Info,
+            format!(
+                "together the {n} workloads moved {} over {:.1} s at once (Jain index {:.2}); \
+                 run with --alone to compare with each alone",
+                format_rate(aggregate),
+                report.overlap_s,
+                report.jain_index
+            ),
+        ),
+    }
 }
 
 /// The workload with the highest rate alone, and that rate.

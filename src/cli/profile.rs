@@ -5,7 +5,7 @@
 //! the storage series. The parts run one after another, so none takes from another.
 //! The stored run is then read back from the database and written as an HTML report.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -71,76 +71,17 @@ pub struct ProfileArgs {
 
 /// Runs `ratelab profile`.
 pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
-    let (sizes, repeat) = if args.quick {
-        (QUICK_SIZES, QUICK_PASSES)
-    } else {
-        (DEFAULT_SIZES, 1)
-    };
     let targets = if args.target.is_empty() {
         vec![std::env::current_dir().context("cannot read the current folder")?]
     } else {
         args.target.clone()
     };
-    let sizes = parse_size_list(sizes).expect("built-in sizes parse").0;
     let cpus = crate::platform::probe_machine().logical_cpus.max(1);
-    let counts = thread_counts(cpus);
-
-    let mut workloads: Vec<Box<dyn Workload>> = Vec::new();
-    for target in &targets {
-        let plan = DiskPlan {
-            repeat,
-            ..DiskPlan::new(target.clone(), sizes.clone(), rand::random())
-        };
-        plan.validate().map_err(UsageError)?;
-        workloads.push(Box::new(DiskWorkload::new(plan)));
-    }
-    let cpu = CpuPlan {
-        tests: DEFAULT_TESTS.iter().map(|t| t.to_string()).collect(),
-        threads: counts.clone(),
-        classes: vec![SchedClass::Normal],
-        cpus: None,
-        budget: Budget::Seconds(if args.quick { 0.3 } else { 1.0 }),
-        baseline: None,
-    };
-    // The monitor samples residency and frequency beside the cpu tests, until they end.
-    let done = Arc::new(AtomicBool::new(false));
-    let mut monitor = MonitorPlan::every(crate::run::DEFAULT_INTERVAL);
-    monitor.pid = Some(std::process::id());
+    let mut workloads = storage(&targets, args.quick)?;
     let cpu_index = workloads.len();
-    workloads.push(Box::new(
-        CpuWorkload::new(cpu).signal_when_done(Arc::clone(&done)),
-    ));
-    workloads.push(Box::new(MonitorWorkload::new(monitor).until(done)));
-    let seconds = Duration::from_secs(if args.quick { 3 } else { 10 });
-    // A sender and a receiver thread per stream: one stream per two CPUs.
-    let streams = (cpus / 2).clamp(1, 16) as u32;
-    let net = match &args.peer {
-        Some((host, port)) => NetPlan {
-            host: host.clone(),
-            port: port.unwrap_or(DEFAULT_PORT),
-            own_server: false,
-            ..NetPlan::loopback(seconds, streams)
-        },
-        None => NetPlan::loopback(seconds, streams),
-    };
-    workloads.push(Box::new(NetWorkload::new(net)));
-    let task = TaskPlan {
-        file: None,
-        make_file_bytes: Some(if args.quick {
-            QUICK_TASK_BYTES
-        } else {
-            TASK_BYTES
-        }),
-        out: targets[0].clone(),
-        codec: Codec::Zstd,
-        level: Codec::Zstd.default_level(),
-        threads: counts,
-        direction: Direction::Compress,
-        keep: false,
-        seed: rand::random(),
-    };
-    workloads.push(Box::new(TaskWorkload::new(task, Value::Null)));
-
+    workloads.extend(cores(cpus, args.quick));
+    workloads.push(network(args.peer.as_ref(), cpus, args.quick));
+    workloads.push(task(&targets[0], cpus, args.quick));
     // Each part alone, but the monitor runs beside the cpu tests.
     let mut schedule = Schedule::one_by_one(workloads.len());
     schedule.groups[cpu_index].push(Member {
@@ -156,6 +97,80 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
         then: Some(Box::new(move |doc| write_report(&output, report, doc))),
     };
     super::measure_with("profile", &args.output, workloads, schedule, extras)
+}
+
+/// A storage series in each target folder.
+fn storage(targets: &[PathBuf], quick: bool) -> anyhow::Result<Vec<Box<dyn Workload>>> {
+    let (sizes, repeat) = if quick {
+        (QUICK_SIZES, QUICK_PASSES)
+    } else {
+        (DEFAULT_SIZES, 1)
+    };
+    let sizes = parse_size_list(sizes).expect("built-in sizes parse").0;
+    targets
+        .iter()
+        .map(|target| {
+            let plan = DiskPlan {
+                repeat,
+                ..DiskPlan::new(target.clone(), sizes.clone(), rand::random())
+            };
+            plan.validate().map_err(UsageError)?;
+            Ok(Box::new(DiskWorkload::new(plan)) as Box<dyn Workload>)
+        })
+        .collect()
+}
+
+/// The cpu tests at 1, 2, 4 … and all threads, and the monitor that samples residency
+/// and frequency beside them until they end.
+fn cores(cpus: usize, quick: bool) -> [Box<dyn Workload>; 2] {
+    let cpu = CpuPlan {
+        tests: DEFAULT_TESTS.iter().map(|t| t.to_string()).collect(),
+        threads: thread_counts(cpus),
+        classes: vec![SchedClass::Normal],
+        cpus: None,
+        budget: Budget::Seconds(if quick { 0.3 } else { 1.0 }),
+        baseline: None,
+    };
+    let done = Arc::new(AtomicBool::new(false));
+    let mut monitor = MonitorPlan::every(crate::run::DEFAULT_INTERVAL);
+    monitor.pid = Some(std::process::id());
+    [
+        Box::new(CpuWorkload::new(cpu).signal_when_done(Arc::clone(&done))),
+        Box::new(MonitorWorkload::new(monitor).until(done)),
+    ]
+}
+
+/// A TCP test over loopback against a server ratelab runs itself, or to `peer`.
+fn network(peer: Option<&(String, Option<u16>)>, cpus: usize, quick: bool) -> Box<dyn Workload> {
+    let seconds = Duration::from_secs(if quick { 3 } else { 10 });
+    // A sender and a receiver thread per stream: one stream per two CPUs.
+    let streams = (cpus / 2).clamp(1, 16) as u32;
+    let net = match peer {
+        Some((host, port)) => NetPlan {
+            host: host.clone(),
+            port: port.unwrap_or(DEFAULT_PORT),
+            own_server: false,
+            ..NetPlan::loopback(seconds, streams)
+        },
+        None => NetPlan::loopback(seconds, streams),
+    };
+    Box::new(NetWorkload::new(net))
+}
+
+/// A zstd task on a file it makes in `folder`, at the cpu tests' thread counts.
+fn task(folder: &Path, cpus: usize, quick: bool) -> Box<dyn Workload> {
+    let task = TaskPlan {
+        file: None,
+        make_file_bytes: Some(if quick { QUICK_TASK_BYTES } else { TASK_BYTES }),
+        out: folder.to_path_buf(),
+        codec: Codec::Zstd,
+        level: Codec::Zstd.default_level(),
+        threads: thread_counts(cpus),
+        direction: Direction::Compress,
+        keep: false,
+        seed: rand::random(),
+    };
+    Box::new(TaskWorkload::new(task, Value::Null))
 }
 
 /// The thread counts the cpu tests and the task run at: the powers of two below the

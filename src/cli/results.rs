@@ -1,6 +1,6 @@
 //! `ratelab results list|show|compare|report|export`: views of stored runs.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use clap::{Args, Subcommand, ValueEnum};
@@ -279,32 +279,11 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
         .into());
     }
     let store = Store::open(&path)?;
-    match args.action {
-        Action::List { json, filter } => {
-            let runs = store.find_runs(&filter.query())?;
-            let bytes = if json {
-                let mut bytes = serde_json::to_vec_pretty(&runs)?;
-                bytes.push(b'\n');
-                bytes
-            } else {
-                let title = if filter.is_empty() {
-                    format!("{} runs in {}", runs.len(), path.display())
-                } else {
-                    let total = store.list_runs()?.len();
-                    format!("{} of {total} runs in {} match", runs.len(), path.display())
-                };
-                format!(
-                    "{}\n",
-                    report::terminal::table_text(&list_table(title, &runs))
-                )
-                .into_bytes()
-            };
-            report::emit(&bytes, None)?;
-        }
+    let (bytes, out) = match args.action {
+        Action::List { json, filter } => (list(&store, &path, &filter, json)?, None),
         Action::Show { run_id, json } => {
-            let doc = store.load_run(run_id)?;
             let format = if json { Format::Json } else { Format::Table };
-            report::emit(&report::render(&doc, format)?, None)?;
+            (report::render(&store.load_run(run_id)?, format)?, None)
         }
         Action::Compare {
             run_ids,
@@ -312,31 +291,12 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
             format,
             out,
         } => {
-            let runs = run_ids
-                .iter()
-                .map(|&id| store.load_run(id))
-                .collect::<Result<Vec<_>, _>>()?;
-            let samples = runs
-                .iter()
-                .map(workload::samples_of)
-                .collect::<Result<Vec<_>, _>>()?;
-            let sampled: Vec<Sampled> = runs
-                .iter()
-                .zip(&samples)
-                .map(|(run, samples)| Sampled { run, samples })
-                .collect();
-            let comparison = compare(&sampled);
             let format = if json { CompareFormat::Json } else { format };
-            let bytes = match format {
-                CompareFormat::Table => report::compare::terminal(&comparison).into_bytes(),
-                CompareFormat::Json => report::compare::json(&comparison),
-                CompareFormat::Markdown => report::compare::markdown(&comparison).into_bytes(),
-            };
-            report::emit(&bytes, out.as_deref())?;
+            (compared(&store, &run_ids, format)?, out)
         }
         Action::Report { run_id, out } => {
-            let doc = store.load_run(run_id)?;
-            report::emit(report::html::render(&doc)?.as_bytes(), out.as_deref())?;
+            let page = report::html::render(&store.load_run(run_id)?)?;
+            (page.into_bytes(), out)
         }
         Action::Export {
             run_id,
@@ -350,10 +310,56 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
                 ExportFormat::Series => report::render(&doc, Format::SeriesCsv)?,
                 ExportFormat::Markdown => report::markdown::render(&doc)?.into_bytes(),
             };
-            report::emit(&bytes, out.as_deref())?;
+            (bytes, out)
         }
-    }
+    };
+    report::emit(&bytes, out.as_deref())?;
     Ok(Exit::Success)
+}
+
+/// `results list`: the runs the filter admits, as a table or JSON.
+fn list(store: &Store, path: &Path, filter: &ListFilter, json: bool) -> anyhow::Result<Vec<u8>> {
+    let runs = store.find_runs(&filter.query())?;
+    if json {
+        let mut bytes = serde_json::to_vec_pretty(&runs)?;
+        bytes.push(b'\n');
+        return Ok(bytes);
+    }
+    let title = if filter.is_empty() {
+        format!("{} runs in {}", runs.len(), path.display())
+    } else {
+        let total = store.list_runs()?.len();
+        format!("{} of {total} runs in {} match", runs.len(), path.display())
+    };
+    Ok(format!(
+        "{}\n",
+        report::terminal::table_text(&list_table(title, &runs))
+    )
+    .into_bytes())
+}
+
+/// `results compare`: the runs `run_ids`, each workload's items grouped by its kind, the
+/// first run against the others, in `format`.
+fn compared(store: &Store, run_ids: &[i64], format: CompareFormat) -> anyhow::Result<Vec<u8>> {
+    let runs = run_ids
+        .iter()
+        .map(|&id| store.load_run(id))
+        .collect::<Result<Vec<_>, _>>()?;
+    let samples = runs
+        .iter()
+        .map(workload::samples_of)
+        .collect::<Result<Vec<_>, _>>()?;
+    let sampled: Vec<Sampled> = runs
+        .iter()
+        .zip(&samples)
+        .map(|(run, samples)| Sampled { run, samples })
+        .collect();
+    let comparison = compare(&sampled);
+    Ok(match format {
+        CompareFormat::Table => report::compare::terminal(&comparison).into_bytes(),
+        CompareFormat::Json => report::compare::json(&comparison),
+        CompareFormat::Markdown => report::compare::markdown(&comparison).into_bytes(),
+    })
 }
 
 /// The table of `results list`.

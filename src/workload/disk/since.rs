@@ -44,29 +44,7 @@ pub fn since(previous: &RunDocument, current: &RunDocument) -> Result<Vec<Verdic
         previous.started_at
     );
     let verdict = Verdict::about(None);
-    let mut figures: Vec<Figure> = Vec::new();
-    let earlier = series_of(previous)?;
-    for now in series_of(current)? {
-        let Some(then) = earlier.iter().find(|then| same_series(then, &now)) else {
-            continue;
-        };
-        for op in ["write", "read"] {
-            let (a, b) = (
-                streaming_rates(&then.items, op),
-                streaming_rates(&now.items, op),
-            );
-            let (Some(test), Some(x), Some(y)) =
-                (mann_whitney::test(&a, &b), Stats::of(&a), Stats::of(&b))
-            else {
-                continue;
-            };
-            figures.push(Figure {
-                words: format!("{op} on {}", now.record.target),
-                ratio: y.median / x.median,
-                p_value: test.p_value,
-            });
-        }
-    }
+    let figures = figures(previous, current)?;
     if figures.is_empty() {
         return Ok(vec![verdict(
             "since_last_profile",
@@ -123,6 +101,35 @@ pub fn since(previous: &RunDocument, current: &RunDocument) -> Result<Vec<Verdic
             current.run_id.unwrap_or_default(),
         ),
     )])
+}
+
+/// The streaming rates of writes and reads of every storage series that both runs
+/// measured the same way, each set against the other with a rank test.
+fn figures(previous: &RunDocument, current: &RunDocument) -> Result<Vec<Figure>, DecodeError> {
+    let mut figures: Vec<Figure> = Vec::new();
+    let earlier = series_of(previous)?;
+    for now in series_of(current)? {
+        let Some(then) = earlier.iter().find(|then| same_series(then, &now)) else {
+            continue;
+        };
+        for op in ["write", "read"] {
+            let (a, b) = (
+                streaming_rates(&then.items, op),
+                streaming_rates(&now.items, op),
+            );
+            let (Some(test), Some(x), Some(y)) =
+                (mann_whitney::test(&a, &b), Stats::of(&a), Stats::of(&b))
+            else {
+                continue;
+            };
+            figures.push(Figure {
+                words: format!("{op} on {}", now.record.target),
+                ratio: y.median / x.median,
+                p_value: test.p_value,
+            });
+        }
+    }
+    Ok(figures)
 }
 
 /// Whether two storage series are one series measured twice: the same target, sizes,

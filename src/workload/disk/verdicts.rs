@@ -6,59 +6,104 @@ use std::collections::BTreeMap;
 use super::item::{DiskItem, Op};
 use super::shapes::DiskContext;
 use super::summary::{EVICTED_FRACTION, SizeRow, by_size};
-use super::{DiskKind, ReadMode};
+use super::{DiskKind, ReadMode, SyncMode};
 use crate::document::{Flag, Severity, Verdict};
 use crate::platform::StorageChain;
 use crate::vocab::LinkLimit;
 use crate::vocab::units::{format_bytes, format_rate, format_seconds, format_size};
 use crate::workload::Stored;
 
-/// Verdicts about one disk workload.
+/// Verdicts about one disk workload, in the order a reader needs them: figures that
+/// broke the link's physics, reads that found the cache, modes that show memory, what
+/// was kept, knees, a slower destination, and what limits small files.
 pub fn verdicts(w: &Stored<DiskKind>) -> Vec<Verdict> {
-    let (items, record) = (&w.items[..], w.record);
     let verdict = Verdict::about(Some(w.index()));
-    let target = &record.target;
-    let limit = w.context.max_bytes_per_sec;
-    let via = link_words(&w.context);
-    let mut out = Vec::new();
-
-    match limit {
-        Some(limit) => {
-            for ((op, mode), group) in groups(items) {
-                let fast = group.iter().filter(|i| i.flags.contains(&Flag::FasterThanLink)).count();
-                if fast > 0 {
-                    out.push(verdict(
-                        "faster_than_link",
-                        Severity::Warning,
-                        format!(
-                            "{fast} of {} {} ({mode}) on {target} ran faster than its link allows ({via}, at most {}): \
-                             they were served from a cache, not the device",
-                            group.len(),
-                            plural(op),
-                            format_rate(limit)
-                        ),
-                    ));
-                }
-            }
+    let mut out: Vec<(&'static str, Severity, String)> = Vec::new();
+    out.extend(physics(w));
+    out.extend(not_evicted(w));
+    out.extend(memory_modes(&w.items));
+    if let Some(folder) = &w.context.kept_folder {
+        out.push((
+            "files_kept",
+            Severity::Info,
+            format!("the files were kept in {folder}: read them later with --phase read, or remove the folder"),
+        ));
+    }
+    out.extend(knees(w));
+    out.extend(
+        slower_than_before(w)
+            .into_iter()
+            .map(|message| ("slower_than_before", Severity::Warning, message)),
+    );
+    let headline_read = w.params.plan.read_modes.first().map(|mode| mode.as_str());
+    for (op, mode, cost) in [
+        (Op::Write, None, "creating and syncing each file"),
+        (Op::Read, headline_read, "opening and reaching each file"),
+    ] {
+        if let Some(message) = size_effect(&w.items, op, mode, cost) {
+            out.push(("small_files_slower", Severity::Info, message));
         }
-        None => out.push(verdict(
+    }
+    out.into_iter()
+        .map(|(code, severity, message)| verdict(code, severity, message))
+        .collect()
+}
+
+/// A verdict before it is said of a workload: its code, severity and words.
+type Said = (&'static str, Severity, String);
+
+/// Items faster than the link allows, per operation and mode; or that the link is
+/// unknown, so nothing could be checked.
+fn physics(w: &Stored<DiskKind>) -> Vec<Said> {
+    let target = &w.record.target;
+    let via = link_words(&w.context);
+    let Some(limit) = w.context.max_bytes_per_sec else {
+        return vec![(
             "link_unknown",
             Severity::Info,
-            format!("the link limit of {target} is unknown ({via}): no figure could be checked against physics"),
-        )),
-    }
+            format!(
+                "the link limit of {target} is unknown ({via}): no figure could be checked against physics"
+            ),
+        )];
+    };
+    groups(&w.items)
+        .into_iter()
+        .filter_map(|((op, mode), group)| {
+            let fast = group
+                .iter()
+                .filter(|i| i.flags.contains(&Flag::FasterThanLink))
+                .count();
+            (fast > 0).then(|| {
+                (
+                    "faster_than_link",
+                    Severity::Warning,
+                    format!(
+                        "{fast} of {} {} ({mode}) on {target} ran faster than its link allows ({via}, at most {}): \
+                         they were served from a cache, not the device",
+                        group.len(),
+                        plural(op),
+                        format_rate(limit)
+                    ),
+                )
+            })
+        })
+        .collect()
+}
 
-    for ((op, mode), group) in groups(items) {
-        if op != Op::Read || mode == ReadMode::Cached.as_str() {
-            continue;
-        }
-        let leaked: Vec<f64> = group
-            .iter()
-            .filter_map(|i| i.cached_fraction_before)
-            .filter(|&f| f > EVICTED_FRACTION)
-            .collect();
-        if let Some(worst) = leaked.iter().copied().reduce(f64::max) {
-            out.push(verdict(
+/// Reads that found part of their file in the page cache after it was evicted.
+fn not_evicted(w: &Stored<DiskKind>) -> Vec<Said> {
+    let target = &w.record.target;
+    groups(&w.items)
+        .into_iter()
+        .filter(|((op, mode), _)| *op == Op::Read && mode != ReadMode::Cached.as_str())
+        .filter_map(|((_, mode), group)| {
+            let leaked: Vec<f64> = group
+                .iter()
+                .filter_map(|i| i.cached_fraction_before)
+                .filter(|&f| f > EVICTED_FRACTION)
+                .collect();
+            let worst = leaked.iter().copied().reduce(f64::max)?;
+            Some((
                 "not_evicted",
                 Severity::Warning,
                 format!(
@@ -68,64 +113,59 @@ pub fn verdicts(w: &Stored<DiskKind>) -> Vec<Verdict> {
                     group.len(),
                     worst * 100.0
                 ),
-            ));
-        }
-    }
+            ))
+        })
+        .collect()
+}
 
+/// Modes whose figures show memory, not storage: cached reads and unsynced writes.
+fn memory_modes(items: &[DiskItem]) -> Vec<Said> {
+    let mut out = Vec::new();
     if items
         .iter()
         .any(|i| i.op == Op::Read && i.mode == ReadMode::Cached.as_str())
     {
-        out.push(verdict(
+        out.push((
             "cached_reads",
             Severity::Info,
             "reads in mode cached come from the page cache: they show memory, not storage".into(),
         ));
     }
-    if items.iter().any(|i| i.op == Op::Write && i.mode == "none") {
-        out.push(verdict(
+    if items
+        .iter()
+        .any(|i| i.op == Op::Write && i.mode == SyncMode::None.as_str())
+    {
+        out.push((
             "unsynced_writes",
             Severity::Info,
             "writes with --sync none end when the data reaches the page cache: they show memory, not storage".into(),
         ));
     }
-
-    if let Some(folder) = &w.context.kept_folder {
-        out.push(verdict(
-            "files_kept",
-            Severity::Info,
-            format!("the files were kept in {folder}: read them later with --phase read, or remove the folder"),
-        ));
-    }
-
-    for knee in record.series.iter().flat_map(|s| s.knees.iter().flatten()) {
-        out.push(verdict(
-            "knee",
-            Severity::Info,
-            format!(
-                "the rate on {target} changed for good at {}, after {}: from {} to {} \
-                 (a cache filling up, or a thermal or link throttle, does this)",
-                format_seconds(knee.t_s),
-                format_bytes(knee.bytes_before),
-                format_rate(knee.before_bytes_per_sec),
-                format_rate(knee.after_bytes_per_sec)
-            ),
-        ));
-    }
-    for message in slower_than_before(w) {
-        out.push(verdict("slower_than_before", Severity::Warning, message));
-    }
-
-    let headline_read = w.params.plan.read_modes.first().map(|mode| mode.as_str());
-    for (op, mode, cost) in [
-        (Op::Write, None, "creating and syncing each file"),
-        (Op::Read, headline_read, "opening and reaching each file"),
-    ] {
-        if let Some(message) = size_effect(items, op, mode, cost) {
-            out.push(verdict("small_files_slower", Severity::Info, message));
-        }
-    }
     out
+}
+
+/// Where the rate of a sustained run changed for good.
+fn knees(w: &Stored<DiskKind>) -> Vec<Said> {
+    let target = &w.record.target;
+    w.record
+        .series
+        .iter()
+        .flat_map(|s| s.knees.iter().flatten())
+        .map(|knee| {
+            (
+                "knee",
+                Severity::Info,
+                format!(
+                    "the rate on {target} changed for good at {}, after {}: from {} to {} \
+                     (a cache filling up, or a thermal or link throttle, does this)",
+                    format_seconds(knee.t_s),
+                    format_bytes(knee.bytes_before),
+                    format_rate(knee.before_bytes_per_sec),
+                    format_rate(knee.after_bytes_per_sec)
+                ),
+            )
+        })
+        .collect()
 }
 
 /// Below this share of the earlier median, a quick check is slower than before.
