@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
-use serde_json::Value;
 
 use super::MeasureArgs;
 use super::disk::DEFAULT_SIZES;
@@ -139,7 +138,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
         keep: false,
         seed: rand::random(),
     };
-    workloads.push(Box::new(TaskWorkload::new(task, Value::Null)));
+    workloads.push(Box::new(TaskWorkload::new(task, None)));
 
     // Each part alone, but the monitor runs beside the cpu tests.
     let mut schedule = Schedule::one_by_one(workloads.len());
