@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
-use serde_json::Value;
 
 use super::MeasureArgs;
 use super::disk::DEFAULT_SIZES;
@@ -170,7 +169,7 @@ fn task(folder: &Path, cpus: usize, quick: bool) -> Box<dyn Workload> {
         keep: false,
         seed: rand::random(),
     };
-    Box::new(TaskWorkload::new(task, Value::Null))
+    Box::new(TaskWorkload::new(task, None))
 }
 
 /// The thread counts the cpu tests and the task run at: the powers of two below the

@@ -4,7 +4,6 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use serde_json::{Value, json};
 
 use super::MeasureArgs;
 use super::values::{CountList, parse_count_list, parse_size};
@@ -14,7 +13,9 @@ use crate::platform::cores;
 use crate::run::Schedule;
 use crate::store::{RunQuery, Store};
 use crate::workload::disk::{DiskKind, streaming_rate};
-use crate::workload::task::{Codec, Direction, TaskPlan, TaskWorkload};
+use crate::workload::task::{
+    Codec, Direction, DiskRead, DiskRuns, DiskWrite, TaskPlan, TaskWorkload,
+};
 use crate::workload::{At, Kind, Stored};
 
 /// Compression threads allowed per online CPU.
@@ -160,17 +161,14 @@ fn compress(args: CompressArgs) -> anyhow::Result<Exit> {
     )
 }
 
-/// What the newest stored disk runs of the folders a task reads and writes measured:
-/// `{read: {run_id, target, read_bytes_per_sec}, write: {..., write_bytes_per_sec}}`,
-/// each absent when no run covers it.
-pub fn disk_runs(output: &MeasureArgs, read_folder: Option<&Path>, out: &Path) -> Value {
-    let Some(store) = Store::open_existing(output.db.as_deref()) else {
-        return Value::Null;
-    };
+/// What the newest stored disk runs of the folders a task reads and writes measured,
+/// each part absent when no run covers it; `None` when no run covers either.
+pub fn disk_runs(output: &MeasureArgs, read_folder: Option<&Path>, out: &Path) -> Option<DiskRuns> {
+    let store = Store::open_existing(output.db.as_deref())?;
     let read_folder = read_folder
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let mut found = serde_json::Map::new();
+    let mut found = DiskRuns::default();
     // The newest complete runs that hold a storage series, whatever verb made them.
     let query = RunQuery {
         kind: Some(DiskKind::NAME.into()),
@@ -191,28 +189,29 @@ pub fn disk_runs(output: &MeasureArgs, read_folder: Option<&Path>, out: &Path) -
             let Ok(series) = Stored::<DiskKind>::decode(At::new(&doc, index)) else {
                 continue;
             };
-            let record = series.record;
-            for (key, folder, op, rate_key) in [
-                ("read", read_folder, "read", "read_bytes_per_sec"),
-                ("write", out, "write", "write_bytes_per_sec"),
-            ] {
-                if found.contains_key(key)
-                    || !crate::platform::measured_by(folder, Path::new(&record.target))
-                {
-                    continue;
-                }
-                if let Some(rate) = streaming_rate(&series.items, op) {
-                    found.insert(
-                        key.into(),
-                        json!({ "run_id": run.run_id, "target": record.target, rate_key: rate }),
-                    );
-                }
+            let target = &series.record.target;
+            let covers = |folder: &Path| crate::platform::measured_by(folder, Path::new(target));
+            if found.read.is_none()
+                && covers(read_folder)
+                && let Some(rate) = streaming_rate(&series.items, "read")
+            {
+                found.read = Some(DiskRead {
+                    run_id: Some(run.run_id),
+                    target: target.clone(),
+                    read_bytes_per_sec: rate,
+                });
+            }
+            if found.write.is_none()
+                && covers(out)
+                && let Some(rate) = streaming_rate(&series.items, "write")
+            {
+                found.write = Some(DiskWrite {
+                    run_id: Some(run.run_id),
+                    target: target.clone(),
+                    write_bytes_per_sec: rate,
+                });
             }
         }
     }
-    if found.is_empty() {
-        Value::Null
-    } else {
-        Value::Object(found)
-    }
+    (!found.is_empty()).then_some(found)
 }

@@ -105,6 +105,35 @@ impl LawParams {
         }
     }
 
+    /// Each parameter's name as stored and its value (`None` where it has none), in
+    /// the order they are stored.
+    pub fn named(&self) -> Vec<(&'static str, Option<f64>)> {
+        match *self {
+            LawParams::Linear { intercept, slope } => {
+                vec![("intercept", Some(intercept)), ("slope", Some(slope))]
+            }
+            LawParams::Power { a, b } => vec![("a", Some(a)), ("b", Some(b))],
+            LawParams::Amdahl {
+                serial_fraction,
+                lambda,
+            } => vec![
+                ("serial_fraction", Some(serial_fraction)),
+                ("lambda", Some(lambda)),
+            ],
+            LawParams::Usl {
+                sigma,
+                kappa,
+                lambda,
+                peak_concurrency,
+            } => vec![
+                ("sigma", Some(sigma)),
+                ("kappa", Some(kappa)),
+                ("lambda", Some(lambda)),
+                ("peak_concurrency", peak_concurrency),
+            ],
+        }
+    }
+
     /// The fitted y at `n`.
     pub fn evaluate(&self, n: f64) -> f64 {
         match *self {
@@ -238,5 +267,36 @@ mod tests {
         );
         assert_eq!(serde_json::to_value(Law::Usl).unwrap(), "usl");
         assert_eq!(Law::Usl.to_string(), "usl");
+    }
+
+    #[test]
+    fn named_params_are_the_stored_ones_in_their_order() {
+        for params in [
+            LawParams::Linear {
+                intercept: 1.0,
+                slope: 2.0,
+            },
+            LawParams::Power { a: 1.0, b: 0.5 },
+            LawParams::Amdahl {
+                serial_fraction: 0.05,
+                lambda: 10.0,
+            },
+            LawParams::usl(0.1, 0.01, 100.0),
+            LawParams::usl(0.1, 0.0, 100.0),
+        ] {
+            let stored = serde_json::to_value(params).unwrap();
+            let stored: Vec<(String, Option<f64>)> = stored["params"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(name, value)| (name.clone(), value.as_f64()))
+                .collect();
+            let named: Vec<(String, Option<f64>)> = params
+                .named()
+                .into_iter()
+                .map(|(name, value)| (name.to_string(), value))
+                .collect();
+            assert_eq!(named, stored);
+        }
     }
 }

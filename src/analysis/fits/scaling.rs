@@ -43,6 +43,20 @@ impl LawFit {
     pub fn law(&self) -> Law {
         self.params.law()
     }
+
+    /// The fitted curve, scaled by `scale`, from n = 1 to `to`, with its name and R² for
+    /// a chart's legend.
+    pub fn curve(&self, scale: f64, to: f64) -> (String, Vec<(f64, f64)>) {
+        let law: &LawParams = &self.params;
+        let points = (0..CURVE_POINTS)
+            .map(|i| 1.0 + (to - 1.0) * i as f64 / (CURVE_POINTS - 1) as f64)
+            .map(|n| (n, law.evaluate(n) * scale))
+            .collect();
+        (
+            format!("{} fit (R² {:.3})", law.law().name(), self.r2),
+            points,
+        )
+    }
 }
 
 /// Every law that could be fitted, the one the data favour, and any doubt about it.
@@ -70,16 +84,7 @@ impl ScalingFits {
     /// The curve of the best law, scaled by `scale`, from n = 1 to `to`, with its name
     /// and R² for a chart's legend; `None` when no law is best.
     pub fn best_curve(&self, scale: f64, to: f64) -> Option<(String, Vec<(f64, f64)>)> {
-        let best = self.best()?;
-        let law: &LawParams = &best.params;
-        let points = (0..CURVE_POINTS)
-            .map(|i| 1.0 + (to - 1.0) * i as f64 / (CURVE_POINTS - 1) as f64)
-            .map(|n| (n, law.evaluate(n) * scale))
-            .collect();
-        Some((
-            format!("{} fit (R² {:.3})", law.law().name(), best.r2),
-            points,
-        ))
+        Some(self.best()?.curve(scale, to))
     }
 
     /// [`ScalingFits::best_curve`] of fits as stored; `None` when they do not read.

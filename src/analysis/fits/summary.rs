@@ -2,54 +2,145 @@
 //! `fit_warning`), and the sentence a verdict makes of them; shared by every kind that
 //! fits a rate against a count.
 
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
-use super::scaling::fit_scaling;
+use super::laws::Law;
+use super::scaling::{LawFit, fit_scaling};
 
-/// The summary fields of the laws fitted to `points` (count, rate).
-pub fn fits_summary(points: &[(f64, f64)]) -> Map<String, Value> {
-    let fits = fit_scaling(points);
-    let value = json!({
-        "fits": fits.as_ref().map(|f| &f.fits).ok(),
-        "best_fit": fits.as_ref().ok().and_then(|f| f.best_fit),
-        "fit_warning": match &fits {
-            Ok(f) => f.warning.as_ref().map(ToString::to_string),
-            Err(e) => Some(e.to_string()),
-        },
-    });
-    match value {
-        Value::Object(map) => map,
-        _ => unreachable!("a JSON object"),
+/// The fits of a rate against a count as a kind's summary stores them, in its fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FitsSummary {
+    /// Every law that could be fitted, simplest first; null when the points cannot be
+    /// fitted at all.
+    pub fits: Option<Vec<LawFit>>,
+    /// The law the data favour; null when no law could be weighed.
+    pub best_fit: Option<Law>,
+    /// Why the best law should not be trusted, or why no law was fitted, in words.
+    pub fit_warning: Option<String>,
+}
+
+impl FitsSummary {
+    /// The laws fitted to `points` (count, rate).
+    pub fn of(points: &[(f64, f64)]) -> FitsSummary {
+        match fit_scaling(points) {
+            Ok(fits) => FitsSummary {
+                fit_warning: fits.warning.as_ref().map(ToString::to_string),
+                best_fit: fits.best_fit,
+                fits: Some(fits.fits),
+            },
+            Err(e) => FitsSummary {
+                fits: None,
+                best_fit: None,
+                fit_warning: Some(e.to_string()),
+            },
+        }
+    }
+
+    /// The fit of the best law, if one is best and was fitted.
+    pub fn best(&self) -> Option<&LawFit> {
+        let best = self.best_fit?;
+        self.fits.iter().flatten().find(|fit| fit.law() == best)
+    }
+
+    /// The curve of the best law, scaled by `scale`, from n = 1 to `to`, with its name
+    /// and R² for a chart's legend; `None` when no law is best.
+    pub fn best_curve(&self, scale: f64, to: f64) -> Option<(String, Vec<(f64, f64)>)> {
+        Some(self.best()?.curve(scale, to))
+    }
+
+    /// In words: the best law with its R² and parameters (and any doubt about it), or
+    /// why no law was fitted.
+    pub fn sentence(&self) -> Option<String> {
+        let warning = self.fit_warning.as_deref();
+        let Some(best) = self.best_fit else {
+            return warning.map(|w| format!("no scaling law is fitted: {w}"));
+        };
+        let fit = self.best();
+        let params = fit
+            .map(|fit| {
+                fit.params
+                    .named()
+                    .into_iter()
+                    .map(|(name, value)| {
+                        let value = value.map_or("-".into(), |v| format!("{v:.4}"));
+                        format!("{name} {value}")
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default();
+        Some(format!(
+            "the {best} law fits best (R² {:.3}; {params}){}",
+            fit.map_or(f64::NAN, |fit| fit.r2),
+            warning.map(|w| format!(" — {w}")).unwrap_or_default()
+        ))
     }
 }
 
-/// In words: the best law with its R² and parameters (and any doubt about it), or why
-/// no law was fitted. `summary` holds the fields of [`fits_summary`].
+/// The summary fields of the laws fitted to `points` (count, rate), as JSON: for kinds
+/// whose summary is not yet a typed struct.
+pub fn fits_summary(points: &[(f64, f64)]) -> Map<String, Value> {
+    match serde_json::to_value(FitsSummary::of(points)) {
+        Ok(Value::Object(map)) => map,
+        _ => unreachable!("a struct of JSON values serialises to a JSON object"),
+    }
+}
+
+/// [`FitsSummary::sentence`] of a summary as JSON that holds the fields of
+/// [`fits_summary`]; `None` when they do not read.
 pub fn fits_sentence(summary: &Value) -> Option<String> {
-    let warning = summary["fit_warning"].as_str();
-    let Some(best) = summary["best_fit"].as_str() else {
-        return warning.map(|w| format!("no scaling law is fitted: {w}"));
-    };
-    let fit = summary["fits"]
-        .as_array()
-        .and_then(|fits| fits.iter().find(|f| f["law"] == best))
-        .cloned()
-        .unwrap_or_default();
-    let params = fit["params"]
-        .as_object()
-        .map(|p| {
-            p.iter()
-                .map(|(k, v)| {
-                    let v = v.as_f64().map_or("-".into(), |v| format!("{v:.4}"));
-                    format!("{k} {v}")
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
-        .unwrap_or_default();
-    Some(format!(
-        "the {best} law fits best (R² {:.3}; {params}){}",
-        fit["r2"].as_f64().unwrap_or(f64::NAN),
-        warning.map(|w| format!(" — {w}")).unwrap_or_default()
-    ))
+    FitsSummary::deserialize(summary).ok()?.sentence()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::fits::LawParams;
+
+    /// Rates of an Amdahl law with a 5% serial fraction at 1..=8 threads.
+    fn amdahl_points() -> Vec<(f64, f64)> {
+        let law = LawParams::Amdahl {
+            serial_fraction: 0.05,
+            lambda: 1000.0,
+        };
+        (1..=8)
+            .map(|n| (n as f64, law.evaluate(n as f64)))
+            .collect()
+    }
+
+    #[test]
+    fn the_sentence_names_the_best_law_and_its_parameters() {
+        let summary = FitsSummary::of(&amdahl_points());
+        let words = summary.sentence().unwrap();
+        assert!(
+            words.starts_with(
+                "the amdahl law fits best (R² 1.000; serial_fraction 0.0500, lambda 1000.0000)"
+            ),
+            "{words}"
+        );
+        assert_eq!(
+            fits_sentence(&Value::Object(fits_summary(&amdahl_points()))),
+            Some(words)
+        );
+        assert!(summary.best_curve(1.0, 8.0).is_some());
+    }
+
+    #[test]
+    fn points_that_cannot_be_fitted_say_why_and_store_null_fits() {
+        let summary = FitsSummary::of(&[(1.0, 0.0)]);
+        assert_eq!(
+            serde_json::to_value(&summary).unwrap(),
+            serde_json::json!({
+                "fits": null,
+                "best_fit": null,
+                "fit_warning": "the point at n = 1 has a rate of 0; scaling laws need rates above zero",
+            })
+        );
+        assert_eq!(
+            summary.sentence().unwrap(),
+            "no scaling law is fitted: the point at n = 1 has a rate of 0; scaling laws need rates above zero"
+        );
+        assert_eq!(summary.best_curve(1.0, 2.0), None);
+    }
 }

@@ -60,12 +60,3 @@ impl TaskItem {
         }
     }
 }
-
-/// The task items of a stored workload.
-pub fn items_of(record: &crate::document::WorkloadRecord) -> Vec<TaskItem> {
-    record
-        .items
-        .iter()
-        .filter_map(|item| serde_json::from_value(item.clone()).ok())
-        .collect()
-}

@@ -9,32 +9,37 @@ mod frames;
 mod item;
 mod kind;
 mod made;
+mod shapes;
 mod steps;
+mod summary;
+mod timed;
+mod verdicts;
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 pub use codec::Codec;
-pub use item::{TaskItem, items_of};
+pub use item::TaskItem;
 pub use kind::TaskKind;
+pub use shapes::{DiskRate, DiskRead, DiskRuns, DiskWrite, TaskContext, TaskSummary};
 pub use steps::Direction;
+pub use summary::{StepRate, ThreadsSummary};
 
 use self::steps::{Transform, Uncached};
 use crate::platform::{self, StorageChain};
 use crate::vocab::units::format_bytes;
 use crate::workload::disk::buffer::AlignedBuf;
 use crate::workload::disk::workdir::{self, WorkDir};
-use crate::workload::{Context, Error, Workload};
+use crate::workload::{Context, Error, Kind, Workload};
 
 /// Share of the available memory the in-memory steps may hold, input and output
 /// together (each gets half).
 const MEMORY_SHARE: u64 = 4;
 /// What a task tells the user to change when it does not fit.
 const SPACE_HINT: (&str, &str) = (
-    "task",
+    TaskKind::NAME,
     "use a smaller --make-file, or --out on a filesystem with more room",
 );
 
@@ -65,7 +70,7 @@ pub struct TaskPlan {
 pub struct TaskWorkload {
     plan: TaskPlan,
     /// What stored disk runs say of the source's and the output's storage.
-    disk_runs: Value,
+    disk_runs: Option<DiskRuns>,
     chains: [Option<StorageChain>; 2],
     workdir: Option<WorkDir>,
     /// The original file and its size.
@@ -83,8 +88,8 @@ pub struct TaskWorkload {
 
 impl TaskWorkload {
     /// A workload for `plan`; `disk_runs` is what stored disk runs measured on the
-    /// source's and output's storage (null when none).
-    pub fn new(plan: TaskPlan, disk_runs: Value) -> TaskWorkload {
+    /// source's and output's storage (`None` when none did).
+    pub fn new(plan: TaskPlan, disk_runs: Option<DiskRuns>) -> TaskWorkload {
         TaskWorkload {
             plan,
             disk_runs,
@@ -99,6 +104,7 @@ impl TaskWorkload {
         }
     }
 
+    /// The codec settings of the plan at `threads`.
     fn how(&self, threads: usize) -> Transform {
         Transform {
             direction: self.plan.direction,
@@ -106,107 +112,6 @@ impl TaskWorkload {
             level: self.plan.level,
             threads,
         }
-    }
-
-    fn output_name(&self, step: &str) -> String {
-        match self.plan.direction {
-            Direction::Compress => format!("{step}.{}", self.plan.codec.as_str()),
-            Direction::Decompress => format!("{step}.out"),
-        }
-    }
-
-    /// Runs every step at `threads` and sends the items.
-    fn run_threads(&mut self, ctx: &Context, threads: usize) -> Result<(), Error> {
-        let how = self.how(threads);
-        let (source_path, size) = self.source.clone().expect("set in prepare");
-        let (input_path, input_size) = self.input.clone().expect("set in setup");
-        let compress = how.direction == Direction::Compress;
-        let step = |op: &str, bytes: u64, source_bytes: u64, seconds: f64| {
-            TaskItem::timed(op, threads, bytes, source_bytes, seconds)
-        };
-
-        ctx.sink
-            .status(format!("{threads} threads: read {}", input_path.display()));
-        let (memory, kept) = self.memory.as_mut().expect("made in setup");
-        let kept = *kept;
-        let reader = Uncached::open(&input_path, input_size, self.made)?;
-        // The whole buffer: its length is whole pages, as reads with O_DIRECT need.
-        let seconds = steps::read(ctx, &reader, memory.as_mut_slice())?;
-        ctx.sink.item(&TaskItem {
-            cached_fraction_before: Some(reader.cached_fraction_before),
-            direct: Some(reader.direct),
-            ..step("read", input_size, size, seconds)
-        });
-        drop(reader);
-
-        ctx.sink.status(format!(
-            "{threads} threads: {} in memory",
-            how.direction.as_str()
-        ));
-        let started = Instant::now();
-        let pledged = compress.then_some(kept as u64);
-        let mut output = self.output.take().expect("made in setup");
-        output.clear();
-        let (output, output_bytes) = steps::transform(
-            ctx,
-            how,
-            pledged,
-            &memory.as_slice()[..kept],
-            output,
-            &input_path,
-        )?;
-        let seconds = started.elapsed().as_secs_f64();
-        let original = if compress { kept as u64 } else { output_bytes };
-        ctx.sink.item(&TaskItem {
-            output_bytes: Some(output_bytes),
-            ..step(how.direction.as_str(), kept as u64, original, seconds)
-        });
-
-        ctx.sink.status(format!(
-            "{threads} threads: write {}",
-            self.plan.out.display()
-        ));
-        let name = self.output_name("write-only");
-        let task_name = self.output_name("task");
-        let workdir = self.workdir.as_mut().expect("made in setup");
-        let seconds = steps::write(ctx, workdir, &name, &output)?;
-        ctx.sink
-            .item(&step("write", output.len() as u64, original, seconds));
-        self.output = Some(output);
-
-        ctx.sink
-            .status(format!("{threads} threads: the whole task"));
-        let reader = Uncached::open(&input_path, input_size, self.made)?;
-        let (fraction, direct) = (reader.cached_fraction_before, reader.direct);
-        let whole = steps::whole(
-            ctx,
-            how,
-            reader,
-            compress.then_some(size),
-            workdir,
-            &task_name,
-        )?;
-        ctx.sink
-            .status(format!("{threads} threads: check the round trip"));
-        let decode = compress.then_some(how.codec);
-        let round_trip_ok = steps::file_digest(&whole.output, decode, &ctx.cancel)? == self.digest;
-        workdir.remove_file(&whole.output)?;
-        ctx.sink.item(&TaskItem {
-            output_bytes: Some(whole.output_bytes),
-            cached_fraction_before: Some(fraction),
-            direct: Some(direct),
-            round_trip_ok: Some(round_trip_ok),
-            ..step("total", size, size, whole.seconds)
-        });
-        if !round_trip_ok {
-            ctx.sink.warning(format!(
-                "the output of {} at {threads} threads does not decode to {}",
-                how.codec.as_str(),
-                source_path.display()
-            ));
-        }
-        ctx.sink.stage_done(format!("{threads} threads"));
-        Ok(())
     }
 
     /// The folder the read steps read from: FILE's, or (decompressing) the output
@@ -259,7 +164,7 @@ fn source_size(path: &Path) -> Result<u64, Error> {
 
 impl Workload for TaskWorkload {
     fn kind(&self) -> &'static str {
-        "task"
+        TaskKind::NAME
     }
 
     fn target(&self) -> String {
@@ -274,15 +179,16 @@ impl Workload for TaskWorkload {
     }
 
     fn context(&self) -> Value {
-        json!({
-            "source_bytes": self.source.as_ref().map(|s| s.1),
-            "made_file": self.made,
-            "read_folder": self.read_folder(),
-            "write_folder": self.plan.out,
-            "read_chain": self.chains[0],
-            "write_chain": self.chains[1],
-            "disk_runs": self.disk_runs,
+        serde_json::to_value(TaskContext {
+            source_bytes: self.source.as_ref().map(|s| s.1),
+            made_file: self.made,
+            read_folder: self.read_folder(),
+            write_folder: Some(self.plan.out.clone()),
+            read_chain: self.chains[0].clone(),
+            write_chain: self.chains[1].clone(),
+            disk_runs: self.disk_runs.clone(),
         })
+        .expect("contexts serialise")
     }
 
     fn planned_bytes(&self) -> u64 {

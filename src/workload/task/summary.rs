@@ -1,0 +1,173 @@
+//! A task's statistics: the median rate of each step at each thread count, put in the
+//! task's own unit (original bytes per second) so the steps compare; the step that
+//! limits the task; and how much a faster step could gain.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+use super::item::TaskItem;
+use super::shapes::TaskSummary;
+use crate::analysis::fits::FitsSummary;
+use crate::analysis::stats::Stats;
+
+/// The steps a task is split into, in the order they run.
+const STEPS: [&str; 3] = ["read", "transform", "write"];
+
+/// One step at one thread count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRate {
+    /// `read`, `compress`/`decompress`, `write` or `total`.
+    pub op: String,
+    /// Median bytes per second the step moved.
+    pub bytes_per_sec: f64,
+    /// Median original bytes per second: the task's rate if this step were all of it.
+    pub source_bytes_per_sec: f64,
+    /// Median seconds.
+    pub seconds: f64,
+    /// Samples.
+    pub n: usize,
+}
+
+/// Every step at one thread count, and what limits the task there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadsSummary {
+    /// Compression threads.
+    pub threads: usize,
+    /// Read, transform and write alone, then the whole task.
+    pub steps: Vec<StepRate>,
+    /// The slowest of read, transform and write.
+    pub rate_limiting_step: String,
+    /// For each step, in the order they run, how many times faster the whole task could
+    /// be if that step took no time, the steps running side by side as they do in the
+    /// task: the slowest of the others would then set the pace (1 for every step but
+    /// the limiting one).
+    pub speedup_if_free: IndexMap<String, f64>,
+    /// The whole task's rate over its limiting step's rate alone: what running the
+    /// steps together costs (below 1) or hides (about 1).
+    pub share_of_limit: f64,
+    /// Original bytes over the bytes the codec put out.
+    pub ratio: Option<f64>,
+}
+
+impl ThreadsSummary {
+    /// The step named `op`.
+    pub fn step(&self, op: &str) -> Option<&StepRate> {
+        self.steps.iter().find(|s| s.op == op)
+    }
+
+    /// How many times faster the task could be if `op` took no time; NaN when unknown.
+    pub fn gain_if_free(&self, op: &str) -> f64 {
+        self.speedup_if_free.get(op).copied().unwrap_or(f64::NAN)
+    }
+}
+
+/// The summary of a task's items: the whole task's rate fitted against threads, every
+/// run a point, and each thread count's steps.
+pub fn summarize(items: &[TaskItem]) -> TaskSummary {
+    let points: Vec<(f64, f64)> = items
+        .iter()
+        .filter(|i| i.op == "total")
+        .map(|i| (i.threads as f64, i.source_bytes_per_sec))
+        .collect();
+    TaskSummary {
+        fits: FitsSummary::of(&points),
+        per_threads: per_threads(items),
+    }
+}
+
+/// The summary of each thread count, fewest threads first.
+pub fn per_threads(items: &[TaskItem]) -> Vec<ThreadsSummary> {
+    let mut counts: Vec<usize> = items.iter().map(|i| i.threads).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    counts
+        .into_iter()
+        .filter_map(|threads| summarize_threads(threads, items))
+        .collect()
+}
+
+/// The op of the middle step (`compress` or `decompress`).
+fn transform_op(items: &[TaskItem]) -> &str {
+    items
+        .iter()
+        .map(|i| i.op.as_str())
+        .find(|op| !matches!(*op, "read" | "write" | "total"))
+        .unwrap_or("compress")
+}
+
+/// The summary at `threads`; `None` until the whole task ran there.
+pub(super) fn summarize_threads(threads: usize, items: &[TaskItem]) -> Option<ThreadsSummary> {
+    let middle = transform_op(items);
+    let ops = STEPS.map(|s| if s == "transform" { middle } else { s });
+    let steps: Vec<StepRate> = ops
+        .iter()
+        .chain(&["total"])
+        .filter_map(|op| step_rate(threads, op, items))
+        .collect();
+    let parts: Vec<&StepRate> = steps.iter().filter(|s| s.op != "total").collect();
+    let total = steps.iter().find(|s| s.op == "total")?;
+    let slowest = parts
+        .iter()
+        .min_by(|a, b| a.source_bytes_per_sec.total_cmp(&b.source_bytes_per_sec))?;
+    Some(ThreadsSummary {
+        threads,
+        rate_limiting_step: slowest.op.clone(),
+        share_of_limit: total.source_bytes_per_sec / slowest.source_bytes_per_sec,
+        speedup_if_free: speedup_if_free(&parts, slowest),
+        steps: steps.clone(),
+        ratio: ratio(threads, middle, items),
+    })
+}
+
+/// The medians of step `op` at `threads`; `None` when it did not run there.
+fn step_rate(threads: usize, op: &str, items: &[TaskItem]) -> Option<StepRate> {
+    let of: Vec<&TaskItem> = items
+        .iter()
+        .filter(|i| i.threads == threads && i.op == op)
+        .collect();
+    let median = |f: fn(&TaskItem) -> f64| {
+        Stats::of(&of.iter().map(|i| f(i)).collect::<Vec<_>>()).map(|s| s.median)
+    };
+    Some(StepRate {
+        op: op.to_string(),
+        bytes_per_sec: median(|i| i.bytes_per_sec)?,
+        source_bytes_per_sec: median(|i| i.source_bytes_per_sec)?,
+        seconds: median(|i| i.seconds)?,
+        n: of.len(),
+    })
+}
+
+/// For each of `parts`, the task's gain were it free: the slowest of the others over
+/// the `slowest` part, never below 1.
+fn speedup_if_free(parts: &[&StepRate], slowest: &StepRate) -> IndexMap<String, f64> {
+    parts
+        .iter()
+        .map(|freed| {
+            let others = parts
+                .iter()
+                .filter(|p| p.op != freed.op)
+                .map(|p| p.source_bytes_per_sec)
+                .fold(f64::INFINITY, f64::min);
+            let gain = (others / slowest.source_bytes_per_sec).max(1.0);
+            (freed.op.clone(), gain)
+        })
+        .collect()
+}
+
+/// Original bytes over compressed bytes at `threads`, the transform being `middle`.
+fn ratio(threads: usize, middle: &str, items: &[TaskItem]) -> Option<f64> {
+    // The compressed size: what the whole task wrote, or (decompressing) what it read.
+    let (op, compressed): (&str, fn(&TaskItem) -> Option<u64>) = if middle == "decompress" {
+        ("read", |i| Some(i.bytes))
+    } else {
+        ("total", |i| i.output_bytes)
+    };
+    items
+        .iter()
+        .filter(|i| i.threads == threads && i.op == op)
+        .find_map(|i| {
+            compressed(i)
+                .filter(|&c| c > 0)
+                .map(|c| i.source_bytes as f64 / c as f64)
+        })
+}

@@ -1,0 +1,162 @@
+//! What a task runs at one thread count: read, transform and write each alone, then
+//! the whole task at once with its output checked against the original, each step
+//! sending its item as it ends.
+
+use std::time::Instant;
+
+use super::steps::{self, Direction, Transform, Uncached};
+use super::{TaskItem, TaskKind, TaskWorkload};
+use crate::workload::{Context, Error, Kind};
+
+impl TaskWorkload {
+    /// The name of the output file of `step`, with the codec's extension.
+    fn output_name(&self, step: &str) -> String {
+        match self.plan.direction {
+            Direction::Compress => format!("{step}.{}", self.plan.codec.as_str()),
+            Direction::Decompress => format!("{step}.out"),
+        }
+    }
+
+    /// Runs every step at `threads` and sends the items.
+    pub(super) fn run_threads(&mut self, ctx: &Context, threads: usize) -> Result<(), Error> {
+        let how = self.how(threads);
+        self.read_step(ctx, how)?;
+        let (output, original) = self.transform_step(ctx, how)?;
+        self.write_step(ctx, how, output, original)?;
+        self.whole_step(ctx, how)?;
+        ctx.sink.stage_done(format!("{threads} threads"));
+        Ok(())
+    }
+
+    /// The read step alone: the input read uncached into memory.
+    fn read_step(&mut self, ctx: &Context, how: Transform) -> Result<(), Error> {
+        let (_, size) = self.source.clone().expect("set in prepare");
+        let (input_path, input_size) = self.input.clone().expect("set in setup");
+        ctx.sink.status(format!(
+            "{} threads: read {}",
+            how.threads,
+            input_path.display()
+        ));
+        let (memory, _) = self.memory.as_mut().expect("made in setup");
+        let reader = Uncached::open(&input_path, input_size, self.made)?;
+        // The whole buffer: its length is whole pages, as reads with O_DIRECT need.
+        let seconds = steps::read(ctx, &reader, memory.as_mut_slice())?;
+        ctx.sink.item(&TaskItem {
+            cached_fraction_before: Some(reader.cached_fraction_before),
+            direct: Some(reader.direct),
+            ..TaskItem::timed("read", how.threads, input_size, size, seconds)
+        });
+        Ok(())
+    }
+
+    /// The transform step alone, in memory; gives its output and the original bytes
+    /// it stands for.
+    fn transform_step(&mut self, ctx: &Context, how: Transform) -> Result<(Vec<u8>, u64), Error> {
+        let (input_path, _) = self.input.clone().expect("set in setup");
+        let compress = how.direction == Direction::Compress;
+        ctx.sink.status(format!(
+            "{} threads: {} in memory",
+            how.threads,
+            how.direction.as_str()
+        ));
+        let (memory, kept) = self.memory.as_ref().expect("made in setup");
+        let kept = *kept;
+        let started = Instant::now();
+        let pledged = compress.then_some(kept as u64);
+        let mut output = self.output.take().expect("made in setup");
+        output.clear();
+        let (output, output_bytes) = steps::transform(
+            ctx,
+            how,
+            pledged,
+            &memory.as_slice()[..kept],
+            output,
+            &input_path,
+        )?;
+        let seconds = started.elapsed().as_secs_f64();
+        let original = if compress { kept as u64 } else { output_bytes };
+        ctx.sink.item(&TaskItem {
+            output_bytes: Some(output_bytes),
+            ..TaskItem::timed(
+                how.direction.as_str(),
+                how.threads,
+                kept as u64,
+                original,
+                seconds,
+            )
+        });
+        Ok((output, original))
+    }
+
+    /// The write step alone: the transform's `output` written to a new file and synced.
+    fn write_step(
+        &mut self,
+        ctx: &Context,
+        how: Transform,
+        output: Vec<u8>,
+        original: u64,
+    ) -> Result<(), Error> {
+        ctx.sink.status(format!(
+            "{} threads: write {}",
+            how.threads,
+            self.plan.out.display()
+        ));
+        let name = self.output_name("write-only");
+        let workdir = self.workdir.as_mut().expect("made in setup");
+        let seconds = steps::write(ctx, workdir, &name, &output)?;
+        let bytes = output.len() as u64;
+        ctx.sink.item(&TaskItem::timed(
+            "write",
+            how.threads,
+            bytes,
+            original,
+            seconds,
+        ));
+        self.output = Some(output);
+        Ok(())
+    }
+
+    /// The whole task at once (read, transform, write), its output then decoded and
+    /// compared with the original.
+    fn whole_step(&mut self, ctx: &Context, how: Transform) -> Result<(), Error> {
+        let (source_path, size) = self.source.clone().expect("set in prepare");
+        let (input_path, input_size) = self.input.clone().expect("set in setup");
+        let compress = how.direction == Direction::Compress;
+        // `task.zst` beside the write step's `write-only.zst`.
+        let task_name = self.output_name(TaskKind::NAME);
+        ctx.sink
+            .status(format!("{} threads: the whole task", how.threads));
+        let workdir = self.workdir.as_mut().expect("made in setup");
+        let reader = Uncached::open(&input_path, input_size, self.made)?;
+        let (fraction, direct) = (reader.cached_fraction_before, reader.direct);
+        let whole = steps::whole(
+            ctx,
+            how,
+            reader,
+            compress.then_some(size),
+            workdir,
+            &task_name,
+        )?;
+        ctx.sink
+            .status(format!("{} threads: check the round trip", how.threads));
+        let decode = compress.then_some(how.codec);
+        let round_trip_ok = steps::file_digest(&whole.output, decode, &ctx.cancel)? == self.digest;
+        workdir.remove_file(&whole.output)?;
+        ctx.sink.item(&TaskItem {
+            output_bytes: Some(whole.output_bytes),
+            cached_fraction_before: Some(fraction),
+            direct: Some(direct),
+            round_trip_ok: Some(round_trip_ok),
+            ..TaskItem::timed("total", how.threads, size, size, whole.seconds)
+        });
+        if !round_trip_ok {
+            ctx.sink.warning(format!(
+                "the output of {} at {} threads does not decode to {}",
+                how.codec.as_str(),
+                how.threads,
+                source_path.display()
+            ));
+        }
+        Ok(())
+    }
+}

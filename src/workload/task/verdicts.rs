@@ -1,0 +1,238 @@
+//! What ratelab concludes of a stored task: whether its outputs decoded, the step that
+//! limits it at each thread count, whether its input came from the page cache, and what
+//! storage series of its folders say next to its read and write steps.
+
+use std::path::Path;
+
+use super::kind::TaskKind;
+use super::shapes::{DiskRate, DiskRead, DiskRuns, DiskWrite};
+use super::summary::{StepRate, ThreadsSummary, per_threads, summarize};
+use crate::document::{Severity, Verdict};
+use crate::platform;
+use crate::vocab::units::format_rate;
+use crate::workload::disk::{DiskKind, streaming_rate};
+use crate::workload::{At, DecodeError, Kind, Stored};
+
+/// A stored disk rate within this factor of the task's step rate is the same rate.
+const SAME_RATE: f64 = 1.5;
+
+/// The task's own verdicts, from its items and context.
+pub fn verdicts(w: &Stored<TaskKind>) -> Vec<Verdict> {
+    let verdict = Verdict::about(Some(w.index()));
+    let mut out = Vec::new();
+    let failed: Vec<usize> = w
+        .items
+        .iter()
+        .filter(|i| i.round_trip_ok == Some(false))
+        .map(|i| i.threads)
+        .collect();
+    if !failed.is_empty() {
+        out.push(verdict(
+            "round_trip_failed",
+            Severity::Error,
+            format!(
+                "the output at {failed:?} threads does not decode to the original bytes: the codec or the storage corrupted it"
+            ),
+        ));
+    }
+    let summaries = per_threads(&w.items);
+    for summary in &summaries {
+        out.push(verdict(
+            "rate_limiting_step",
+            Severity::Info,
+            limiting_sentence(summary),
+        ));
+    }
+    if let Some(words) = cached_input(w) {
+        out.push(verdict("input_cached", Severity::Info, words));
+    }
+    if let (Some(most), Some(disk_runs)) = (summaries.last(), &w.context.disk_runs) {
+        out.extend(
+            disk_sentences(disk_runs, most)
+                .into_iter()
+                .map(|words| verdict("disk_vs_task", Severity::Info, words)),
+        );
+    }
+    // Two or three thread counts fit any law: only more say something.
+    if summaries.len() > 3
+        && let Some(sentence) = summarize(&w.items).fits.sentence()
+    {
+        out.push(verdict("scaling_law", Severity::Info, sentence));
+    }
+    out
+}
+
+/// In words, when more than half the input was in the page cache before a read that
+/// went through it (or the input lives in memory).
+fn cached_input(w: &Stored<TaskKind>) -> Option<String> {
+    let in_memory = w
+        .context
+        .read_chain
+        .as_ref()
+        .is_some_and(|chain| matches!(chain.fs_type.as_str(), "tmpfs" | "ramfs"));
+    let cached = w
+        .items
+        .iter()
+        .filter(|i| i.direct == Some(false) || in_memory)
+        .filter_map(|i| i.cached_fraction_before)
+        .find(|&f| f > 0.5)?;
+    Some(format!(
+        "{:.0}% of the input was in the page cache before it was read (tmpfs, or a file that could not be evicted): the read rate is memory's, not a storage device's",
+        cached * 100.0
+    ))
+}
+
+/// What the storage series of the task's own run, on the folders it read and wrote,
+/// say next to its read and write steps at the most threads.
+pub fn verdicts_beside(w: &Stored<TaskKind>) -> Result<Vec<Verdict>, DecodeError> {
+    // Stored runs were looked up before the run; a series of this run is newer.
+    let Some(most) = per_threads(&w.items).pop() else {
+        return Ok(Vec::new());
+    };
+    let read = series_rate(w, w.context.read_folder.as_deref(), "read")?;
+    let write = series_rate(w, w.context.write_folder.as_deref(), "write")?;
+    let beside = DiskRuns {
+        read: read.map(|(target, rate)| DiskRead {
+            run_id: None,
+            target,
+            read_bytes_per_sec: rate,
+        }),
+        write: write.map(|(target, rate)| DiskWrite {
+            run_id: None,
+            target,
+            write_bytes_per_sec: rate,
+        }),
+    };
+    Ok(disk_sentences(&beside, &most)
+        .into_iter()
+        .map(|words| Verdict::about(Some(w.index()))("disk_vs_task", Severity::Info, words))
+        .collect())
+}
+
+/// The target and streaming rate of `op` of the first storage series of `w`'s run
+/// that measured `folder`; `None` when none did, or the folder is unknown.
+fn series_rate(
+    w: &Stored<TaskKind>,
+    folder: Option<&Path>,
+    op: &str,
+) -> Result<Option<(String, f64)>, DecodeError> {
+    let Some(folder) = folder else {
+        return Ok(None);
+    };
+    let run = w.at.run;
+    for (index, record) in run.workloads.iter().enumerate() {
+        if record.kind != DiskKind::NAME
+            || !platform::measured_by(folder, Path::new(&record.target))
+        {
+            continue;
+        }
+        let series = Stored::<DiskKind>::decode(At::new(run, index))?;
+        if let Some(rate) = streaming_rate(&series.items, op) {
+            return Ok(Some((record.target.clone(), rate)));
+        }
+    }
+    Ok(None)
+}
+
+/// The limiting step of one thread count in words.
+pub(super) fn limiting_sentence(summary: &ThreadsSummary) -> String {
+    let limit = &summary.rate_limiting_step;
+    let rate_of = |op: &str| {
+        summary
+            .step(op)
+            .map_or(f64::NAN, |s| s.source_bytes_per_sec)
+    };
+    let others: Vec<&StepRate> = summary
+        .steps
+        .iter()
+        .filter(|s| s.op != *limit && s.op != "total")
+        .collect();
+    let next = others
+        .iter()
+        .min_by(|a, b| a.source_bytes_per_sec.total_cmp(&b.source_bytes_per_sec))
+        .map_or("nothing", |s| s.op.as_str());
+    let gain = summary.gain_if_free(limit);
+    let together = if summary.share_of_limit < 0.9 {
+        format!(
+            "; running the steps together cost {:.0}% of it",
+            (1.0 - summary.share_of_limit) * 100.0
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "at {} thread{} {limit} limits this task: alone it goes at {} of original bytes ({}), and the whole task went at {}{together}; \
+         a faster {limit} could make the task up to {gain:.2}x faster, until {next} limits it, and a faster {} gains nothing while {limit} limits it",
+        summary.threads,
+        if summary.threads == 1 { "" } else { "s" },
+        format_rate(rate_of(limit)),
+        others
+            .iter()
+            .map(|s| format!("{} {}", s.op, format_rate(s.source_bytes_per_sec)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        format_rate(rate_of("total")),
+        others
+            .iter()
+            .map(|s| s.op.as_str())
+            .collect::<Vec<_>>()
+            .join(" or "),
+    )
+}
+
+/// What storage series of the task's folders say next to its read and write steps.
+fn disk_sentences(series: &DiskRuns, summary: &ThreadsSummary) -> Vec<String> {
+    series
+        .rates()
+        .into_iter()
+        .filter_map(|disk| Some(disk_sentence(disk, summary.step(disk.op)?, summary)))
+        .collect()
+}
+
+/// A storage series' rate next to the task's step of the same op, in words.
+fn disk_sentence(disk: DiskRate, step: &StepRate, summary: &ThreadsSummary) -> String {
+    let DiskRate {
+        op,
+        run_id,
+        target: place,
+        bytes_per_sec: disk,
+    } = disk;
+    let run = run_id.map_or("of this run".to_string(), |id| format!("(run {id})"));
+    let task = step.bytes_per_sec;
+    let close = disk / task < SAME_RATE && task / disk < SAME_RATE;
+    let verb = if op == "read" { "read" } else { "wrote" };
+    if summary.rate_limiting_step != op {
+        let needed = summary
+            .step(&summary.rate_limiting_step)
+            .map_or(f64::NAN, |l| l.source_bytes_per_sec)
+            * step.bytes_per_sec
+            / step.source_bytes_per_sec;
+        return format!(
+            "the task needs {} of {op} on {place}; the storage series {run} {verb} {} there and the {op} step alone {}: the limit is {}, not the disk",
+            format_rate(needed),
+            format_rate(disk),
+            format_rate(task),
+            summary.rate_limiting_step
+        );
+    }
+    if close {
+        format!(
+            "{op} at {} on {place} limits this task, and the storage series {run} {verb} {} there: the disk is the limit, and a faster one would speed the task up to {:.2}x",
+            format_rate(task),
+            format_rate(disk),
+            summary.gain_if_free(op)
+        )
+    } else if task > disk {
+        format!(
+            "{op} at {} on {place} limits this task, yet it ran faster than the storage series {run} {verb} there ({}): the disk has changed since, or the task's {op} was served by a cache",
+            format_rate(task),
+            format_rate(disk),
+        )
+    } else {
+        format!(
+            "{op} at {} on {place} limits this task, but the storage series {run} {verb} {} there: the task's {op} pattern, not the disk, is the limit",
+            format_rate(task),
+            format_rate(disk),
+        )
+    }
+}
