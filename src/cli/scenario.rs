@@ -61,12 +61,29 @@ pub fn load(path: &Path) -> Result<Scenario, UsageError> {
     parse(&text, &path.display().to_string())
 }
 
+/// The scenario's text and name, to place an error at its line.
+struct Place<'a> {
+    text: &'a str,
+    name: &'a str,
+}
+
+impl Place<'_> {
+    /// An error at the line where `span` starts.
+    fn at(&self, span: Span, message: String) -> UsageError {
+        let line = self.text[..span.start.min(self.text.len())]
+            .matches('\n')
+            .count()
+            + 1;
+        UsageError(format!("{}, line {line}: {message}", self.name))
+    }
+}
+
+/// Where a key or value stands in the scenario's text.
+type Span = std::ops::Range<usize>;
+
 /// Parses a scenario; `name` is how errors refer to the file.
 pub fn parse(text: &str, name: &str) -> Result<Scenario, UsageError> {
-    let at = |span: std::ops::Range<usize>, message: String| {
-        let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-        UsageError(format!("{name}, line {line}: {message}"))
-    };
+    let place = Place { text, name };
     let table = DeTable::parse(text)
         .map_err(|e| UsageError(format!("{name}: {}", e.to_string().trim_end())))?;
     let mut scenario = Scenario {
@@ -77,61 +94,7 @@ pub fn parse(text: &str, name: &str) -> Result<Scenario, UsageError> {
         label: None,
     };
     for (key, value) in table.get_ref() {
-        let field = key.get_ref().as_ref();
-        match field {
-            "interval" => {
-                let text = string(value).ok_or_else(|| {
-                    at(
-                        value.span(),
-                        "interval must be a time such as \"100ms\"".into(),
-                    )
-                })?;
-                let interval =
-                    super::values::parse_interval(text).map_err(|e| at(value.span(), e))?;
-                scenario.interval = Some(interval);
-            }
-            "alone" => {
-                scenario.alone = value
-                    .get_ref()
-                    .as_bool()
-                    .ok_or_else(|| at(value.span(), "alone must be true or false".into()))?;
-            }
-            "label" => {
-                scenario.label = Some(
-                    string(value)
-                        .ok_or_else(|| at(value.span(), "label must be a string".into()))?
-                        .to_string(),
-                );
-            }
-            "workload" => {
-                let DeValue::Array(entries) = value.get_ref() else {
-                    return Err(at(
-                        value.span(),
-                        "workload must be a list of [[workload]] tables".into(),
-                    ));
-                };
-                for entry in entries.iter() {
-                    let DeValue::Table(fields) = entry.get_ref() else {
-                        return Err(at(
-                            entry.span(),
-                            "each workload must be a [[workload]] table".into(),
-                        ));
-                    };
-                    let (maker, delay) = workload(fields, entry.span(), &at)?;
-                    scenario.workloads.push(maker);
-                    scenario.delays.push(delay);
-                }
-            }
-            other => {
-                return Err(at(
-                    key.span(),
-                    format!(
-                        "unknown setting \"{other}\" (settings: {})",
-                        SETTINGS.join(", ")
-                    ),
-                ));
-            }
-        }
+        setting(&mut scenario, key, value, &place)?;
     }
     if scenario.workloads.is_empty() {
         return Err(UsageError(format!(
@@ -146,64 +109,160 @@ pub fn parse(text: &str, name: &str) -> Result<Scenario, UsageError> {
     Ok(scenario)
 }
 
-/// One `[[workload]]` table: its maker and start delay.
-fn workload(
-    fields: &DeTable,
-    span: std::ops::Range<usize>,
-    at: &dyn Fn(std::ops::Range<usize>, String) -> UsageError,
-) -> Result<(Maker, Duration), UsageError> {
-    let get = |name: &str| fields.iter().find(|(k, _)| k.get_ref().as_ref() == name);
-    let (_, kind_value) = get("kind").ok_or_else(|| {
-        at(
-            span.clone(),
-            "a workload needs a kind (kind = \"disk\")".into(),
-        )
-    })?;
-    let kind = string(kind_value).ok_or_else(|| {
-        at(
-            kind_value.span(),
-            "kind must be a string such as \"disk\"".into(),
-        )
-    })?;
-    let Some(scenario_kind) = KINDS.iter().find(|k| k.name == kind) else {
-        let names: Vec<&str> = KINDS.iter().map(|k| k.name).collect();
-        return Err(at(
-            kind_value.span(),
-            format!("unknown kind \"{kind}\" (kinds: {})", names.join(", ")),
-        ));
-    };
-    let (_, target_value) = get("target")
-        .ok_or_else(|| at(span.clone(), format!("a {kind} workload needs a target")))?;
-    let target = string(target_value)
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| {
-            at(
-                target_value.span(),
-                "target must be a path or a host name, as a string".into(),
-            )
-        })?;
-    let delay = match get("start_delay") {
-        Some((_, value)) => {
+/// One top-level setting of the scenario, or its list of workloads.
+fn setting(
+    scenario: &mut Scenario,
+    key: &Spanned<std::borrow::Cow<'_, str>>,
+    value: &Spanned<DeValue>,
+    place: &Place,
+) -> Result<(), UsageError> {
+    match key.get_ref().as_ref() {
+        "interval" => {
             let text = string(value).ok_or_else(|| {
-                at(
+                place.at(
                     value.span(),
-                    "start_delay must be a time such as \"2s\"".into(),
+                    "interval must be a time such as \"100ms\"".into(),
                 )
             })?;
-            super::values::parse_time(text)
-                .map_err(|e| at(value.span(), format!("field start_delay: {e}")))?
+            let interval =
+                super::values::parse_interval(text).map_err(|e| place.at(value.span(), e))?;
+            scenario.interval = Some(interval);
         }
-        None => Duration::ZERO,
-    };
+        "alone" => {
+            scenario.alone = value
+                .get_ref()
+                .as_bool()
+                .ok_or_else(|| place.at(value.span(), "alone must be true or false".into()))?;
+        }
+        "label" => {
+            let label = string(value)
+                .ok_or_else(|| place.at(value.span(), "label must be a string".into()))?;
+            scenario.label = Some(label.to_string());
+        }
+        "workload" => {
+            let DeValue::Array(entries) = value.get_ref() else {
+                return Err(place.at(
+                    value.span(),
+                    "workload must be a list of [[workload]] tables".into(),
+                ));
+            };
+            for entry in entries.iter() {
+                let DeValue::Table(fields) = entry.get_ref() else {
+                    return Err(place.at(
+                        entry.span(),
+                        "each workload must be a [[workload]] table".into(),
+                    ));
+                };
+                let (maker, delay) = workload(fields, entry.span(), place)?;
+                scenario.workloads.push(maker);
+                scenario.delays.push(delay);
+            }
+        }
+        other => {
+            return Err(place.at(
+                key.span(),
+                format!(
+                    "unknown setting \"{other}\" (settings: {})",
+                    SETTINGS.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
 
-    // Each field alone first, so an error names its line; then all together. The
-    // target goes after "--", so no path is ever read as a flag.
-    let argv_with = |flags: &[String]| {
-        let mut argv = vec!["ratelab".to_string(), kind.to_string()];
+/// What a `[[workload]]` table says besides its verb's flags: its kind, target and
+/// start delay.
+struct Head<'a> {
+    kind: &'static ScenarioKind,
+    target: &'a str,
+    delay: Duration,
+}
+
+impl<'a> Head<'a> {
+    /// Reads the kind, target and start delay of a workload table.
+    fn of(fields: &'a DeTable, span: Span, place: &Place) -> Result<Head<'a>, UsageError> {
+        let get = |name: &str| {
+            fields
+                .iter()
+                .find(|(k, _)| k.get_ref().as_ref() == name)
+                .map(|(_, v)| v)
+        };
+        let kind_value = get("kind").ok_or_else(|| {
+            place.at(
+                span.clone(),
+                "a workload needs a kind (kind = \"disk\")".into(),
+            )
+        })?;
+        let kind = string(kind_value).ok_or_else(|| {
+            place.at(
+                kind_value.span(),
+                "kind must be a string such as \"disk\"".into(),
+            )
+        })?;
+        let Some(scenario_kind) = KINDS.iter().find(|k| k.name == kind) else {
+            let names: Vec<&str> = KINDS.iter().map(|k| k.name).collect();
+            return Err(place.at(
+                kind_value.span(),
+                format!("unknown kind \"{kind}\" (kinds: {})", names.join(", ")),
+            ));
+        };
+        let target_value = get("target")
+            .ok_or_else(|| place.at(span.clone(), format!("a {kind} workload needs a target")))?;
+        let target = string(target_value)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| {
+                place.at(
+                    target_value.span(),
+                    "target must be a path or a host name, as a string".into(),
+                )
+            })?;
+        let delay = match get("start_delay") {
+            Some(value) => {
+                let text = string(value).ok_or_else(|| {
+                    place.at(
+                        value.span(),
+                        "start_delay must be a time such as \"2s\"".into(),
+                    )
+                })?;
+                super::values::parse_time(text)
+                    .map_err(|e| place.at(value.span(), format!("field start_delay: {e}")))?
+            }
+            None => Duration::ZERO,
+        };
+        Ok(Head {
+            kind: scenario_kind,
+            target,
+            delay,
+        })
+    }
+
+    /// The command line of the kind's verb with `flags`: the target goes after "--", so
+    /// no path is ever read as a flag.
+    fn argv(&self, flags: &[String]) -> Vec<String> {
+        let mut argv = vec!["ratelab".to_string(), self.kind.name.to_string()];
         argv.extend(flags.iter().cloned());
-        argv.extend(["--".to_string(), target.to_string()]);
+        argv.extend(["--".to_string(), self.target.to_string()]);
         argv
-    };
+    }
+}
+
+/// One `[[workload]]` table: its maker and start delay.
+fn workload(fields: &DeTable, span: Span, place: &Place) -> Result<(Maker, Duration), UsageError> {
+    let head = Head::of(fields, span.clone(), place)?;
+    let flags = flags(fields, &head, place)?;
+    let cli = Cli::try_parse_from(head.argv(&flags))
+        .map_err(|e| place.at(span.clone(), clap_message(&e)))?;
+    let maker = (head.kind.make)(cli.command, head.target)
+        .expect("the verb parsed is the kind's own")
+        .map_err(|e| place.at(span, e))?;
+    Ok((maker, head.delay))
+}
+
+/// The verb's flags a workload table's fields stand for. Each field is tried alone first,
+/// so an error names its line; the caller then parses them all together.
+fn flags(fields: &DeTable, head: &Head, place: &Place) -> Result<Vec<String>, UsageError> {
+    let kind = head.kind.name;
     let mut flags = Vec::new();
     for (key, value) in fields.iter() {
         let field = key.get_ref().as_ref();
@@ -211,19 +270,19 @@ fn workload(
             continue;
         }
         if RUN_FLAGS.contains(&field) || field == "alone" {
-            return Err(at(
+            return Err(place.at(
                 key.span(),
                 format!("{field} is a setting of the whole run, not of one workload"),
             ));
         }
         if NOT_FIELDS.contains(&field) {
-            return Err(at(
+            return Err(place.at(
                 key.span(),
                 format!("unknown field \"{field}\" for a {kind} workload"),
             ));
         }
         let flag = flag_args(field, value).ok_or_else(|| {
-            at(
+            place.at(
                 value.span(),
                 format!("field {field}: give a string, a number, true or false, or a list"),
             )
@@ -231,10 +290,10 @@ fn workload(
         match flag {
             Some(flag) => {
                 // Alone, a field whose flag needs another (file_size needs duration)
-                // misses it; that is checked with all the fields together below.
-                match Cli::try_parse_from(argv_with(std::slice::from_ref(&flag))) {
+                // misses it; that is checked with all the fields together.
+                match Cli::try_parse_from(head.argv(std::slice::from_ref(&flag))) {
                     Err(e) if e.kind() != clap::error::ErrorKind::MissingRequiredArgument => {
-                        return Err(at(key.span(), field_error(kind, field, &e)));
+                        return Err(place.at(key.span(), field_error(kind, field, &e)));
                     }
                     _ => {}
                 }
@@ -243,13 +302,13 @@ fn workload(
             // false: a switch left off; a flag that takes a value cannot be false.
             None => {
                 let switch = format!("--{}", field.replace('_', "-"));
-                match Cli::try_parse_from(argv_with(&[switch])) {
+                match Cli::try_parse_from(head.argv(&[switch])) {
                     Ok(_) => {}
                     Err(e) if e.kind() == clap::error::ErrorKind::UnknownArgument => {
-                        return Err(at(key.span(), field_error(kind, field, &e)));
+                        return Err(place.at(key.span(), field_error(kind, field, &e)));
                     }
                     Err(_) => {
-                        return Err(at(
+                        return Err(place.at(
                             value.span(),
                             format!("field {field} takes a value, not false"),
                         ));
@@ -258,12 +317,7 @@ fn workload(
             }
         }
     }
-    let cli =
-        Cli::try_parse_from(argv_with(&flags)).map_err(|e| at(span.clone(), clap_message(&e)))?;
-    let maker = (scenario_kind.make)(cli.command, target)
-        .expect("the verb parsed is the kind's own")
-        .map_err(|e| at(span, e))?;
-    Ok((maker, delay))
+    Ok(flags)
 }
 
 /// The command-line word for one field: `--sizes=1G`, `--direct`, or, for `false`,

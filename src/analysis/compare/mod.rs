@@ -334,27 +334,7 @@ fn compare_slot(runs: &[Sampled], slot: Slot) -> WorkloadComparison {
         ));
         return comparison;
     };
-    // Keys in the order first met over the runs, each run's rates per key.
-    let mut order: Vec<String> = Vec::new();
-    let mut per_run: Vec<BTreeMap<GroupKey, (Vec<f64>, usize)>> = Vec::new();
-    for sampled in &samples {
-        let mut groups: BTreeMap<GroupKey, (Vec<f64>, usize)> = BTreeMap::new();
-        for (key, rate) in sampled.map_or(&[][..], |s| &s.items[..]).iter().cloned() {
-            if !order.contains(&key.op) {
-                order.push(key.op.clone());
-            }
-            let (rates, too_short) = groups.entry(key).or_default();
-            match rate {
-                Some(rate) => rates.push(rate),
-                None => *too_short += 1,
-            }
-        }
-        per_run.push(groups);
-    }
-    let keys: BTreeSet<GroupKey> = per_run.iter().flat_map(|g| g.keys().cloned()).collect();
-    let mut keys: Vec<GroupKey> = keys.into_iter().collect();
-    // Stable: keys of one operation keep their natural order (size, threads, class).
-    keys.sort_by_key(|key| order.iter().position(|op| *op == key.op));
+    let (keys, per_run) = grouped(&samples);
     for key in keys {
         let samples: Vec<RunSample> = runs
             .iter()
@@ -385,6 +365,35 @@ fn compare_slot(runs: &[Sampled], slot: Slot) -> WorkloadComparison {
         });
     }
     comparison
+}
+
+/// One run's items per group: their rates, and how many were too short to time.
+type RunGroups = BTreeMap<GroupKey, (Vec<f64>, usize)>;
+
+/// Each run's items per group, with every key any run has, in the order of their
+/// operations as first met over the runs.
+fn grouped(samples: &[Option<&Samples>]) -> (Vec<GroupKey>, Vec<RunGroups>) {
+    let mut order: Vec<String> = Vec::new();
+    let mut per_run: Vec<RunGroups> = Vec::new();
+    for sampled in samples {
+        let mut groups = RunGroups::new();
+        for (key, rate) in sampled.map_or(&[][..], |s| &s.items[..]).iter().cloned() {
+            if !order.contains(&key.op) {
+                order.push(key.op.clone());
+            }
+            let (rates, too_short) = groups.entry(key).or_default();
+            match rate {
+                Some(rate) => rates.push(rate),
+                None => *too_short += 1,
+            }
+        }
+        per_run.push(groups);
+    }
+    let keys: BTreeSet<GroupKey> = per_run.iter().flat_map(|g| g.keys().cloned()).collect();
+    let mut keys: Vec<GroupKey> = keys.into_iter().collect();
+    // Stable: keys of one operation keep their natural order (size, threads, class).
+    keys.sort_by_key(|key| order.iter().position(|op| *op == key.op));
+    (keys, per_run)
 }
 
 #[cfg(test)]
