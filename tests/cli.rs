@@ -68,8 +68,9 @@ fn block_device_is_refused() {
         .map(|e| std::path::Path::new("/dev").join(e.file_name()))
         .filter(|p| p.exists())
     else {
-        eprintln!(
-            "skipping block_device_is_refused: this machine shows no block device in /sys/block"
+        common::skip(
+            "block_device_is_refused",
+            "this machine shows no block device in /sys/block",
         );
         return;
     };

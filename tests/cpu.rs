@@ -66,7 +66,10 @@ fn a_test_without_work_comes_out_near_zero() {
 fn a_loop_scales_about_twice_from_one_to_two_threads_on_two_cores() {
     let _alone = alone();
     if cpus() < 2 {
-        eprintln!("skipping: this machine has one CPU");
+        common::skip(
+            "a_loop_scales_about_twice_from_one_to_two_threads_on_two_cores",
+            "this machine has one CPU",
+        );
         return;
     }
     let items = cpu_items(&["--test", "int", "--threads", "1,2", "--seconds", "1"]);
@@ -152,7 +155,10 @@ fn idle_class_threads_really_run_sched_idle() {
 fn cpus_1_keeps_every_thread_on_core_1_and_the_monitor_says_so() {
     let _alone = alone();
     if cpus() < 2 {
-        eprintln!("skipping: this machine has one CPU");
+        common::skip(
+            "cpus_1_keeps_every_thread_on_core_1_and_the_monitor_says_so",
+            "this machine has one CPU",
+        );
         return;
     }
     let doc = run_json(
@@ -352,8 +358,8 @@ fn a_thread_that_cannot_start_stops_the_test_instead_of_hanging_it() {
     let _alone = alone();
     let test = "a_thread_that_cannot_start_stops_the_test_instead_of_hanging_it";
     if !common::root_or_skip(test, "it runs ratelab as nobody under a process limit")
-        || !common::have("setpriv")
-        || !common::have("prlimit")
+        || !common::have_or_skip(test, "setpriv")
+        || !common::have_or_skip(test, "prlimit")
     {
         return;
     }

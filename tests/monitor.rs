@@ -124,7 +124,10 @@ fn missing_sources_are_null_with_a_reason_never_zero() {
 fn a_pinned_busy_command_is_seen_on_its_core_and_keeps_it_busy() {
     let online = std::thread::available_parallelism().map_or(1, |n| n.get());
     if online < 2 {
-        eprintln!("skipping: this machine has {online} CPU, and the test pins a command to CPU 1");
+        common::skip(
+            "a_pinned_busy_command_is_seen_on_its_core_and_keeps_it_busy",
+            &format!("this machine has {online} CPU, and the test pins a command to CPU 1"),
+        );
         return;
     }
     let output = ratelab()

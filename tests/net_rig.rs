@@ -39,7 +39,10 @@ fn net_reaches_the_goodput_limit_of_a_shaped_link_and_reports_the_mss() {
     let _lock = rig::exclusive();
     let peer = common::have("iperf3");
     if !peer {
-        eprintln!("{test}: iperf3 is not installed (.ci/run installs it): ratelab alone");
+        common::skip(
+            &format!("{test}'s comparison with iperf3"),
+            "iperf3 is not installed (.ci/run installs it): ratelab alone",
+        );
     }
     // Where the CPU of a 2-core machine is not the limit (a 10 Gbit/s veth is).
     for (mtu, rate, link_rate, rate_bits) in [

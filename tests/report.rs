@@ -178,8 +178,7 @@ fn profile_quick_stores_the_run_and_its_report_shows_the_charts() {
         since[0]
     );
 
-    if !common::have("chromium") {
-        eprintln!("skipping the screenshot: chromium is not installed (.ci/run installs it)");
+    if !common::have_or_skip("the screenshot", "chromium") {
         return;
     }
     let png = artifacts().join("profile-quick.png");

@@ -42,7 +42,10 @@ fn points(extra: &[&str], command: &[&str]) -> Vec<Value> {
 fn cpu_bound_work_runs_about_twice_as_fast_on_two_cpus_and_sleep_does_not() {
     let _alone = common::rig::exclusive();
     if cpus() < 2 {
-        eprintln!("skipping: this machine has one CPU");
+        common::skip(
+            "cpu_bound_work_runs_about_twice_as_fast_on_two_cpus_and_sleep_does_not",
+            "this machine has one CPU",
+        );
         return;
     }
     // Earlier tests leave dirty pages whose writeback takes CPU from one of the two

@@ -33,10 +33,7 @@ fn two_folders_on_one_device_share_it_as_fio_jobs_do() {
     ) {
         return;
     }
-    if !common::have("fio") {
-        eprintln!(
-            "skipping two_folders_on_one_device_share_it_as_fio_jobs_do: fio is not installed (.ci/run installs it)"
-        );
+    if !common::have_or_skip("two_folders_on_one_device_share_it_as_fio_jobs_do", "fio") {
         return;
     }
     let _lock = rig::exclusive();

@@ -73,7 +73,10 @@ fn a_throttled_destination_makes_write_the_limit() {
         return;
     }
     let Some(memory) = memory_dir() else {
-        eprintln!("skipping: no /dev/shm for the source file");
+        common::skip(
+            "a_throttled_destination_makes_write_the_limit",
+            "no /dev/shm for the source file",
+        );
         return;
     };
     let _lock = rig::exclusive();
@@ -128,7 +131,10 @@ fn a_throttled_destination_makes_write_the_limit() {
 #[test]
 fn on_tmpfs_compression_is_the_limit_and_every_codec_round_trips() {
     let Some(memory) = memory_dir() else {
-        eprintln!("skipping: no /dev/shm to stand for storage at memory speed");
+        common::skip(
+            "on_tmpfs_compression_is_the_limit_and_every_codec_round_trips",
+            "no /dev/shm to stand for storage at memory speed",
+        );
         return;
     };
     let _lock = rig::exclusive();
@@ -186,7 +192,10 @@ fn on_tmpfs_compression_is_the_limit_and_every_codec_round_trips() {
 #[test]
 fn a_stored_disk_run_of_the_destination_is_set_beside_the_write_step() {
     let Some(memory) = memory_dir() else {
-        eprintln!("skipping: no /dev/shm");
+        common::skip(
+            "a_stored_disk_run_of_the_destination_is_set_beside_the_write_step",
+            "no /dev/shm",
+        );
         return;
     };
     let _lock = rig::exclusive();
@@ -316,7 +325,10 @@ fn bad_input_names_the_flag_or_path_and_changes_nothing() {
 #[test]
 fn ctrl_c_stores_the_run_incomplete_and_removes_what_it_made() {
     let Some(memory) = memory_dir() else {
-        eprintln!("skipping: no /dev/shm");
+        common::skip(
+            "ctrl_c_stores_the_run_incomplete_and_removes_what_it_made",
+            "no /dev/shm",
+        );
         return;
     };
     let _lock = rig::exclusive();

@@ -29,12 +29,35 @@ pub fn is_root() -> bool {
 /// What the slow-disk rig needs root for, as skip messages say it.
 pub const RIG_NEEDS: &str = "it builds a loop device and a blkio cgroup";
 
-/// True when the test may go on; otherwise says on stderr why it is skipped.
+/// Says on stderr why `test` does not run here. Under CI (the `CI` variable set) as root,
+/// where .ci/run has installed every peer and every rig can be built, a test that would
+/// skip fails instead: CI never passes a test it did not run.
+pub fn skip(test: &str, why: &str) {
+    if std::env::var_os("CI").is_some() && is_root() {
+        panic!("{test} would be skipped, which CI as root does not allow: {why}");
+    }
+    eprintln!("skipping {test}: {why}");
+}
+
+/// True when the test may go on; otherwise says why it is skipped (see [`skip`]).
 pub fn root_or_skip(test: &str, needs: &str) -> bool {
     if is_root() {
         true
     } else {
-        eprintln!("skipping {test}: {needs}, which needs root");
+        skip(test, &format!("{needs}, which needs root"));
+        false
+    }
+}
+
+/// True when `program` is on PATH; otherwise says why `test` is skipped (see [`skip`]).
+pub fn have_or_skip(test: &str, program: &str) -> bool {
+    if have(program) {
+        true
+    } else {
+        skip(
+            test,
+            &format!("{program} is not installed (.ci/run installs it)"),
+        );
         false
     }
 }
