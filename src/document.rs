@@ -1,4 +1,4 @@
-//! The run document: one run as SPEC.md's JSON describes it. The runner builds it,
+//! The run document: one run as docs/json.md describes it. The runner builds it,
 //! the store keeps it, and every report (terminal, JSON, CSV) is a view of it.
 
 use serde::{Deserialize, Serialize};
@@ -83,7 +83,7 @@ pub struct RunDocument {
 /// One workload of a run: what it was asked to do and everything it measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkloadRecord {
-    /// The workload kind (`disk`, later `net`, `cpu`, `task`, `monitor`).
+    /// The workload kind (`disk`, `net`, `cpu`...: the name of a [`crate::workload::Kind`]).
     pub kind: String,
     /// What it measured: a folder, a host.
     pub target: String,

@@ -33,8 +33,12 @@ use crate::workload::Workload;
 #[command(name = "ratelab", version, about, max_term_width = 100)]
 #[command(
     long_about = "ratelab measures storage across a series of file sizes with honest, \
-uncached reads, checks every figure against the physical limit of its link, and keeps every \
-run in a results database so disks, settings and machines can be compared."
+uncached reads, TCP throughput between two hosts, in-core loop rates at 1..N threads beside a \
+monitor of residency, frequency and power, and real tasks (compression) split into read, \
+compress and write. It runs several at once on one clock to show who steals bandwidth from \
+whom, checks every figure against the physical limit of its link, and keeps every run in a \
+results database so disks, settings and machines can be compared. `ratelab profile --quick` \
+does all of it for this machine."
 )]
 pub struct Cli {
     /// The verb.
@@ -42,7 +46,7 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// The verbs of SPEC.md.
+/// The verbs.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Storage series: write files of a series of sizes, then read them back uncached.

@@ -68,7 +68,7 @@ pub fn parse_size_list(text: &str) -> Result<SizeList, String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CountList(pub Vec<usize>);
 
-/// Parses a range of counts as SPEC.md writes them: `1..8` (inclusive) or `1,2,4,8`.
+/// Parses a range of counts: `1..8` (inclusive) or `1,2,4,8`.
 pub fn parse_count_list(text: &str) -> Result<CountList, String> {
     let bad = || format!("invalid range \"{text}\" (such as 1..8 or 1,2,4,8)");
     let number = |t: &str| t.trim().parse::<usize>().map_err(|_| bad());

@@ -37,7 +37,7 @@ impl Source {
     }
 }
 
-/// The source of every figure a monitor sample holds (SPEC.md `sources`).
+/// The source of every figure a monitor sample holds (`sources` in docs/json.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sources {
     /// Per-core active residency.

@@ -1,4 +1,4 @@
-//! The JSON report: SPEC.md's run document, pretty-printed.
+//! The JSON report: the run document (docs/json.md), pretty-printed.
 
 use crate::document::RunDocument;
 

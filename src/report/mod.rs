@@ -21,7 +21,7 @@ use crate::document::RunDocument;
 pub enum Format {
     /// Tables and verdicts for people.
     Table,
-    /// SPEC.md's JSON document.
+    /// The run document as JSON (docs/json.md).
     Json,
     /// One row per item.
     Csv,

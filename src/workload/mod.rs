@@ -1,6 +1,7 @@
-//! Workloads: each kind (disk now; net, cpu, task later) is a folder that implements
-//! [`Workload`]. The runner drives them through this one trait and never needs to
-//! know what a kind measures.
+//! Workloads: each kind is a folder that implements [`Workload`] (how it measures,
+//! driven by the runner) and [`Kind`] (how its stored runs are summarised, judged,
+//! shown and compared). The runner and the reports reach kinds through these two traits
+//! and [`KINDS`] alone, and never need to know what a kind measures.
 
 mod cancel;
 pub mod cpu;

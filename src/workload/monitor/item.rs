@@ -1,5 +1,5 @@
 //! A monitor item as stored: per sample, one per core, one for the package or system,
-//! and one per live thread of the watched process (SPEC.md "monitor").
+//! and one per live thread of the watched process (the monitor section of docs/json.md).
 
 use serde::{Deserialize, Serialize};
 

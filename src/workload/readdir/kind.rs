@@ -12,7 +12,7 @@ use crate::workload::disk::item::DiskItem;
 use crate::workload::disk::{Headline, ReadMode, link_limit};
 use crate::workload::{Kind, Stored};
 
-/// Upper edges of the size bands, decimal as SPEC.md's "10 KB".
+/// Upper edges of the size bands, in decimal units as people write "10 KB".
 const BANDS: [u64; 5] = [100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000];
 
 /// One size band's figures.
