@@ -193,3 +193,82 @@ fn old_runs_compare_and_list_as_the_golden_files_say() {
     }
     golden::check("runs-61f461b/list.json", &results(&db, &["list", "--json"]));
 }
+
+/// The kinds this binary knows, as `results list --help` lists them for `--kind`.
+fn known_kinds() -> Vec<String> {
+    let output = ratelab()
+        .args(["results", "list", "--help"])
+        .output()
+        .expect("start ratelab");
+    let help = String::from_utf8_lossy(&output.stdout).replace('\n', " ");
+    let start = help
+        .find("[possible values: ")
+        .expect("--kind lists its possible values")
+        + "[possible values: ".len();
+    let end = start + help[start..].find(']').expect("the list ends");
+    help[start..end]
+        .split(',')
+        .map(|k| k.split_whitespace().collect::<String>())
+        .collect()
+}
+
+#[test]
+fn every_kind_walks_through_list_show_compare_export_and_report() {
+    let (_dir, db) = database();
+    let kinds = known_kinds();
+    assert!(kinds.len() >= 7, "{kinds:?}");
+    for kind in &kinds {
+        let listed: Value =
+            serde_json::from_str(&results(&db, &["list", "--kind", kind, "--json"])).unwrap();
+        let ids: Vec<String> = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["run_id"].to_string())
+            .collect();
+        let (Some(newest), Some(oldest)) = (ids.first(), ids.last()) else {
+            panic!(
+                "the fixture database holds no {kind} run: add one (tests/fixtures/ says how \
+                 its database was made) so that every kind is walked through every view"
+            );
+        };
+        let heading = format!("{kind} ");
+        let show = results(&db, &["show", newest]);
+        assert!(
+            show.lines().any(|l| l.starts_with(&heading)),
+            "{kind}: {show}"
+        );
+        let markdown = results(&db, &["export", newest, "--format", "markdown"]);
+        assert!(
+            markdown.contains(&format!("### {heading}")),
+            "{kind}: {markdown}"
+        );
+        let csv = results(&db, &["export", newest, "--format", "csv"]);
+        assert!(csv.contains(&format!(",{kind},")), "{kind}: {csv:.300}");
+        let document: Value =
+            serde_json::from_str(&results(&db, &["export", newest, "--format", "json"])).unwrap();
+        assert!(
+            document["workloads"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w["kind"] == kind.as_str()),
+            "{kind}: run {newest}"
+        );
+        let page = results(&db, &["report", newest]);
+        assert!(
+            page.contains(&format!("class=\"workload {kind}\"")),
+            "{kind}"
+        );
+        let compared: Value =
+            serde_json::from_str(&results(&db, &["compare", oldest, newest, "--json"])).unwrap();
+        assert!(
+            compared["workloads"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w["kind"] == kind.as_str()),
+            "{kind}: compare {oldest} {newest}"
+        );
+    }
+}

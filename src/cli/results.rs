@@ -128,8 +128,8 @@ pub struct ListFilter {
     /// Only runs with a workload whose target contains TEXT.
     #[arg(long, value_name = "TEXT")]
     pub target: Option<String>,
-    /// Only runs with a workload of this kind (see `ratelab results list --kind help`).
-    #[arg(long, value_name = "KIND", value_parser = parse_kind)]
+    /// Only runs with a workload of this kind.
+    #[arg(long, value_name = "KIND", value_parser = clap::builder::PossibleValuesParser::new(workload::kind_names()))]
     pub kind: Option<String>,
     /// Only runs whose label contains TEXT.
     #[arg(long, value_name = "TEXT")]
@@ -184,17 +184,6 @@ impl ListFilter {
             && self.label.is_none()
             && self.since.is_none()
             && self.until.is_none()
-    }
-}
-
-/// Parses `--kind`: a kind ratelab knows.
-fn parse_kind(text: &str) -> Result<String, String> {
-    match workload::kind(text) {
-        Some(kind) => Ok(kind.name().to_string()),
-        None => Err(format!(
-            "unknown kind \"{text}\" (use {})",
-            workload::kind_names().collect::<Vec<_>>().join(", ")
-        )),
     }
 }
 
