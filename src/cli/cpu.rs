@@ -15,10 +15,10 @@ use crate::run::{DEFAULT_INTERVAL, Schedule};
 use crate::store::{RunQuery, Store};
 use crate::workload::cpu::kernels::{self, DEFAULT_TESTS};
 use crate::workload::cpu::{
-    Baseline, BaselineRate, Budget, CpuKind, CpuPlan, CpuWorkload, SchedClass, cpu_items,
+    Baseline, BaselineRate, Budget, CpuKind, CpuPlan, CpuWorkload, SchedClass,
 };
 use crate::workload::monitor::{MonitorPlan, MonitorWorkload};
-use crate::workload::{Kind, Workload};
+use crate::workload::{At, Kind, Stored, Workload};
 
 /// Options of `ratelab cpu`.
 #[derive(Debug, Args)]
@@ -174,10 +174,12 @@ fn baseline(
     let store = Store::open(&path)?;
     let rates_of = |run_id: i64| -> anyhow::Result<Option<Baseline>> {
         let doc = store.load_run(run_id)?;
-        let Some(workload) = doc.workloads.iter().find(|w| w.kind == "cpu") else {
+        let Some(index) = doc.workloads.iter().position(|w| w.kind == CpuKind::NAME) else {
             return Ok(None);
         };
-        let rates: Vec<BaselineRate> = cpu_items(&workload.items)
+        let workload = Stored::<CpuKind>::decode(At::new(&doc, index))?;
+        let rates: Vec<BaselineRate> = workload
+            .items
             .into_iter()
             .filter_map(|i| {
                 Some(BaselineRate {
@@ -188,7 +190,7 @@ fn baseline(
                 })
             })
             .collect();
-        let run_cpus = serde_json::from_value(workload.params["cpus"].clone()).unwrap_or(None);
+        let run_cpus = workload.params.cpus;
         Ok((!rates.is_empty()).then_some(Baseline {
             run_id,
             cpus: run_cpus,
@@ -223,10 +225,14 @@ fn baseline(
         ..RunQuery::default()
     };
     for run in store.find_runs(&query)? {
-        if let Some(baseline) = rates_of(run.run_id)?
-            && &baseline.cpus == cpus
-        {
-            return Ok(Some(baseline));
+        match rates_of(run.run_id) {
+            Ok(Some(baseline)) if &baseline.cpus == cpus => return Ok(Some(baseline)),
+            Ok(_) => {}
+            // A run that no longer reads is no baseline; this run goes on without it.
+            Err(e) => eprintln!(
+                "ratelab: warning: run {} is left out as a baseline: {e:#}",
+                run.run_id
+            ),
         }
     }
     Ok(None)

@@ -5,8 +5,8 @@
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::sync::mpsc::{RecvTimeoutError, Sender, channel};
-use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -17,6 +17,7 @@ use super::schedule::Member;
 use crate::document::RunDocument;
 use crate::store::Store;
 use crate::workload::Cancel;
+use crate::workload::gate::Gate;
 use crate::workload::{self, Context, Event, Progress, Sink, Workload};
 
 /// Longest wait between two looks at the progress display.
@@ -34,56 +35,6 @@ pub struct Shared<'a> {
     pub display: &'a ProgressDisplay,
     /// Sampling interval.
     pub interval: Duration,
-}
-
-/// The start line: workers wait at it after their setup; the runner opens it once all
-/// are there, taking the group's clock start just before, or aborts it.
-#[derive(Default)]
-struct Gate {
-    state: Mutex<GateState>,
-    changed: Condvar,
-}
-
-#[derive(Default)]
-struct GateState {
-    arrived: usize,
-    start: Option<Instant>,
-    aborted: bool,
-}
-
-impl Gate {
-    fn lock(&self) -> std::sync::MutexGuard<'_, GateState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// A worker is set up: waits for the start, which it gets, or for an abort (`None`).
-    fn arrive(&self) -> Option<Instant> {
-        let mut state = self.lock();
-        state.arrived += 1;
-        self.changed.notify_all();
-        while state.start.is_none() && !state.aborted {
-            state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
-        }
-        state.start
-    }
-
-    /// Waits until `workers` have arrived; then starts the clock and lets them go.
-    fn open(&self, workers: usize) -> Instant {
-        let mut state = self.lock();
-        while state.arrived < workers && !state.aborted {
-            state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
-        }
-        let start = Instant::now();
-        state.start = Some(start);
-        self.changed.notify_all();
-        start
-    }
-
-    /// Lets every waiting worker go without starting.
-    fn abort(&self) {
-        self.lock().aborted = true;
-        self.changed.notify_all();
-    }
 }
 
 /// Runs the members of one group at once; returns how the group ended: the first real
@@ -115,7 +66,7 @@ pub fn run_group(
         .iter()
         .map(|(m, _)| (m.workload, Arc::new(Progress::default())))
         .collect();
-    let gate = Gate::default();
+    let gate = Gate::new();
 
     let mut pending: HashMap<usize, Vec<Value>> = HashMap::new();
     let mut stored: HashMap<usize, usize> = HashMap::new();
@@ -168,7 +119,7 @@ pub fn run_group(
         if first_error.is_some() {
             gate.abort();
         }
-        let start = gate.open(spawned);
+        let start = gate.open(spawned).unwrap_or_else(Instant::now);
         let mut sampler = Sampler::new(
             start,
             interval,

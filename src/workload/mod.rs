@@ -7,6 +7,7 @@ mod cancel;
 pub mod cpu;
 pub mod disk;
 mod error;
+pub mod gate;
 mod kind;
 pub mod monitor;
 pub mod net;

@@ -2,7 +2,6 @@
 //! figures inside, so scaling and placement can be read back from the database.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::measure::ThreadFigures;
 
@@ -97,12 +96,4 @@ impl CpuItem {
             per_thread: figures,
         }
     }
-}
-
-/// The cpu items of a stored record; items that are not cpu items are skipped.
-pub fn cpu_items(items: &[Value]) -> Vec<CpuItem> {
-    items
-        .iter()
-        .filter_map(|item| serde_json::from_value(item.clone()).ok())
-        .collect()
 }

@@ -8,13 +8,13 @@
 //! the migrations at a cost of one vDSO call per chunk.
 
 use std::collections::BTreeSet;
-use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use super::class::SchedClass;
 use super::kernels::Kernel;
+use crate::workload::gate::Gate;
 
 /// Length of one chunk of work, aimed at during calibration.
 const CHUNK: Duration = Duration::from_millis(1);
@@ -96,58 +96,6 @@ pub struct Placement {
     pub cpus: Option<Vec<usize>>,
 }
 
-/// The start line: threads say they are ready (or failed), and the measuring thread
-/// lets them all go, or calls the test off when one failed or could not start, so no
-/// thread ever waits for one that will not come.
-#[derive(Default)]
-struct Gate {
-    state: Mutex<GateState>,
-    changed: Condvar,
-}
-
-#[derive(Default)]
-struct GateState {
-    ready: usize,
-    failed: bool,
-    go: Option<bool>,
-}
-
-impl Gate {
-    fn lock(&self) -> std::sync::MutexGuard<'_, GateState> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Says this thread is ready (or failed) and waits for the verdict: true to run.
-    fn arrive(&self, ok: bool) -> bool {
-        let mut state = self.lock();
-        state.ready += 1;
-        state.failed |= !ok;
-        self.changed.notify_all();
-        while state.go.is_none() {
-            state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
-        }
-        state.go == Some(true)
-    }
-
-    /// Waits for `threads` to arrive, then lets them go unless one failed.
-    fn open(&self, threads: usize) {
-        let mut state = self.lock();
-        while state.ready < threads && !state.failed {
-            state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
-        }
-        state.go = Some(!state.failed);
-        self.changed.notify_all();
-    }
-
-    /// Calls the test off.
-    fn abort(&self) {
-        self.lock().go = Some(false);
-        self.changed.notify_all();
-    }
-}
-
 /// Runs `kernel` as `placement` says until `budget` is spent or `stop` says so.
 pub fn measure(
     kernel: &dyn Kernel,
@@ -155,7 +103,7 @@ pub fn measure(
     budget: Budget,
     stop: &(dyn Fn() -> bool + Sync),
 ) -> Result<Vec<ThreadFigures>, String> {
-    let gate = Gate::default();
+    let gate = Gate::new();
     std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(placement.threads);
         for index in 0..placement.threads {
@@ -178,6 +126,7 @@ pub fn measure(
                 }
             }
         }
+        // Each thread times its budget on its own clock from the release.
         gate.open(placement.threads);
         let results: Vec<Result<ThreadFigures, String>> = handles
             .into_iter()
@@ -207,14 +156,20 @@ fn one_thread(
     stop: &(dyn Fn() -> bool + Sync),
     gate: &Gate,
 ) -> Result<ThreadFigures, String> {
-    // Every thread arrives at the gate, also when it cannot run, so none waits forever.
+    // A thread that cannot run calls the start off, so no other waits for it forever.
     let prepared =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prepare(kernel, placement)))
             .unwrap_or_else(|_| Err("a test thread panicked while it was set up".into()));
-    if !gate.arrive(prepared.is_ok()) {
-        return Err(prepared.err().unwrap_or_else(|| CALLED_OFF.into()));
+    let (mut runner, chunk) = match prepared {
+        Ok(prepared) => prepared,
+        Err(reason) => {
+            gate.abort();
+            return Err(reason);
+        }
+    };
+    if gate.arrive().is_none() {
+        return Err(CALLED_OFF.into());
     }
-    let (mut runner, chunk) = prepared?;
     let mut figures = ThreadFigures {
         loops: 0,
         work_seconds: 0.0,

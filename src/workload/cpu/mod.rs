@@ -5,27 +5,32 @@
 
 mod charts;
 mod class;
+mod context;
 mod item;
 pub mod kernels;
 mod kind;
 mod measure;
+mod scaling;
+mod table;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 pub use class::SchedClass;
-pub use item::{CpuItem, cpu_items};
-pub use kind::CpuKind;
+pub use context::{CpuContext, LoopOfTest, PowerSource, UnavailableTest};
+pub use item::CpuItem;
+pub use kind::{CpuKind, CpuSummary};
 pub use measure::{Budget, ThreadFigures};
+pub use scaling::{Scaling, ScalingPoint};
 
 use self::measure::Placement;
 use crate::monitor::power::Power;
 use crate::platform::cores;
-use crate::workload::{Context, Error, Workload};
+use crate::workload::{Context, Error, Kind, Workload};
 
 /// Rates of an earlier run to compare with (`--baseline`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -98,7 +103,7 @@ impl CpuWorkload {
 
 impl Workload for CpuWorkload {
     fn kind(&self) -> &'static str {
-        "cpu"
+        CpuKind::NAME
     }
 
     fn target(&self) -> String {
@@ -119,15 +124,7 @@ impl Workload for CpuWorkload {
     }
 
     fn context(&self) -> Value {
-        json!({
-            "core_types": cores::core_types(),
-            "unavailable": self.unavailable.iter().map(|(test, reason)| json!({"test": test, "reason": reason})).collect::<Vec<_>>(),
-            "power": match &self.power {
-                Ok(power) => serde_json::to_value(power.source()).unwrap_or(Value::Null),
-                Err(reason) => json!({ "unavailable": reason }),
-            },
-            "loops": self.plan.tests.iter().filter_map(|t| kernels::kernel(t)).map(|k| json!({"test": k.name(), "loop_is": k.loop_is()})).collect::<Vec<_>>(),
-        })
+        serde_json::to_value(self.stored_context()).expect("contexts serialise")
     }
 
     fn prepare(&mut self) -> Result<(), Error> {
@@ -155,6 +152,37 @@ impl Workload for CpuWorkload {
 }
 
 impl CpuWorkload {
+    /// What the run says of the machine beside its items.
+    fn stored_context(&self) -> CpuContext {
+        CpuContext {
+            core_types: cores::core_types(),
+            unavailable: self
+                .unavailable
+                .iter()
+                .map(|(test, reason)| UnavailableTest {
+                    test: test.clone(),
+                    reason: reason.clone(),
+                })
+                .collect(),
+            power: Some(match &self.power {
+                Ok(power) => PowerSource::Fed(power.source()),
+                Err(reason) => PowerSource::Unavailable {
+                    unavailable: reason.clone(),
+                },
+            }),
+            loops: self
+                .plan
+                .tests
+                .iter()
+                .filter_map(|t| kernels::kernel(t))
+                .map(|k| LoopOfTest {
+                    test: k.name().into(),
+                    loop_is: k.loop_is().into(),
+                })
+                .collect(),
+        }
+    }
+
     fn run_tests(&mut self, ctx: &Context, start: Instant) -> Result<(), Error> {
         for class in &self.plan.classes {
             for test in &self.plan.tests {

@@ -1,18 +1,16 @@
 //! The monitor's charts: active residency per core over time, and the frequency where
 //! the machine reports it.
 
-use crate::document::WorkloadRecord;
 use crate::vocab::chart::{Chart, Line, ghz_axis, percent_axis, plain_axis};
 
-use super::{MonitorItem, items_of as monitor_items};
+use super::MonitorItem;
 
 /// The monitor's active residency per core over time, and the frequency where the
 /// machine reports it.
-pub fn charts(record: &WorkloadRecord) -> Vec<Chart> {
-    let items = monitor_items(record);
+pub fn charts(items: &[MonitorItem]) -> Vec<Chart> {
     let mut residency: Vec<Line> = Vec::new();
     let mut frequency: Vec<Line> = Vec::new();
-    for item in &items {
+    for item in items {
         let MonitorItem::Core {
             t_s,
             cpu,

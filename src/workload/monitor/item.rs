@@ -3,7 +3,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::document::WorkloadRecord;
 use crate::monitor::power::ZoneReading;
 
 /// A core counts as active in a sample when at least this share of it was active.
@@ -63,13 +62,4 @@ pub enum MonitorItem {
         /// Its nice value.
         nice: i32,
     },
-}
-
-/// The items of a stored monitor workload that parse; others are skipped.
-pub fn items_of(record: &WorkloadRecord) -> Vec<MonitorItem> {
-    record
-        .items
-        .iter()
-        .filter_map(|item| serde_json::from_value(item.clone()).ok())
-        .collect()
 }

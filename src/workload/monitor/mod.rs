@@ -5,6 +5,7 @@
 
 mod charts;
 mod command;
+mod context;
 mod item;
 mod kind;
 mod sampling;
@@ -18,17 +19,19 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-pub use item::{ACTIVE_AT, MonitorItem, items_of};
+pub use context::{Ended, MonitorContext};
+pub use item::{ACTIVE_AT, MonitorItem};
 pub use kind::MonitorKind;
-pub use summary::{ThreadPlacement, placements};
-
-use sampling::Ended;
+pub use summary::{
+    CoreSummary, FreqAtCount, FreqFit, FreqVsActiveCores, MonitorSummary, ThreadPlacement,
+    ZonePower, placements,
+};
 
 use crate::monitor::Monitor;
 use crate::monitor::residency::PROC_STAT;
-use crate::workload::{Context, Error, Workload};
+use crate::workload::{Context, Error, Kind, Workload};
 
 /// What a monitor was asked to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -97,6 +100,21 @@ impl MonitorWorkload {
         self
     }
 
+    /// What the run says beside its samples.
+    fn stored_context(&self) -> MonitorContext {
+        let status = self.command_status.as_ref();
+        MonitorContext {
+            sources: self.monitor.as_ref().map(Monitor::sources),
+            cpus: self.monitor.as_ref().map(|m| m.cpus().to_vec()),
+            samples: self.samples,
+            ended_by: self.ended,
+            command_exit_code: status.and_then(|s| s.code()),
+            command_signal: status.and_then(std::os::unix::process::ExitStatusExt::signal),
+            monitor_cpu_seconds: self.cpu_seconds,
+            monitor_wall_seconds: self.wall_seconds,
+        }
+    }
+
     /// Stops the watched command if it still runs, and reaps it.
     fn stop_command(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -110,7 +128,7 @@ impl MonitorWorkload {
 
 impl Workload for MonitorWorkload {
     fn kind(&self) -> &'static str {
-        "monitor"
+        MonitorKind::NAME
     }
 
     fn target(&self) -> String {
@@ -126,17 +144,7 @@ impl Workload for MonitorWorkload {
     }
 
     fn context(&self) -> Value {
-        let status = self.command_status.as_ref();
-        json!({
-            "sources": self.monitor.as_ref().map(Monitor::sources),
-            "cpus": self.monitor.as_ref().map(Monitor::cpus),
-            "samples": self.samples,
-            "ended_by": self.ended.map(Ended::as_str),
-            "command_exit_code": status.and_then(|s| s.code()),
-            "command_signal": status.and_then(std::os::unix::process::ExitStatusExt::signal),
-            "monitor_cpu_seconds": self.cpu_seconds,
-            "monitor_wall_seconds": self.wall_seconds,
-        })
+        serde_json::to_value(self.stored_context()).expect("contexts serialise")
     }
 
     fn prepare(&mut self) -> Result<(), Error> {
@@ -213,14 +221,21 @@ mod tests {
         });
         workload.run(&ctx).unwrap();
         setter.join().unwrap();
-        let samples = workload.context()["samples"].as_u64().unwrap();
-        assert_eq!(workload.context()["ended_by"], "stopped by its companion");
+        let context = workload.stored_context();
+        let samples = context.samples;
+        assert_eq!(context.ended_by, Some(Ended::StopFlag));
         assert!((4..=7).contains(&samples), "{samples} samples");
         assert_eq!(progress.ops(), samples);
         drop(ctx);
         let systems = received
             .iter()
-            .filter(|e| matches!(e, Event::Item { item, .. } if item["op"] == "system"))
+            .filter(|e| match e {
+                Event::Item { item, .. } => matches!(
+                    MonitorItem::deserialize(item),
+                    Ok(MonitorItem::System { .. })
+                ),
+                _ => false,
+            })
             .count();
         assert_eq!(systems as u64, samples);
     }

@@ -6,38 +6,11 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::MonitorWorkload;
+use super::context::Ended;
 use super::item::{ACTIVE_AT, MonitorItem};
 use crate::monitor::Reading;
 use crate::monitor::residency::PROC_STAT;
 use crate::workload::{Context, Error};
-
-/// Why sampling ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Ended {
-    /// The plan's sample count was reached.
-    Samples,
-    /// The plan's time ran out.
-    Seconds,
-    /// The watched command exited.
-    CommandExited,
-    /// The companion workload set the stop flag.
-    StopFlag,
-    /// The run was cancelled (a signal, or another workload failed).
-    Cancelled,
-}
-
-impl Ended {
-    /// The reason as stored in the context's `ended_by`.
-    pub(super) fn as_str(self) -> &'static str {
-        match self {
-            Ended::Samples => "samples",
-            Ended::Seconds => "seconds",
-            Ended::CommandExited => "command exited",
-            Ended::StopFlag => "stopped by its companion",
-            Ended::Cancelled => "interrupted",
-        }
-    }
-}
 
 /// What the wait for the next sample ended with.
 enum Wake {

@@ -9,6 +9,55 @@ use serde::{Deserialize, Serialize};
 use super::item::{ACTIVE_AT, MonitorItem};
 use crate::analysis::fits::{PolynomialFit, polynomial};
 use crate::analysis::stats::Stats;
+use crate::monitor::Sources;
+
+/// The summary of a monitor workload as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MonitorSummary {
+    /// Samples taken (system items).
+    pub samples: usize,
+    /// Each core over the whole run, in CPU order.
+    pub cores: Vec<CoreSummary>,
+    /// Every core's active fraction in every sample; null when none counted a tick.
+    pub active_fraction: Option<Stats>,
+    /// Every core's frequency in every sample, in Hz; null when unavailable.
+    pub freq_hz: Option<Stats>,
+    /// The package or system power per sample, in watts; null when unavailable.
+    pub power_w: Option<Stats>,
+    /// Energy used over the run, in joules; null when any sample's is unknown.
+    pub energy_j: Option<f64>,
+    /// Each power zone or sensor, by name.
+    pub zones: Vec<ZonePower>,
+    /// Frequency against the number of active cores, or why there is no fit.
+    pub freq_vs_active_cores: FreqVsActiveCores,
+    /// Where each watched thread ran; null when no thread was watched.
+    pub threads: Option<Vec<ThreadPlacement>>,
+    /// Which source fed each figure (from the context).
+    pub sources: Option<Sources>,
+}
+
+/// One power zone or sensor over the whole run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ZonePower {
+    /// The zone (`package-0`) or sensor (`amdgpu/PPT`).
+    pub zone: String,
+    /// Its power per sample, in watts.
+    pub power_w: Option<Stats>,
+}
+
+/// Frequency against active cores: the fit, or why there is none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// Untagged, as first stored: the fit's fields, or `{"unavailable": reason}`.
+#[serde(untagged)]
+pub enum FreqVsActiveCores {
+    /// No fit: why.
+    Unavailable {
+        /// Why frequency is not fitted against active cores.
+        unavailable: String,
+    },
+    /// The fit.
+    Fit(FreqFit),
+}
 
 /// One core over the whole run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,13 +1,60 @@
-//! The monitor's tables beyond per-core residency: power by zone, frequency against
-//! active cores with its fit, and where each watched thread ran.
+//! The monitor's tables: per-core residency and frequency, power by zone, frequency
+//! against active cores with its fit, and where each watched thread ran.
 
 use super::item::MonitorItem;
-use super::kind::{PowerFigures, mhz, power};
-use super::summary::{ThreadPlacement, freq_vs_active_cores};
+use super::kind::{PowerFigures, power};
+use super::summary::{CoreSummary, ThreadPlacement, freq_vs_active_cores};
 use crate::analysis::fits::evaluate;
 use crate::analysis::stats::Stats;
 use crate::monitor::Sources;
 use crate::vocab::Table;
+
+/// Each core's active residency, and its frequency where a source gave it, over
+/// `samples`; `freq_unavailable` says why there is no frequency.
+pub fn per_core(cores: &[CoreSummary], samples: u64, freq_unavailable: Option<&String>) -> Table {
+    let has_freq = cores.iter().any(|c| c.freq_hz.is_some());
+    let mut header = vec!["cpu", "samples", "median active %", "mean active %"];
+    if has_freq {
+        header.extend(["median MHz", "min MHz", "max MHz"]);
+    }
+    let rows = cores
+        .iter()
+        .map(|core| {
+            let active = core.active_fraction.as_ref();
+            let mut row = vec![
+                core.cpu.to_string(),
+                core.samples.to_string(),
+                active.map_or("-".into(), |s| percent(s.median)),
+                active.map_or("-".into(), |s| percent(s.mean)),
+            ];
+            if has_freq {
+                let freq = core.freq_hz.as_ref();
+                row.extend([
+                    freq.map_or("-".into(), |s| mhz(s.median)),
+                    freq.map_or("-".into(), |s| mhz(s.min)),
+                    freq.map_or("-".into(), |s| mhz(s.max)),
+                ]);
+            }
+            row
+        })
+        .collect();
+    let unavailable =
+        |reason: Option<&String>| reason.map_or(String::new(), |r| format!(" · unavailable: {r}"));
+    Table {
+        title: format!(
+            "per-core active residency{} ({samples} samples){}",
+            if has_freq { " and frequency" } else { "" },
+            if has_freq {
+                String::new()
+            } else {
+                unavailable(freq_unavailable).replace("unavailable", "frequency unavailable")
+            }
+        ),
+        numeric: (1..header.len()).collect(),
+        header: header.into_iter().map(String::from).collect(),
+        rows,
+    }
+}
 
 /// Power per zone and in total, where a source gave it.
 pub fn power_table(items: &[MonitorItem], sources: Option<&Sources>) -> Option<Table> {
@@ -122,4 +169,14 @@ pub fn threads(placements: &[ThreadPlacement]) -> Option<Table> {
         rows,
         numeric: vec![0, 2, 4, 6],
     })
+}
+
+/// A fraction as a percentage for table cells: `97.5`.
+fn percent(value: f64) -> String {
+    format!("{:.1}", value * 100.0)
+}
+
+/// A frequency as whole MHz for table cells: `2300`.
+fn mhz(hz: f64) -> String {
+    format!("{:.0}", hz / 1e6)
 }

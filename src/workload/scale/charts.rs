@@ -1,23 +1,27 @@
 //! The scaled command's chart: its speedup by CPUs, with the fitted law.
 
-use serde_json::Value;
-
+use super::kind::ScaleSummary;
 use crate::analysis::fits::ScalingFits;
 use crate::vocab::chart::{Chart, Line, plain_axis};
 
-/// Speedup by CPUs, from a stored summary.
-pub fn chart(summary: &Value, target: &str) -> Option<Chart> {
-    let points: Vec<(f64, f64)> = summary["points"]
-        .as_array()?
+/// Speedup by CPUs, from a stored summary; `None` without a point.
+pub fn chart(summary: &ScaleSummary, target: &str) -> Option<Chart> {
+    let points: Vec<(f64, f64)> = summary
+        .points
         .iter()
-        .filter_map(|p| Some((p["cpus"].as_f64()?, p["speedup"].as_f64()?)))
+        .map(|p| (p.cpus as f64, p.speedup))
         .collect();
     // The fits are of runs per second; a speedup is that over the first count's.
-    let first = summary["points"][0]["seconds"].as_f64()?;
+    let first = summary.points.first()?.seconds;
     let to = points.last()?.0;
+    let fits = summary.fits.clone().map(|fits| ScalingFits {
+        fits,
+        best_fit: summary.best_fit,
+        warning: None,
+    });
     let lines = vec![Line {
         name: target.to_string(),
-        curve: ScalingFits::stored_curve(summary, first, to),
+        curve: fits.and_then(|f| f.best_curve(first, to)),
         points,
         ranges: Vec::new(),
     }];

@@ -1,22 +1,21 @@
 //! How ratelab summarises, judges and shows a stored scale run: the median time at each
 //! CPU count, the speedup over the fewest CPUs, efficiency, throughput, and the failures.
 
-use crate::workload::Stored;
-use serde::Serialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 
-use super::ScaleItem;
-use crate::analysis::fits::{fits_sentence, fits_summary};
+use super::{Limit, ScaleContext, ScaleItem, ScalePlan, charts};
+use crate::analysis::fits::{Law, LawFit, fit_scaling, fits_sentence};
 use crate::analysis::stats::Stats;
-use crate::document::{Severity, Verdict, WorkloadRecord};
+use crate::document::{Severity, Verdict};
 use crate::vocab::units::{format_rate, format_seconds};
 use crate::vocab::{Chart, Table};
+use crate::workload::{Kind, Stored};
 
 /// Speedup at the most CPUs under which a command is said not to scale.
 const NO_SCALING: f64 = 1.2;
 
 /// One CPU count's runs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScalePoint {
     /// CPUs.
     pub cpus: usize,
@@ -36,17 +35,22 @@ pub struct ScalePoint {
     pub runs: usize,
 }
 
-fn items(record: &WorkloadRecord) -> Vec<ScaleItem> {
-    record
-        .items
-        .iter()
-        .filter_map(|i| serde_json::from_value(i.clone()).ok())
-        .collect()
+/// The summary of a scale workload as stored: the scaling laws fitted to every run's
+/// rate (runs per second) against CPUs, and the runs at each CPU count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScaleSummary {
+    /// The laws that could be fitted; null when none could.
+    pub fits: Option<Vec<LawFit>>,
+    /// The law the data favour; null when none stands out.
+    pub best_fit: Option<Law>,
+    /// Why the laws could not be fitted, or told apart.
+    pub fit_warning: Option<String>,
+    /// Each CPU count's runs, fewest CPUs first.
+    pub points: Vec<ScalePoint>,
 }
 
-/// The points of a record, fewest CPUs first.
-pub fn points(record: &WorkloadRecord) -> Vec<ScalePoint> {
-    let items = items(record);
+/// The points of `items`, fewest CPUs first.
+pub fn points(items: &[ScaleItem]) -> Vec<ScalePoint> {
     let mut counts: Vec<usize> = items.iter().map(|i| i.cpus).collect();
     counts.sort_unstable();
     counts.dedup();
@@ -86,48 +90,53 @@ pub fn points(record: &WorkloadRecord) -> Vec<ScalePoint> {
 /// How ratelab summarises, judges and shows stored scale workloads.
 pub struct ScaleKind;
 
-impl crate::workload::Kind for ScaleKind {
+impl Kind for ScaleKind {
     const NAME: &'static str = "scale";
-    type Params = Value;
-    type Context = Value;
-    type Item = Value;
-    type Summary = Value;
+    type Params = ScalePlan;
+    type Context = ScaleContext;
+    type Item = ScaleItem;
+    type Summary = ScaleSummary;
 
-    fn summarize(&self, w: &Stored<Self>) -> Value {
-        let record = w.record;
+    fn summarize(&self, w: &Stored<Self>) -> ScaleSummary {
         // Every run is a point of rate (runs per second) against CPUs.
-        let runs: Vec<(f64, f64)> = items(record)
+        let runs: Vec<(f64, f64)> = w
+            .items
             .iter()
             .filter(|i| i.seconds > 0.0)
             .map(|i| (i.cpus as f64, 1.0 / i.seconds))
             .collect();
-        let mut summary = fits_summary(&runs);
-        summary.insert("points".into(), json!(points(record)));
-        Value::Object(summary)
+        let fits = fit_scaling(&runs);
+        ScaleSummary {
+            fits: fits.as_ref().ok().map(|f| f.fits.clone()),
+            best_fit: fits.as_ref().ok().and_then(|f| f.best_fit),
+            fit_warning: match &fits {
+                Ok(f) => f.warning.as_ref().map(ToString::to_string),
+                Err(e) => Some(e.to_string()),
+            },
+            points: points(&w.items),
+        }
     }
 
     fn verdicts(&self, w: &Stored<Self>) -> Vec<Verdict> {
-        let (workload, record) = (w.index(), w.record);
-        let verdict = Verdict::about(Some(workload));
+        let target = &w.record.target;
+        let verdict = Verdict::about(Some(w.index()));
         let mut out = Vec::new();
-        let failed = items(record)
-            .iter()
-            .filter(|i| i.exit_code != Some(0))
-            .count();
+        let failed = w.items.iter().filter(|i| i.exit_code != Some(0)).count();
         if failed > 0 {
             out.push(verdict(
                 "command_failed",
                 Severity::Warning,
                 format!(
-                    "{failed} runs of `{}` did not exit 0: their times may not be of the whole work",
-                    record.target
+                    "{failed} runs of `{target}` did not exit 0: their times may not be of the whole work"
                 ),
             ));
         }
-        if let Some(sentence) = fits_sentence(&self.summarize(w)) {
+        // The sentence is shared with the task kind, which still reads its summary as JSON.
+        let summary = serde_json::to_value(self.summarize(w)).expect("summaries serialise");
+        if let Some(sentence) = fits_sentence(&summary) {
             out.push(verdict("scaling_law", Severity::Info, sentence));
         }
-        let points = points(record);
+        let points = points(&w.items);
         if let (Some(first), Some(last)) = (points.first(), points.last())
             && last.cpus > first.cpus
         {
@@ -143,8 +152,7 @@ impl crate::workload::Kind for ScaleKind {
                 code,
                 Severity::Info,
                 format!(
-                    "`{}` ran {:.2}x faster on {} CPUs than on {} ({:.0}% efficiency): {words}",
-                    record.target,
+                    "`{target}` ran {:.2}x faster on {} CPUs than on {} ({:.0}% efficiency): {words}",
                     last.speedup,
                     last.cpus,
                     first.cpus,
@@ -156,20 +164,21 @@ impl crate::workload::Kind for ScaleKind {
     }
 
     fn charts(&self, w: &Stored<Self>) -> Vec<Chart> {
-        super::charts::chart(&w.record.summary, &w.record.target)
+        w.summary
+            .as_ref()
+            .and_then(|summary| charts::chart(summary, &w.record.target))
             .filter(Chart::has_points)
             .into_iter()
             .collect()
     }
 
     fn tables(&self, w: &Stored<Self>) -> Vec<Table> {
-        let record = w.record;
-        let limit = match record.params["limit"].as_str() {
-            Some("quota") => "a CFS quota of n CPUs (--vcpus)",
-            _ => "affinity to the first n CPUs",
+        let limit = match w.params.limit {
+            Limit::Quota => "a CFS quota of n CPUs (--vcpus)",
+            Limit::Affinity => "affinity to the first n CPUs",
         };
         vec![Table {
-            title: format!("`{}` held by {limit}", record.target),
+            title: format!("`{}` held by {limit}", w.record.target),
             header: [
                 "cpus",
                 "runs",
@@ -182,7 +191,7 @@ impl crate::workload::Kind for ScaleKind {
             ]
             .map(String::from)
             .to_vec(),
-            rows: points(record)
+            rows: points(&w.items)
                 .into_iter()
                 .map(|p| {
                     vec![

@@ -13,12 +13,12 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-pub use kind::ScaleKind;
+pub use kind::{ScaleKind, ScalePoint, ScaleSummary};
 
 use self::limit::QuotaGroup;
-use crate::workload::{Context, Error, Workload};
+use crate::workload::{Context, Error, Kind, Workload};
 
 /// How a run is held to n CPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,6 +66,13 @@ pub struct ScaleItem {
     pub exit_code: Option<i32>,
     /// Bytes per second, with `--bytes`.
     pub bytes_per_sec: Option<f64>,
+}
+
+/// What a scale run says beside its items: the program its command resolved to.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScaleContext {
+    /// The program run; null before it was resolved.
+    pub program: Option<String>,
 }
 
 /// The scale workload.
@@ -175,7 +182,7 @@ fn resolve(name: &str) -> Option<PathBuf> {
 
 impl Workload for ScaleWorkload {
     fn kind(&self) -> &'static str {
-        "scale"
+        ScaleKind::NAME
     }
 
     fn target(&self) -> String {
@@ -187,7 +194,14 @@ impl Workload for ScaleWorkload {
     }
 
     fn context(&self) -> Value {
-        json!({ "program": self.program })
+        let context = ScaleContext {
+            // Lossy rather than failing on a path that is not UTF-8: it is shown, not run.
+            program: self
+                .program
+                .as_ref()
+                .map(|p| p.to_string_lossy().into_owned()),
+        };
+        serde_json::to_value(context).expect("contexts serialise")
     }
 
     fn prepare(&mut self) -> Result<(), Error> {
