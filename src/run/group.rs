@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::mpsc::{RecvTimeoutError, Sender, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::progress::ProgressDisplay;
 use super::sampler::Sampler;
 use super::schedule::Member;
-use crate::document::RunDocument;
+use crate::document::{RunDocument, Series};
 use crate::store::Store;
 use crate::workload::Cancel;
 use crate::workload::gate::Gate;
@@ -44,15 +44,8 @@ pub fn run_group(
     workloads: &mut [Box<dyn Workload>],
     shared: Shared,
 ) -> anyhow::Result<()> {
-    let Shared {
-        cancel,
-        doc,
-        mut store,
-        display,
-        interval,
-    } = shared;
-    let (events, received) = channel();
-    let mut chosen: Vec<(Member, &mut Box<dyn Workload>)> = workloads
+    let interval = shared.interval;
+    let chosen: Vec<(Member, &mut Box<dyn Workload>)> = workloads
         .iter_mut()
         .enumerate()
         .filter_map(|(index, w)| {
@@ -67,64 +60,102 @@ pub fn run_group(
         .map(|(m, _)| (m.workload, Arc::new(Progress::default())))
         .collect();
     let gate = Gate::new();
-
-    let mut pending: HashMap<usize, Vec<Value>> = HashMap::new();
-    let mut stored: HashMap<usize, usize> = HashMap::new();
-    let mut status: HashMap<usize, String> = HashMap::new();
-    let mut first_error: Option<anyhow::Error> = None;
-    let mut interrupted = false;
-    let run_id = doc.run_id;
-    let mut flush = |workload: usize, pending: &mut Vec<Value>, store: &mut Option<&mut Store>| {
-        let first = stored.entry(workload).or_insert(0);
-        if let (Some(store), Some(run_id)) = (store.as_deref_mut(), run_id)
-            && !pending.is_empty()
-        {
-            store.append_items(run_id, workload, *first, pending)?;
-        }
-        *first += pending.len();
-        pending.clear();
-        anyhow::Ok(())
-    };
-
+    let mut ledger = Ledger::new(shared);
+    let (events, received) = channel();
     let series = std::thread::scope(|scope| {
         let mut spawned = 0;
-        for (member, workload) in chosen.drain(..) {
-            let ctx = Context {
-                cancel: cancel.clone(),
-                sink: Sink::new(
-                    member.workload,
-                    events.clone(),
-                    Arc::clone(&counters[&member.workload]),
-                ),
-            };
-            let events = events.clone();
-            let gate = &gate;
-            let thread = std::thread::Builder::new()
-                .name(format!("ratelab-{}", member.workload + 1))
-                .spawn_scoped(scope, move || {
-                    worker(member, workload.as_mut(), ctx, events, gate)
-                });
-            match thread {
-                Ok(_) => spawned += 1,
+        for (member, workload) in chosen {
+            let sink = Sink::new(
+                member.workload,
+                events.clone(),
+                Arc::clone(&counters[&member.workload]),
+            );
+            match spawn(scope, member, workload, sink, ledger.cancel, &gate) {
+                Ok(()) => spawned += 1,
                 Err(e) => {
-                    cancel.stop();
-                    first_error.get_or_insert(anyhow::anyhow!(
+                    ledger.fail(anyhow::anyhow!(
                         "cannot start a thread for workload {}: {e}",
                         member.workload + 1
                     ));
+                    gate.abort();
                 }
             }
         }
+        // The workers hold the only senders left: the channel closes when all have ended.
         drop(events);
-        if first_error.is_some() {
-            gate.abort();
-        }
         let start = gate.open(spawned).unwrap_or_else(Instant::now);
         let mut sampler = Sampler::new(
             start,
             interval,
             counters.iter().map(|(&w, c)| (w, Arc::clone(c))).collect(),
         );
+        ledger.follow(&received, &mut sampler, &counters);
+        sampler.into_series()
+    });
+    ledger.close(series)
+}
+
+/// Starts one workload's thread in `scope`.
+fn spawn<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    member: Member,
+    workload: &'scope mut Box<dyn Workload>,
+    sink: Sink,
+    cancel: &Cancel,
+    gate: &'scope Gate,
+) -> std::io::Result<()> {
+    let ctx = Context {
+        cancel: cancel.clone(),
+        sink,
+    };
+    std::thread::Builder::new()
+        .name(format!("ratelab-{}", member.workload + 1))
+        .spawn_scoped(scope, move || worker(member, workload.as_mut(), ctx, gate))
+        .map(|_| ())
+}
+
+/// What the runner's thread keeps while a group runs: the items each workload measured
+/// and has yet to store, what each is doing, and how the group is going.
+struct Ledger<'a> {
+    cancel: &'a Cancel,
+    doc: &'a mut RunDocument,
+    store: Option<&'a mut Store>,
+    display: &'a ProgressDisplay,
+    /// Items measured since the workload's last stage, not yet stored.
+    pending: HashMap<usize, Vec<Value>>,
+    /// Items stored so far, per workload: the sequence number of the next.
+    stored: HashMap<usize, usize>,
+    /// What each workload says it is doing.
+    status: HashMap<usize, String>,
+    /// The first error, which ends the group and the run.
+    first_error: Option<anyhow::Error>,
+    /// Whether a workload stopped for a signal.
+    interrupted: bool,
+}
+
+impl<'a> Ledger<'a> {
+    fn new(shared: Shared<'a>) -> Ledger<'a> {
+        Ledger {
+            cancel: shared.cancel,
+            doc: shared.doc,
+            store: shared.store,
+            display: shared.display,
+            pending: HashMap::new(),
+            stored: HashMap::new(),
+            status: HashMap::new(),
+            first_error: None,
+            interrupted: false,
+        }
+    }
+
+    /// Takes the workloads' events and samples their counters on the group's clock until
+    /// every workload has ended, redrawing the progress between.
+    fn follow(
+        &mut self,
+        events: &Receiver<Event>,
+        sampler: &mut Sampler,
+        counters: &HashMap<usize, Arc<Progress>>,
+    ) {
         loop {
             let now = Instant::now();
             if now >= sampler.next_tick() {
@@ -134,82 +165,109 @@ pub fn run_group(
                 .next_tick()
                 .saturating_duration_since(now)
                 .min(REDRAW);
-            match received.recv_timeout(wait) {
-                Ok(Event::Item { workload, item }) => {
-                    doc.workloads[workload].items.push(item.clone());
-                    pending.entry(workload).or_default().push(item);
-                }
-                Ok(Event::StageDone { workload, .. }) => {
-                    let batch = pending.entry(workload).or_default();
-                    if let Err(e) = flush(workload, batch, &mut store) {
-                        // Stop measuring what can no longer be stored.
-                        cancel.stop();
-                        first_error.get_or_insert(e);
-                    }
-                }
-                Ok(Event::Status { workload, text }) => {
-                    status.insert(workload, text);
-                }
-                Ok(Event::Warning { workload, text }) => {
-                    display.warn(&text);
-                    doc.workloads[workload].warnings.push(text);
-                }
-                Ok(Event::Started { workload, at }) => sampler.started(workload, at),
-                Ok(Event::Finished {
-                    workload,
-                    at,
-                    result,
-                }) => {
-                    sampler.finished(workload, at);
-                    match result {
-                        Ok(()) => {}
-                        Err(workload::Error::Interrupted) => interrupted = true,
-                        Err(e) => {
-                            // One failure ends the group: the others stop cleanly.
-                            cancel.stop();
-                            first_error.get_or_insert(anyhow::Error::new(e).context(format!(
-                                "{} workload {} on {}",
-                                doc.workloads[workload].kind,
-                                workload + 1,
-                                doc.workloads[workload].target
-                            )));
-                        }
-                    }
-                }
+            match events.recv_timeout(wait) {
+                Ok(event) => self.record(event, sampler),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
             let moved: u64 = counters.values().map(|c| c.bytes()).sum();
-            display.update(moved, || status_line(&status));
+            self.display.update(moved, || status_line(&self.status));
         }
-        sampler.into_series()
-    });
+    }
 
-    // Whatever was measured before an error or interrupt is kept.
-    for (workload, mut batch) in pending {
-        if let Err(e) = flush(workload, &mut batch, &mut store) {
-            first_error.get_or_insert(e);
+    /// One event from a workload.
+    fn record(&mut self, event: Event, sampler: &mut Sampler) {
+        match event {
+            Event::Item { workload, item } => {
+                self.doc.workloads[workload].items.push(item.clone());
+                self.pending.entry(workload).or_default().push(item);
+            }
+            Event::StageDone { workload, .. } => {
+                if let Err(e) = self.flush(workload) {
+                    // Stop measuring what can no longer be stored.
+                    self.fail(e);
+                }
+            }
+            Event::Status { workload, text } => {
+                self.status.insert(workload, text);
+            }
+            Event::Warning { workload, text } => {
+                self.display.warn(&text);
+                self.doc.workloads[workload].warnings.push(text);
+            }
+            Event::Started { workload, at } => sampler.started(workload, at),
+            Event::Finished {
+                workload,
+                at,
+                result,
+            } => {
+                sampler.finished(workload, at);
+                self.finished(workload, result);
+            }
         }
     }
-    for (workload, series) in series {
-        doc.workloads[workload].series = Some(series);
+
+    /// A workload's run returned: an error ends the group, and the others stop cleanly.
+    fn finished(&mut self, workload: usize, result: Result<(), workload::Error>) {
+        match result {
+            Ok(()) => {}
+            Err(workload::Error::Interrupted) => self.interrupted = true,
+            Err(e) => {
+                let record = &self.doc.workloads[workload];
+                let what = format!(
+                    "{} workload {} on {}",
+                    record.kind,
+                    workload + 1,
+                    record.target
+                );
+                self.fail(anyhow::Error::new(e).context(what));
+            }
+        }
     }
-    match first_error {
-        Some(e) => Err(e),
-        None if interrupted => Err(workload::Error::Interrupted.into()),
-        None => Ok(()),
+
+    /// Stops the group; the first error stays its reason.
+    fn fail(&mut self, error: anyhow::Error) {
+        self.cancel.stop();
+        self.first_error.get_or_insert(error);
+    }
+
+    /// Stores the items `workload` measured since its last stage, in one transaction.
+    fn flush(&mut self, workload: usize) -> anyhow::Result<()> {
+        let pending = self.pending.entry(workload).or_default();
+        let first = self.stored.entry(workload).or_insert(0);
+        if let (Some(store), Some(run_id)) = (self.store.as_deref_mut(), self.doc.run_id)
+            && !pending.is_empty()
+        {
+            store.append_items(run_id, workload, *first, pending)?;
+        }
+        *first += pending.len();
+        pending.clear();
+        Ok(())
+    }
+
+    /// Ends the group: whatever was measured before an error or interrupt is stored, the
+    /// series go into the document, and the group's outcome is said.
+    fn close(mut self, series: Vec<(usize, Series)>) -> anyhow::Result<()> {
+        let workloads: Vec<usize> = self.pending.keys().copied().collect();
+        for workload in workloads {
+            if let Err(e) = self.flush(workload) {
+                self.first_error.get_or_insert(e);
+            }
+        }
+        for (workload, series) in series {
+            self.doc.workloads[workload].series = Some(series);
+        }
+        match self.first_error {
+            Some(e) => Err(e),
+            None if self.interrupted => Err(workload::Error::Interrupted.into()),
+            None => Ok(()),
+        }
     }
 }
 
 /// One workload's thread: set up, wait at the gate and for the member's delay, run,
 /// and always report the end, also when any step panics.
-fn worker(
-    member: Member,
-    workload: &mut dyn Workload,
-    ctx: Context,
-    events: Sender<Event>,
-    gate: &Gate,
-) {
+fn worker(member: Member, workload: &mut dyn Workload, ctx: Context, gate: &Gate) {
     let result = guarded(|| {
         if let Err(e) = workload.setup(&ctx) {
             // Others need not finish setting up for a run that will not happen.
@@ -220,17 +278,10 @@ fn worker(
         if gate.arrive().is_none() || !wait_out(member.delay, &ctx.cancel) {
             return Err(workload::Error::Interrupted);
         }
-        let _ = events.send(Event::Started {
-            workload: member.workload,
-            at: Instant::now(),
-        });
+        ctx.sink.started(Instant::now());
         workload.run(&ctx)
     });
-    let _ = events.send(Event::Finished {
-        workload: member.workload,
-        at: Instant::now(),
-        result,
-    });
+    ctx.sink.finished(Instant::now(), result);
 }
 
 /// Runs `step`, turning a panic into an error: a bug, not the user's doing, and the run

@@ -135,6 +135,24 @@ impl Sink {
         });
     }
 
+    /// Says the workload began measuring at `at`, after its start delay (the runner's
+    /// worker says it).
+    pub fn started(&self, at: Instant) {
+        let _ = self.events.send(Event::Started {
+            workload: self.workload,
+            at,
+        });
+    }
+
+    /// Says the workload's run returned at `at`, and how (the runner's worker says it).
+    pub fn finished(&self, at: Instant, result: Result<(), Error>) {
+        let _ = self.events.send(Event::Finished {
+            workload: self.workload,
+            at,
+            result,
+        });
+    }
+
     /// Says what the workload is doing now.
     pub fn status(&self, text: impl Into<String>) {
         let _ = self.events.send(Event::Status {
