@@ -153,6 +153,33 @@ impl CpuArgs {
     }
 }
 
+/// The cpu rates stored in run `run_id`, and the cores they ran on; `None` when the run
+/// has no cpu tests.
+fn rates_of(store: &Store, run_id: i64) -> anyhow::Result<Option<Baseline>> {
+    let doc = store.load_run(run_id)?;
+    let Some(index) = doc.workloads.iter().position(|w| w.kind == CpuKind::NAME) else {
+        return Ok(None);
+    };
+    let workload = Stored::<CpuKind>::decode(At::new(&doc, index))?;
+    let rates: Vec<BaselineRate> = workload
+        .items
+        .into_iter()
+        .filter_map(|i| {
+            Some(BaselineRate {
+                loops_per_sec: i.loops_per_sec?,
+                op: i.op,
+                threads: i.threads,
+                class: i.class,
+            })
+        })
+        .collect();
+    Ok((!rates.is_empty()).then_some(Baseline {
+        run_id,
+        cpus: workload.params.cpus,
+        rates,
+    }))
+}
+
 /// The rates of the run to compare with: the one asked for (an error when it has no cpu
 /// tests), or the first run with cpu tests stored for this machine, or none.
 fn baseline(
@@ -172,37 +199,12 @@ fn baseline(
         };
     }
     let store = Store::open(&path)?;
-    let rates_of = |run_id: i64| -> anyhow::Result<Option<Baseline>> {
-        let doc = store.load_run(run_id)?;
-        let Some(index) = doc.workloads.iter().position(|w| w.kind == CpuKind::NAME) else {
-            return Ok(None);
-        };
-        let workload = Stored::<CpuKind>::decode(At::new(&doc, index))?;
-        let rates: Vec<BaselineRate> = workload
-            .items
-            .into_iter()
-            .filter_map(|i| {
-                Some(BaselineRate {
-                    loops_per_sec: i.loops_per_sec?,
-                    op: i.op,
-                    threads: i.threads,
-                    class: i.class,
-                })
-            })
-            .collect();
-        let run_cpus = workload.params.cpus;
-        Ok((!rates.is_empty()).then_some(Baseline {
-            run_id,
-            cpus: run_cpus,
-            rates,
-        }))
-    };
     let cores = |cpus: &Option<Vec<usize>>| match cpus {
         Some(list) => format!("cpus {list:?}"),
         None => "all cpus".to_string(),
     };
     if let Some(id) = asked {
-        return match rates_of(id) {
+        return match rates_of(&store, id) {
             Ok(Some(baseline)) if &baseline.cpus != cpus => Err(UsageError(format!(
                 "--baseline {id}: run {id} ran on {}, this run on {}: give the same --cpus",
                 cores(&baseline.cpus),
@@ -225,7 +227,7 @@ fn baseline(
         ..RunQuery::default()
     };
     for run in store.find_runs(&query)? {
-        match rates_of(run.run_id) {
+        match rates_of(&store, run.run_id) {
             Ok(Some(baseline)) if &baseline.cpus == cpus => return Ok(Some(baseline)),
             Ok(_) => {}
             // A run that no longer reads is no baseline; this run goes on without it.
