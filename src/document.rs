@@ -83,7 +83,7 @@ pub struct RunDocument {
 /// One workload of a run: what it was asked to do and everything it measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkloadRecord {
-    /// The workload kind (`disk`, `net`, `cpu`...: the name of a [`crate::workload::Kind`]).
+    /// The workload kind (`disk`, `net`, `cpu`...), as its kind names itself.
     pub kind: String,
     /// What it measured: a folder, a host.
     pub target: String,

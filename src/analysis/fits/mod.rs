@@ -15,7 +15,7 @@ pub use goodness::{aicc, r_squared};
 pub use laws::{Law, LawParams};
 pub use polynomial::{PolynomialFit, evaluate, polynomial};
 pub use scaling::{FitError, FitWarning, LawFit, ScalingFits, fit_scaling};
-pub use summary::{FitsSummary, fits_sentence, fits_summary};
+pub use summary::FitsSummary;
 
 #[cfg(test)]
 mod recovery_tests;

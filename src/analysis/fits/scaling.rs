@@ -86,16 +86,6 @@ impl ScalingFits {
     pub fn best_curve(&self, scale: f64, to: f64) -> Option<(String, Vec<(f64, f64)>)> {
         Some(self.best()?.curve(scale, to))
     }
-
-    /// [`ScalingFits::best_curve`] of fits as stored; `None` when they do not read.
-    pub fn stored_curve(
-        fits: &serde_json::Value,
-        scale: f64,
-        to: f64,
-    ) -> Option<(String, Vec<(f64, f64)>)> {
-        let fits: ScalingFits = serde_json::from_value(fits.clone()).ok()?;
-        fits.best_curve(scale, to)
-    }
 }
 
 /// Points on a drawn curve of a fitted law.

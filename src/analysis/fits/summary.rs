@@ -3,7 +3,6 @@
 //! fits a rate against a count.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 
 use super::laws::Law;
 use super::scaling::{LawFit, fit_scaling};
@@ -78,21 +77,6 @@ impl FitsSummary {
     }
 }
 
-/// The summary fields of the laws fitted to `points` (count, rate), as JSON: for kinds
-/// whose summary is not yet a typed struct.
-pub fn fits_summary(points: &[(f64, f64)]) -> Map<String, Value> {
-    match serde_json::to_value(FitsSummary::of(points)) {
-        Ok(Value::Object(map)) => map,
-        _ => unreachable!("a struct of JSON values serialises to a JSON object"),
-    }
-}
-
-/// [`FitsSummary::sentence`] of a summary as JSON that holds the fields of
-/// [`fits_summary`]; `None` when they do not read.
-pub fn fits_sentence(summary: &Value) -> Option<String> {
-    FitsSummary::deserialize(summary).ok()?.sentence()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,10 +102,6 @@ mod tests {
                 "the amdahl law fits best (R² 1.000; serial_fraction 0.0500, lambda 1000.0000)"
             ),
             "{words}"
-        );
-        assert_eq!(
-            fits_sentence(&Value::Object(fits_summary(&amdahl_points()))),
-            Some(words)
         );
         assert!(summary.best_curve(1.0, 8.0).is_some());
     }

@@ -1,7 +1,6 @@
 //! The scaled command's chart: its speedup by CPUs, with the fitted law.
 
 use super::kind::ScaleSummary;
-use crate::analysis::fits::ScalingFits;
 use crate::vocab::chart::{Chart, Line, plain_axis};
 
 /// Speedup by CPUs, from a stored summary; `None` without a point.
@@ -14,14 +13,9 @@ pub fn chart(summary: &ScaleSummary, target: &str) -> Option<Chart> {
     // The fits are of runs per second; a speedup is that over the first count's.
     let first = summary.points.first()?.seconds;
     let to = points.last()?.0;
-    let fits = summary.fits.clone().map(|fits| ScalingFits {
-        fits,
-        best_fit: summary.best_fit,
-        warning: None,
-    });
     let lines = vec![Line {
         name: target.to_string(),
-        curve: fits.and_then(|f| f.best_curve(first, to)),
+        curve: summary.fits.best_curve(first, to),
         points,
         ranges: Vec::new(),
     }];

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Limit, ScaleContext, ScaleItem, ScalePlan, charts};
-use crate::analysis::fits::{Law, LawFit, fit_scaling, fits_sentence};
+use crate::analysis::fits::FitsSummary;
 use crate::analysis::stats::Stats;
 use crate::document::{Severity, Verdict};
 use crate::vocab::units::{format_rate, format_seconds};
@@ -39,12 +39,9 @@ pub struct ScalePoint {
 /// rate (runs per second) against CPUs, and the runs at each CPU count.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScaleSummary {
-    /// The laws that could be fitted; null when none could.
-    pub fits: Option<Vec<LawFit>>,
-    /// The law the data favour; null when none stands out.
-    pub best_fit: Option<Law>,
-    /// Why the laws could not be fitted, or told apart.
-    pub fit_warning: Option<String>,
+    /// The scaling laws fitted to every run's rate against CPUs.
+    #[serde(flatten)]
+    pub fits: FitsSummary,
     /// Each CPU count's runs, fewest CPUs first.
     pub points: Vec<ScalePoint>,
 }
@@ -105,14 +102,8 @@ impl Kind for ScaleKind {
             .filter(|i| i.seconds > 0.0)
             .map(|i| (i.cpus as f64, 1.0 / i.seconds))
             .collect();
-        let fits = fit_scaling(&runs);
         ScaleSummary {
-            fits: fits.as_ref().ok().map(|f| f.fits.clone()),
-            best_fit: fits.as_ref().ok().and_then(|f| f.best_fit),
-            fit_warning: match &fits {
-                Ok(f) => f.warning.as_ref().map(ToString::to_string),
-                Err(e) => Some(e.to_string()),
-            },
+            fits: FitsSummary::of(&runs),
             points: points(&w.items),
         }
     }
@@ -131,9 +122,7 @@ impl Kind for ScaleKind {
                 ),
             ));
         }
-        // The sentence is shared with the task kind, which still reads its summary as JSON.
-        let summary = serde_json::to_value(self.summarize(w)).expect("summaries serialise");
-        if let Some(sentence) = fits_sentence(&summary) {
+        if let Some(sentence) = self.summarize(w).fits.sentence() {
             out.push(verdict("scaling_law", Severity::Info, sentence));
         }
         let points = points(&w.items);
