@@ -380,7 +380,7 @@ fn legend() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::compare::{Sampled, Samples, compare};
+    use crate::analysis::compare::{Samples, compared};
     use crate::document::{RunDocument, WorkloadRecord};
     use crate::vocab::GroupKey;
 
@@ -401,14 +401,6 @@ mod tests {
             ..RunDocument::for_test(vec![WorkloadRecord::for_test("disk", "/mnt/x", vec![])])
         };
         (doc, vec![Some(samples)])
-    }
-
-    fn compared(runs: &[(RunDocument, Vec<Option<Samples>>)]) -> Comparison {
-        let sampled: Vec<Sampled> = runs
-            .iter()
-            .map(|(run, samples)| Sampled { run, samples })
-            .collect();
-        compare(&sampled)
     }
 
     fn halved() -> Comparison {

@@ -52,7 +52,6 @@ pub fn conclude(doc: &mut RunDocument, together: Option<&[usize]>) -> Result<(),
 mod tests {
     use super::*;
     use crate::document::Verdict;
-    use crate::store::Store;
 
     /// The workloads that ran at once in the fixture's runs, as the runner passed them:
     /// two targets with --alone (run 2), the cpu tests beside the monitor (run 9), a
@@ -69,14 +68,7 @@ mod tests {
     /// again to the very summaries, knees, contention and verdicts it stored.
     #[test]
     fn stored_runs_conclude_again_to_what_was_stored() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("runs.db");
-        let fixture = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/runs-61f461b.db"
-        );
-        std::fs::copy(fixture, &db).unwrap();
-        let store = Store::open(&db).unwrap();
+        let (_dir, store) = crate::store::fixture();
         let runs = store.list_runs().unwrap();
         assert_eq!(runs.len(), 15);
         for listed in runs {

@@ -155,6 +155,22 @@ impl Store {
     }
 }
 
+/// A copy, in a fresh folder, of the database the binary of 61f461b wrote
+/// (tests/fixtures/runs-61f461b.db: a run of every verb and kind), opened: opening
+/// migrates it, and the committed file must stay as that binary wrote it.
+#[cfg(test)]
+pub(crate) fn fixture() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db");
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/runs-61f461b.db"
+    );
+    std::fs::copy(fixture, &db).unwrap();
+    let store = Store::open(&db).unwrap();
+    (dir, store)
+}
+
 /// A query error on the database at `path`.
 pub(crate) fn sql_err(path: &Path, source: rusqlite::Error) -> Error {
     Error::Sql {

@@ -151,19 +151,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The fixture database: runs of every verb written by the binary of 61f461b.
-    fn fixture() -> (tempfile::TempDir, Store) {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("runs.db");
-        let fixture = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/runs-61f461b.db"
-        );
-        std::fs::copy(fixture, &db).unwrap();
-        let store = Store::open(&db).unwrap();
-        (dir, store)
-    }
+    use crate::store::fixture;
 
     fn ids(store: &Store, query: RunQuery) -> Vec<i64> {
         store

@@ -367,6 +367,16 @@ fn compare_slot(runs: &[Sampled], slot: Slot) -> WorkloadComparison {
     comparison
 }
 
+/// Compares runs made up for tests, each with its workloads' samples.
+#[cfg(test)]
+pub(crate) fn compared(runs: &[(RunDocument, Vec<Option<Samples>>)]) -> Comparison {
+    let sampled: Vec<Sampled> = runs
+        .iter()
+        .map(|(run, samples)| Sampled { run, samples })
+        .collect();
+    compare(&sampled)
+}
+
 /// One run's items per group: their rates, and how many were too short to time.
 type RunGroups = BTreeMap<GroupKey, (Vec<f64>, usize)>;
 
@@ -440,14 +450,6 @@ mod tests {
             run(id, vec![workload("disk", target)]),
             vec![samples(&items)],
         )
-    }
-
-    fn compared(runs: &[(RunDocument, Vec<Option<Samples>>)]) -> Comparison {
-        let sampled: Vec<Sampled> = runs
-            .iter()
-            .map(|(run, samples)| Sampled { run, samples })
-            .collect();
-        compare(&sampled)
     }
 
     #[test]
