@@ -272,3 +272,42 @@ fn every_kind_walks_through_list_show_compare_export_and_report() {
         );
     }
 }
+
+#[test]
+fn a_corrupt_item_is_named_not_dropped() {
+    let (_dir, db) = database();
+    rusqlite::Connection::open(&db)
+        .expect("open the copy")
+        .execute(
+            "UPDATE items SET body = '{\"op\": \"write\", \"size_bytes\": \"big\"}' \
+             WHERE run_id = 1 AND workload_idx = 0 AND seq = 4",
+            [],
+        )
+        .expect("corrupt one item");
+    for args in [
+        vec!["show", "1"],
+        vec!["export", "1", "--format", "markdown"],
+        vec!["report", "1"],
+        vec!["compare", "1", "15"],
+    ] {
+        let message = common::refused(
+            ratelab().arg("results").args(&args).arg("--db").arg(&db),
+            3,
+            &[
+                "run 1, workload 1 (disk)",
+                "item 5",
+                "ratelab results export 1 --format json",
+            ],
+        );
+        assert!(message.contains("\"big\""), "{args:?}: {message}");
+    }
+    // The document as stored still comes out, corrupt item and all.
+    let stored: Value =
+        serde_json::from_str(&results(&db, &["export", "1", "--format", "json"])).unwrap();
+    assert_eq!(stored["workloads"][0]["items"][4]["size_bytes"], "big");
+    assert_eq!(
+        stored["workloads"][0]["items"].as_array().unwrap().len(),
+        36,
+        "no item is dropped"
+    );
+}

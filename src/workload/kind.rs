@@ -31,28 +31,35 @@ impl<'a> At<'a> {
         &self.run.workloads[self.index]
     }
 
-    /// The words that place it: `run 12, workload 2 (disk)`.
-    fn place(&self) -> String {
+    /// The words that place it: `run 12, workload 2 (disk)`, and how to see it as stored.
+    fn place(&self) -> (String, String) {
         let run = self
             .run
             .run_id
             .map_or("the run".to_string(), |id| format!("run {id}"));
-        format!(
+        let place = format!(
             "{run}, workload {} ({})",
             self.index + 1,
             self.record().kind
-        )
+        );
+        let id = self
+            .run
+            .run_id
+            .map_or("ID".to_string(), |id| id.to_string());
+        (place, format!("ratelab results export {id} --format json"))
     }
 }
 
 /// A stored value of a workload that cannot be read back as its kind's shape.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "{place}: the stored {what} cannot be read ({detail}); `ratelab results export ID --format json` still shows it as stored"
+    "{place}: the stored {what} cannot be read ({detail}); `{export}` still shows it as stored"
 )]
 pub struct DecodeError {
     /// The run and workload: `run 12, workload 2 (disk)`.
     pub place: String,
+    /// The command that shows the run as stored, corrupt value included.
+    pub export: String,
     /// Which value: `params`, `summary`, `item 17`.
     pub what: String,
     /// What serde said.
@@ -79,10 +86,14 @@ impl<'a, K: Kind + ?Sized> Stored<'a, K> {
     /// Decodes workload `at` as kind `K`.
     pub fn decode(at: At<'a>) -> Result<Stored<'a, K>, DecodeError> {
         let record = at.record();
-        let fail = |what: String, e: serde_json::Error| DecodeError {
-            place: at.place(),
-            what,
-            detail: e.to_string(),
+        let fail = |what: String, e: serde_json::Error| {
+            let (place, export) = at.place();
+            DecodeError {
+                place,
+                export,
+                what,
+                detail: e.to_string(),
+            }
         };
         let items = record
             .items
