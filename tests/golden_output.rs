@@ -10,23 +10,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{golden, ratelab};
-
-/// Runs ratelab with `args`, which must succeed; returns stdout.
-fn stdout(args: &[&str], db: &Path) -> String {
-    let output = ratelab()
-        .args(args)
-        .arg("--db")
-        .arg(db)
-        .output()
-        .expect("start ratelab");
-    assert!(
-        output.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("stdout is UTF-8")
-}
+use common::{golden, stdout_with_db as stdout};
 
 /// `text` with what differs between runs replaced: the target folder, the machine
 /// line and every RFC 3339 time.

@@ -7,25 +7,10 @@ mod common;
 use std::path::Path;
 
 use common::rig::{self, MIB, SlowDisk, Throttle};
-use common::{RIG_NEEDS, disk_tempdir, earlier_run, ratelab, refused, root_or_skip, run_json};
+use common::{
+    RIG_NEEDS, disk_tempdir, earlier_run, ratelab, refused, results, root_or_skip, run_json,
+};
 use serde_json::Value;
-
-/// `results ARGS... --db DB`, which must succeed; returns stdout.
-fn results(db: &Path, args: &[&str]) -> String {
-    let output = ratelab()
-        .arg("results")
-        .args(args)
-        .arg("--db")
-        .arg(db)
-        .output()
-        .expect("start ratelab");
-    assert!(
-        output.status.success(),
-        "results {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("stdout is UTF-8")
-}
 
 /// `results ARGS... --json --db DB`, parsed.
 fn results_json(db: &Path, args: &[&str]) -> Value {

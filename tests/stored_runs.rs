@@ -7,7 +7,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{golden, ratelab};
+use common::{golden, ratelab, results};
 use serde_json::Value;
 
 /// The runs in the fixture database.
@@ -27,23 +27,6 @@ fn database() -> (tempfile::TempDir, PathBuf) {
     let db = dir.path().join("runs-61f461b.db");
     std::fs::copy(fixtures().join("runs-61f461b.db"), &db).expect("copy the fixture");
     (dir, db)
-}
-
-/// `results ARGS... --db DB`, which must succeed; returns stdout.
-fn results(db: &Path, args: &[&str]) -> String {
-    let output = ratelab()
-        .arg("results")
-        .args(args)
-        .arg("--db")
-        .arg(db)
-        .output()
-        .expect("start ratelab");
-    assert!(
-        output.status.success(),
-        "results {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("stdout is UTF-8")
 }
 
 /// Whether two documents hold the same figures: equal, but for numbers that differ in

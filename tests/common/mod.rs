@@ -131,6 +131,27 @@ pub fn stop_with(
     output
 }
 
+/// Runs ratelab with `args` and `--db DB`, which must succeed; returns stdout.
+pub fn stdout_with_db(args: &[&str], db: &Path) -> String {
+    let output = ratelab()
+        .args(args)
+        .arg("--db")
+        .arg(db)
+        .output()
+        .expect("start ratelab");
+    assert!(
+        output.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("stdout is UTF-8")
+}
+
+/// `ratelab results ARGS... --db DB`, which must succeed; returns stdout.
+pub fn results(db: &Path, args: &[&str]) -> String {
+    stdout_with_db(&[&["results"], args].concat(), db)
+}
+
 /// Runs a command that must succeed and print one JSON document; returns it.
 pub fn run_json(command: &mut Command) -> serde_json::Value {
     let output = command.output().expect("start the command");
