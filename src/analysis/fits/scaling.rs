@@ -11,6 +11,7 @@ use thiserror::Error;
 use super::estimate;
 use super::goodness::{aicc, r_squared};
 use super::laws::{Law, LawParams};
+use crate::vocab::chart::spread;
 
 /// Fewest distinct counts to tell the laws apart: any three-parameter law passes
 /// through three points.
@@ -48,8 +49,8 @@ impl LawFit {
     /// a chart's legend.
     pub fn curve(&self, scale: f64, to: f64) -> (String, Vec<(f64, f64)>) {
         let law: &LawParams = &self.params;
-        let points = (0..CURVE_POINTS)
-            .map(|i| 1.0 + (to - 1.0) * i as f64 / (CURVE_POINTS - 1) as f64)
+        let points = spread(1.0, to, CURVE_POINTS)
+            .into_iter()
             .map(|n| (n, law.evaluate(n) * scale))
             .collect();
         (

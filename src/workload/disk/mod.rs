@@ -36,10 +36,8 @@ pub use kind::DiskKind;
 pub use passes::read_one;
 pub use plan::{DiskPlan, EngineKind, Phase, ReadMode, SyncMode};
 use shapes::{DiskContext, DiskParams, QuickBaseline, QuickShape};
-pub use summary::{
-    Headline, LINK_MARGIN, RateSummary, SizeRow, by_size, flagged, streaming_rate, streaming_rates,
-};
-pub use verdicts::{link_limit, link_words};
+pub use summary::{Headline, flagged, streaming_rate};
+pub use verdicts::link_limit;
 use workdir::{KeptFile, WorkDir};
 
 /// Most files a sustained run cycles through before it writes over the first again.

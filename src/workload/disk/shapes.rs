@@ -77,10 +77,3 @@ pub struct DiskSummary {
     /// Each operation, mode and file size.
     pub by_size: Vec<SizeRow>,
 }
-
-impl DiskSummary {
-    /// The headline read, in the first read mode.
-    pub fn read(&self) -> Option<&Headline> {
-        self.reads.get("read")?.as_ref()
-    }
-}
