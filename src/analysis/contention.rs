@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::document::{Series, Severity, Verdict, WorkloadRecord};
-use crate::vocab::units::format_rate;
+use crate::vocab::RateUnit;
 
 /// Aggregate together below this share of the best alone rate means one shared limit.
 const SHARED_BOTTLENECK: f64 = 1.25;
@@ -220,9 +220,12 @@ fn figures_of(
     }
 }
 
-/// What the contention report says, in words.
-pub fn verdicts(report: &Contention) -> Vec<Verdict> {
+/// What the contention report says, in words; `units` holds the unit each of the run's
+/// workloads shows its rates in, so a group of network workloads speaks in Gbit/s and a
+/// mixed one in both units.
+pub fn verdicts(report: &Contention, units: &[RateUnit]) -> Vec<Verdict> {
     let verdict = Verdict::about(None);
+    let unit_of = |w: usize| units.get(w).copied().unwrap_or(RateUnit::BytesPerSec);
     let mut out = Vec::new();
     if !report.never_ran.is_empty() {
         let never: Vec<String> = report
@@ -250,7 +253,12 @@ pub fn verdicts(report: &Contention) -> Vec<Verdict> {
         ));
         return out;
     }
-    out.push(sharing(report));
+    let group: Vec<RateUnit> = report
+        .workloads
+        .iter()
+        .map(|w| unit_of(w.workload))
+        .collect();
+    out.push(sharing(report, |rate| RateUnit::format_for(&group, rate)));
     if report.jain_index < UNFAIR
         && let Some(slowest) = report
             .workloads
@@ -265,7 +273,7 @@ pub fn verdicts(report: &Contention) -> Vec<Verdict> {
                 report.jain_index,
                 slowest.workload + 1,
                 slowest.target,
-                format_rate(slowest.overlap_bytes_per_sec)
+                unit_of(slowest.workload).format(slowest.overlap_bytes_per_sec)
             ),
         ));
     }
@@ -274,7 +282,7 @@ pub fn verdicts(report: &Contention) -> Vec<Verdict> {
 
 /// Whether the workloads share one bottleneck, judged by their aggregate against each
 /// one's rate alone (with `--alone`), or their aggregate and fairness without.
-fn sharing(report: &Contention) -> Verdict {
+fn sharing(report: &Contention, format_rate: impl Fn(f64) -> String) -> Verdict {
     let verdict = Verdict::about(None);
     let n = report.workloads.len();
     let aggregate = report.aggregate_bytes_per_sec;
@@ -394,7 +402,7 @@ mod tests {
         assert!((report.jain_index - 1.0).abs() < 1e-6);
         assert_eq!(report.first_finished, Some(1));
         assert!((report.workloads[0].slowdown.unwrap() - 2.0).abs() < 1e-6);
-        let codes: Vec<String> = verdicts(&report).into_iter().map(|v| v.code).collect();
+        let codes: Vec<String> = verdicts(&report, &[]).into_iter().map(|v| v.code).collect();
         assert_eq!(codes, vec!["shared_bottleneck"]);
     }
 
@@ -408,7 +416,7 @@ mod tests {
         ];
         let report = measure(&records, &[0, 1]).unwrap();
         assert!((report.aggregate_bytes_per_sec - 300e6).abs() < 1e3);
-        let codes: Vec<String> = verdicts(&report).into_iter().map(|v| v.code).collect();
+        let codes: Vec<String> = verdicts(&report, &[]).into_iter().map(|v| v.code).collect();
         assert_eq!(codes, vec!["independent"]);
     }
 
@@ -425,7 +433,7 @@ mod tests {
             (report.jain_index - 1.0).abs() < 1e-6,
             "shares of each alone rate are even"
         );
-        let codes: Vec<String> = verdicts(&report).into_iter().map(|v| v.code).collect();
+        let codes: Vec<String> = verdicts(&report, &[]).into_iter().map(|v| v.code).collect();
         assert_eq!(codes, vec!["independent"]);
     }
 
@@ -436,7 +444,7 @@ mod tests {
             record(0.95, 2.0, 100e6, None),
         ];
         let report = measure(&records, &[0, 1]).unwrap();
-        let codes: Vec<String> = verdicts(&report).into_iter().map(|v| v.code).collect();
+        let codes: Vec<String> = verdicts(&report, &[]).into_iter().map(|v| v.code).collect();
         assert_eq!(codes, vec!["no_overlap"]);
         let mut stopped = records.clone();
         stopped[1].series = None;

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use super::layout;
 use crate::document::RunDocument;
 use crate::vocab::Table;
-use crate::workload::{At, DecodeError};
+use crate::workload::{self, At, DecodeError};
 
 /// The run as Markdown: a heading, the machine, each workload's tables, contention and
 /// the verdicts.
@@ -21,7 +21,11 @@ pub fn render(doc: &RunDocument) -> Result<String, DecodeError> {
             "### {}\n",
             escape(&layout::workload_heading(index, record))
         );
-        if let Some(shape) = record.series.as_ref().and_then(super::series::describe) {
+        if let Some(shape) = record
+            .series
+            .as_ref()
+            .and_then(|s| super::series::describe(s, workload::rate_unit(record)))
+        {
             // The sparkline's marks line up only in a fixed-width font.
             let _ = writeln!(out, "```text\n{shape}\n```\n");
         }
@@ -36,7 +40,7 @@ pub fn render(doc: &RunDocument) -> Result<String, DecodeError> {
             }
         }
     }
-    if let Some(table) = doc.contention.as_ref().and_then(super::contention::table) {
+    if let Some(table) = super::contention::table(doc) {
         let _ = writeln!(out, "{}", table_markdown(&table));
     }
     if !doc.verdicts.is_empty() {

@@ -2,16 +2,18 @@
 //! scale and any knees, so a run's shape shows in a terminal.
 
 use crate::document::Series;
-use crate::vocab::units::{format_rate, format_seconds};
+use crate::vocab::RateUnit;
+use crate::vocab::units::format_seconds;
 
 /// Marks from low to high.
 const MARKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 /// Widest sparkline, in marks.
 const WIDTH: usize = 60;
 
-/// "rate over 12.3 s (0.2 s per mark, top 1.20 GB/s): ▁▃▇▇▇▆▃", and the knees; `None`
-/// for a run too short to have a shape, or one that moves no bytes (cpu tests).
-pub fn describe(series: &Series) -> Option<String> {
+/// "rate over 12.3 s (0.2 s per mark, top 1.20 GB/s): ▁▃▇▇▇▆▃", and the knees, in
+/// `unit`; `None` for a run too short to have a shape, or one that moves no bytes (cpu
+/// tests).
+pub fn describe(series: &Series, unit: RateUnit) -> Option<String> {
     if series.bytes.iter().all(|&b| b == 0) {
         return None;
     }
@@ -55,14 +57,14 @@ pub fn describe(series: &Series) -> Option<String> {
         "rate over {} ({} per mark, top {}): {line}",
         format_seconds(span),
         format_seconds(series.interval_s * per_mark as f64),
-        format_rate(top)
+        unit.format(top)
     );
     for knee in series.knees.iter().flatten() {
         text.push_str(&format!(
             "\nknee at {}: {} → {} after {} MB",
             format_seconds(knee.t_s),
-            format_rate(knee.before_bytes_per_sec),
-            format_rate(knee.after_bytes_per_sec),
+            unit.format(knee.before_bytes_per_sec),
+            unit.format(knee.after_bytes_per_sec),
             knee.bytes_before / 1_000_000
         ));
     }
@@ -85,8 +87,10 @@ mod tests {
             ops: vec![],
             knees: None,
         };
-        let text = describe(&series).unwrap();
+        let text = describe(&series, RateUnit::BytesPerSec).unwrap();
         assert!(text.ends_with("██▃▃"), "{text}");
         assert!(text.contains("top 1.00 kB/s"), "{text}");
+        let bits = describe(&series, RateUnit::BytesPerSecInBits).unwrap();
+        assert!(bits.contains("top 8.00 kbit/s"), "{bits}");
     }
 }

@@ -7,7 +7,7 @@ use comfy_table::{CellAlignment, ContentArrangement, presets};
 use super::layout;
 use crate::document::RunDocument;
 use crate::vocab::Table;
-use crate::workload::{At, DecodeError};
+use crate::workload::{self, At, DecodeError};
 
 /// The run as text for a terminal.
 pub fn render(doc: &RunDocument) -> Result<String, DecodeError> {
@@ -16,7 +16,11 @@ pub fn render(doc: &RunDocument) -> Result<String, DecodeError> {
     let _ = writeln!(out, "{}", layout::machine_line(doc));
     for (index, record) in doc.workloads.iter().enumerate() {
         let _ = writeln!(out, "\n{}", layout::workload_heading(index, record));
-        if let Some(shape) = record.series.as_ref().and_then(super::series::describe) {
+        if let Some(shape) = record
+            .series
+            .as_ref()
+            .and_then(|s| super::series::describe(s, workload::rate_unit(record)))
+        {
             let _ = writeln!(out, "{shape}");
         }
         match layout::workload_tables(At::new(doc, index))? {
@@ -30,7 +34,7 @@ pub fn render(doc: &RunDocument) -> Result<String, DecodeError> {
             }
         }
     }
-    if let Some(table) = doc.contention.as_ref().and_then(super::contention::table) {
+    if let Some(table) = super::contention::table(doc) {
         let _ = writeln!(out, "\n{}", table_text(&table));
     }
     if !doc.verdicts.is_empty() {

@@ -42,7 +42,8 @@ pub fn conclude(doc: &mut RunDocument, together: Option<&[usize]>) -> Result<(),
     }
     // Only workloads that ran at all share anything.
     if let Some(report) = together.and_then(|group| contention::measure(&doc.workloads, group)) {
-        doc.verdicts.extend(contention::verdicts(&report));
+        let units: Vec<_> = doc.workloads.iter().map(workload::rate_unit).collect();
+        doc.verdicts.extend(contention::verdicts(&report, &units));
         doc.contention = Some(serde_json::to_value(&report).expect("contention serialises"));
     }
     Ok(())

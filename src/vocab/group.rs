@@ -3,7 +3,7 @@
 
 use serde::{Serialize, Serializer};
 
-use super::units::{format_loops, gbit_per_sec, mb_per_sec};
+use super::units::{format_bits_rate, format_loops, format_rate, gbit_per_sec, mb_per_sec};
 
 /// What a group's figures count per second, and how people read them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +34,24 @@ impl RateUnit {
         }
     }
 
+    /// A rate in this unit in words: `412 MB/s`, `9.41 Gbit/s`, `1.234 G loops/s`.
+    pub fn format(self, rate: f64) -> String {
+        match self {
+            RateUnit::BytesPerSec => format_rate(rate),
+            RateUnit::BytesPerSecInBits => format_bits_rate(rate),
+            RateUnit::LoopsPerSec => format!("{} loops/s", format_loops(rate)),
+        }
+    }
+
+    /// A rate in words for workloads of `units`: in their unit when they share one, in
+    /// bytes and in bits (`1.20 GB/s = 9.60 Gbit/s`) when storage and network mix.
+    pub fn format_for(units: &[RateUnit], rate: f64) -> String {
+        match units.split_first() {
+            Some((&first, rest)) if rest.iter().all(|&u| u == first) => first.format(rate),
+            _ => format!("{} = {}", format_rate(rate), format_bits_rate(rate)),
+        }
+    }
+
     /// A rate in this unit as a table cell shows it.
     pub fn cell(self, rate: f64) -> String {
         match self {
@@ -41,6 +59,27 @@ impl RateUnit {
             RateUnit::BytesPerSecInBits => gbit_per_sec(rate),
             RateUnit::LoopsPerSec => format_loops(rate),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RateUnit::{self, BytesPerSec, BytesPerSecInBits};
+
+    #[test]
+    fn a_mixed_group_says_both_units() {
+        assert_eq!(
+            RateUnit::format_for(&[BytesPerSecInBits], 1.25e9),
+            "10.0 Gbit/s"
+        );
+        assert_eq!(
+            RateUnit::format_for(&[BytesPerSec, BytesPerSec], 1.25e9),
+            "1.25 GB/s"
+        );
+        assert_eq!(
+            RateUnit::format_for(&[BytesPerSec, BytesPerSecInBits], 1.25e9),
+            "1.25 GB/s = 10.0 Gbit/s"
+        );
     }
 }
 

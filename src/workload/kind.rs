@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::document::{Knee, RunDocument, Verdict, WorkloadRecord};
-use crate::vocab::{Chart, LinkLimit, Samples, Table};
+use crate::vocab::{Chart, LinkLimit, RateUnit, Samples, Table};
 
 /// One workload of a run: where every hook of a kind starts from.
 #[derive(Debug, Clone, Copy)]
@@ -146,6 +146,9 @@ pub trait Kind: Sync + 'static {
     /// Whether its series count bytes moved, so that its rate over time is charted.
     const RATE_SERIES: bool = true;
 
+    /// The unit its rates are shown in, wherever they are shown.
+    const RATE_UNIT: RateUnit = RateUnit::BytesPerSec;
+
     /// Statistics over the workload's items.
     fn summarize(&self, w: &Stored<Self>) -> Self::Summary;
 
@@ -194,6 +197,9 @@ pub trait StoredKind: Sync {
     /// Whether its series count bytes moved.
     fn rate_series(&self) -> bool;
 
+    /// The unit its rates are shown in.
+    fn rate_unit(&self) -> RateUnit;
+
     /// The summary to store, as JSON.
     fn summarize(&self, at: At) -> Result<Value, DecodeError>;
 
@@ -223,6 +229,10 @@ impl<K: Kind> StoredKind for K {
 
     fn rate_series(&self) -> bool {
         K::RATE_SERIES
+    }
+
+    fn rate_unit(&self) -> RateUnit {
+        K::RATE_UNIT
     }
 
     fn summarize(&self, at: At) -> Result<Value, DecodeError> {

@@ -23,8 +23,8 @@ pub use error::{Error, is_interrupted};
 pub use kind::{At, DecodeError, Kind, Stored, StoredKind};
 pub use sink::{Event, Progress, Sink};
 
-use crate::document::RunDocument;
-use crate::vocab::Samples;
+use crate::document::{RunDocument, WorkloadRecord};
+use crate::vocab::{RateUnit, Samples};
 
 /// What a workload gets from the runner while it runs.
 #[derive(Clone)]
@@ -95,6 +95,12 @@ const KINDS: &[&dyn StoredKind] = &[
 /// The kind named `name`, if ratelab knows it.
 pub fn kind(name: &str) -> Option<&'static dyn StoredKind> {
     KINDS.iter().copied().find(|k| k.name() == name)
+}
+
+/// The unit a stored workload's rates are shown in (bytes per second for a kind this
+/// version does not know).
+pub fn rate_unit(record: &WorkloadRecord) -> RateUnit {
+    kind(&record.kind).map_or(RateUnit::BytesPerSec, |k| k.rate_unit())
 }
 
 /// Each workload's items of `run` as `results compare` groups them; `None` for a

@@ -2,11 +2,28 @@
 //! one clock. Each kind's own charts come from its [`crate::workload::Kind::charts`].
 
 use crate::document::WorkloadRecord;
+use crate::vocab::RateUnit;
 use crate::vocab::chart::{Chart, Line, plain_axis};
-use crate::vocab::units::format_rate;
+use crate::vocab::units::{format_bits_rate, format_rate};
+use crate::workload;
 
-/// The rate series of workloads that started together, on their common clock.
+/// An axis of rates for storage and network at once: each mark in both units.
+fn both_units(rate: f64) -> String {
+    RateUnit::format_for(&[RateUnit::BytesPerSec, RateUnit::BytesPerSecInBits], rate)
+}
+
+/// The rate series of workloads that started together, on their common clock, in
+/// their unit (Gbit/s for the network), or in both when storage and network mix.
 pub fn series(records: &[(usize, &WorkloadRecord)]) -> Option<Chart> {
+    let units: Vec<RateUnit> = records
+        .iter()
+        .map(|(_, record)| workload::rate_unit(record))
+        .collect();
+    let y_format: fn(f64) -> String = match units.first() {
+        Some(&first) if units.iter().any(|&u| u != first) => both_units,
+        Some(RateUnit::BytesPerSecInBits) => format_bits_rate,
+        _ => format_rate,
+    };
     let lines: Vec<Line> = records
         .iter()
         .filter_map(|(index, record)| {
@@ -30,7 +47,7 @@ pub fn series(records: &[(usize, &WorkloadRecord)]) -> Option<Chart> {
         y_label: "rate".into(),
         x_log: false,
         x_format: plain_axis,
-        y_format: format_rate,
+        y_format,
         lines,
     })
     .filter(|c| !c.lines.is_empty())

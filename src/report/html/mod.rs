@@ -56,7 +56,7 @@ pub fn render(doc: &RunDocument) -> Result<String, DecodeError> {
     for index in 0..doc.workloads.len() {
         workload_section(&mut page, At::new(doc, index))?;
     }
-    if let Some(table) = doc.contention.as_ref().and_then(super::contention::table) {
+    if let Some(table) = super::contention::table(doc) {
         page.push_str("<section><h2>Contention</h2>");
         page.push_str(&html_table(&table));
         page.push_str("</section>");

@@ -31,6 +31,8 @@ impl Kind for NetKind {
     type Item = NetItem;
     type Summary = NetSummary;
 
+    const RATE_UNIT: RateUnit = RateUnit::BytesPerSecInBits;
+
     fn summarize(&self, w: &Stored<Self>) -> NetSummary {
         summary::summarize(&w.params, &w.context, &w.items)
     }
@@ -74,7 +76,7 @@ impl Kind for NetKind {
             })
             .collect();
         Some(Samples {
-            unit: RateUnit::BytesPerSecInBits,
+            unit: Self::RATE_UNIT,
             items,
         })
     }
