@@ -493,10 +493,24 @@ fn profile_quick_prints_its_tables_and_stores_the_run() {
         "· profile · complete",
         "256 MiB",
         "10 KiB",
-        "median MB/s",
-        "verdicts:",
+        "summary:",
+        "  storage  ",
+        "  cores    ",
+        "  network  ",
+        "  task     ",
+        "  limit    compress limits the task",
+        "not measured on this machine:",
     ] {
         assert!(text.contains(expect), "{expect:?} missing from:\n{text}");
+    }
+    // The answer first: the summary comes before any workload's tables.
+    let at = |words: &str| text.find(words).unwrap();
+    assert!(at("summary:") < at("disk 1:"), "{text}");
+    // It reads on an 80-column terminal, in about a screen.
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() <= 70, "{} lines:\n{text}", lines.len());
+    for line in &lines {
+        assert!(line.chars().count() <= 80, "wider than 80: {line:?}");
     }
     let runs = common::stored_runs(&db);
     assert_eq!(runs[0]["verb"], "profile");

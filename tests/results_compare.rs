@@ -162,10 +162,13 @@ fn markdown_export_holds_the_run_tables_and_verdicts() {
     }
     for verdict in verdicts {
         let code = verdict["code"].as_str().unwrap();
-        assert!(
-            markdown.contains(&format!("`{code}`")),
-            "{code}: {markdown}"
-        );
+        // What could not be measured here is said in one line, not verdict by verdict.
+        let said = if code == "link_unknown" {
+            markdown.contains("- not measured on this machine: the link limit of ")
+        } else {
+            markdown.contains(&format!("`{code}`"))
+        };
+        assert!(said, "{code}: {markdown}");
     }
     let out = dir.path().join("run1.md");
     ratelab()

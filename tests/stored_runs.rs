@@ -138,6 +138,10 @@ fn every_old_run_shows_as_the_golden_files_say() {
             &format!("runs-61f461b/run-{id}.md"),
             &results(&db, &["export", &id_text, "--format", "markdown"]),
         );
+        golden::check(
+            &format!("runs-61f461b/run-{id}-brief.txt"),
+            &results(&db, &["show", &id_text, "--brief"]),
+        );
     }
 }
 

@@ -23,6 +23,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::exit::Exit;
+use crate::report::layout::Detail;
 use crate::report::{self, Format};
 use crate::run::{RunSpec, Schedule};
 use crate::store::Store;
@@ -149,6 +150,8 @@ fn measure(
 struct Extras {
     judge: Option<crate::run::Judge>,
     then: Option<Then>,
+    /// How much of the run the terminal shows.
+    detail: Detail,
 }
 
 /// Work a verb does once its run is over.
@@ -177,7 +180,7 @@ fn measure_with(
     let format = if output.json {
         Format::Json
     } else {
-        Format::Table
+        Format::Table(extras.detail)
     };
     report::emit(&report::render(&finished.doc, format)?, None)?;
     let after = extras.then.map_or(Ok(()), |then| then(&finished.doc));

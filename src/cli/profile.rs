@@ -18,6 +18,7 @@ use super::disk::DEFAULT_SIZES;
 use super::values::{parse_host_port, parse_size_list};
 use crate::document::RunDocument;
 use crate::exit::{Exit, UsageError};
+use crate::report::layout::Detail;
 use crate::run::{Member, Schedule};
 use crate::store::{RunQuery, Store};
 use crate::workload::Error;
@@ -94,6 +95,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
     let extras = super::Extras {
         judge: last_profile(&args.output).map(changes_since),
         then: Some(Box::new(move |doc| write_report(&output, report, doc))),
+        detail: Detail::Brief,
     };
     super::measure_with("profile", &args.output, workloads, schedule, extras)
 }

@@ -7,6 +7,7 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::analysis::compare::{Sampled, compare};
 use crate::exit::Exit;
+use crate::report::layout::Detail;
 use crate::report::{self, Format};
 use crate::store::{RunListing, RunQuery, Store};
 use crate::vocab::Table;
@@ -43,6 +44,10 @@ pub enum Action {
         /// The run's JSON document instead.
         #[arg(long)]
         json: bool,
+        /// At a glance, as `profile` prints it: brief tables, and no info verdict whose
+        /// point the summary makes.
+        #[arg(long, conflicts_with = "json")]
+        brief: bool,
     },
     /// Runs side by side: each later run's medians against the first run's, with a
     /// Mann-Whitney U test saying which changes stand out of the noise.
@@ -270,8 +275,16 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
     let store = Store::open(&path)?;
     let (bytes, out) = match args.action {
         Action::List { json, filter } => (list(&store, &path, &filter, json)?, None),
-        Action::Show { run_id, json } => {
-            let format = if json { Format::Json } else { Format::Table };
+        Action::Show {
+            run_id,
+            json,
+            brief,
+        } => {
+            let format = match (json, brief) {
+                (true, _) => Format::Json,
+                (false, true) => Format::Table(Detail::Brief),
+                (false, false) => Format::Table(Detail::Full),
+            };
             (report::render(&store.load_run(run_id)?, format)?, None)
         }
         Action::Compare {

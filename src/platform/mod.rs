@@ -28,13 +28,15 @@ pub fn same_filesystem(a: &Path, b: &Path) -> bool {
 }
 
 /// Whether `folder` lies inside `target` on the same filesystem: what a storage series
-/// of `target` measured is the storage `folder` is on.
+/// of `target` measured is the storage `folder` is on. Paths of a stored run that are
+/// gone (its temporary folders) are compared as written, as they were when it ran.
 pub fn measured_by(folder: &Path, target: &Path) -> bool {
-    let (Ok(folder), Ok(target)) = (std::fs::canonicalize(folder), std::fs::canonicalize(target))
-    else {
-        return false;
-    };
-    folder.starts_with(&target) && same_filesystem(&folder, &target)
+    match (std::fs::canonicalize(folder), std::fs::canonicalize(target)) {
+        (Ok(folder), Ok(target)) => {
+            folder.starts_with(&target) && same_filesystem(&folder, &target)
+        }
+        _ => folder.starts_with(target),
+    }
 }
 
 /// Errors from probing the platform.

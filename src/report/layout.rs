@@ -1,12 +1,121 @@
 //! What every text report of a run says, in order, before a format dresses it: the
-//! run's line, the machine's line, each workload's heading, rate shape and tables, the
-//! contention table and the verdicts. The terminal, Markdown and HTML reports all read
-//! it from here, so they cannot say different things.
+//! run's line, the machine's line, the summary (each part's headline figures, the step
+//! that limits the task, what moved since the last profile), the verdicts (errors, then
+//! warnings, then the rest, with the "not measured here" notes folded into one line),
+//! each workload's heading, rate shape and tables, and the contention table. The
+//! terminal, Markdown and HTML reports all read it from here, so they cannot say
+//! different things.
 
-use crate::document::{RunDocument, Severity, WorkloadRecord};
-use crate::vocab::Table;
+use crate::document::{RunDocument, Severity, Verdict, WorkloadRecord};
 use crate::vocab::units::format_bytes;
+use crate::vocab::{SummaryLine, Table, Unmeasured};
+use crate::workload::disk::since;
 use crate::workload::{self, At, DecodeError};
+
+/// How much of each workload a report shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Detail {
+    /// Every table and verdict (`results show`, a verb's own output).
+    #[default]
+    Full,
+    /// A run of many parts at a glance (`profile`): each kind's brief tables, and no
+    /// info verdict whose point the summary already makes.
+    Brief,
+}
+
+/// The run's summary: each workload's lines in the run's order (a workload run alone
+/// first speaks through the one it stands for), then what moved since the last profile.
+pub fn summary(doc: &RunDocument) -> Result<Vec<SummaryLine>, DecodeError> {
+    let mut lines = Vec::new();
+    for (index, record) in doc.workloads.iter().enumerate() {
+        if record.alone_of.is_some() {
+            continue;
+        }
+        if let Some(kind) = workload::kind(&record.kind) {
+            lines.extend(kind.summary_lines(At::new(doc, index))?);
+        }
+    }
+    lines.extend(
+        doc.verdicts
+            .iter()
+            .filter(|v| in_summary(v))
+            .map(|v| SummaryLine::new("since", v.message.clone())),
+    );
+    Ok(lines)
+}
+
+/// Whether a verdict is said by the summary itself: what moved since the last profile.
+fn in_summary(verdict: &Verdict) -> bool {
+    verdict.workload.is_none() && since::CODES.contains(&verdict.code.as_str())
+}
+
+/// The verdicts as a report lists them.
+#[derive(Debug)]
+pub struct Listing<'a> {
+    /// Errors, then warnings, then the rest, each in the run's order.
+    pub verdicts: Vec<&'a Verdict>,
+    /// The "not measured on this machine" notes in one line: what is missing and why.
+    pub unmeasured: Option<String>,
+    /// Info verdicts left out because the summary makes their point (brief only).
+    pub left_out: usize,
+}
+
+/// The verdicts of `doc` in the order and shape every report lists them.
+pub fn listing(doc: &RunDocument, detail: Detail) -> Result<Listing<'_>, DecodeError> {
+    let mut folded: Vec<(usize, String)> = Vec::new();
+    let mut missing: Vec<String> = Vec::new();
+    let mut covered: Vec<(usize, String)> = Vec::new();
+    for (index, record) in doc.workloads.iter().enumerate() {
+        let Some(kind) = workload::kind(&record.kind) else {
+            continue;
+        };
+        let at = At::new(doc, index);
+        for Unmeasured { codes, what, why } in kind.unmeasured(at)? {
+            // Only what a verdict of the run says is folded: the line never says more.
+            if !doc
+                .verdicts
+                .iter()
+                .any(|v| v.workload == Some(index) && codes.contains(&v.code))
+            {
+                continue;
+            }
+            folded.extend(codes.into_iter().map(|code| (index, code)));
+            let words = format!("{what} ({why})");
+            if !missing.contains(&words) {
+                missing.push(words);
+            }
+        }
+        if detail == Detail::Brief && record.alone_of.is_none() {
+            for line in kind.summary_lines(at)? {
+                covered.extend(line.covers.iter().map(|&code| (index, code.to_string())));
+            }
+        }
+    }
+    let about = |v: &Verdict, set: &[(usize, String)]| {
+        v.workload
+            .is_some_and(|w| set.iter().any(|(i, code)| *i == w && *code == v.code))
+    };
+    let mut verdicts = Vec::new();
+    let mut left_out = 0;
+    for severity in [Severity::Error, Severity::Warning, Severity::Info] {
+        for verdict in doc.verdicts.iter().filter(|v| v.severity == severity) {
+            if in_summary(verdict) || (severity == Severity::Info && about(verdict, &folded)) {
+                continue;
+            }
+            if severity == Severity::Info && about(verdict, &covered) {
+                left_out += 1;
+                continue;
+            }
+            verdicts.push(verdict);
+        }
+    }
+    Ok(Listing {
+        verdicts,
+        unmeasured: (!missing.is_empty())
+            .then(|| format!("not measured on this machine: {}", missing.join(", "))),
+        left_out,
+    })
+}
 
 /// `run 12 · disk · complete · 2026-11-22T10:00:00Z · label`.
 pub fn run_line(doc: &RunDocument) -> String {
@@ -53,18 +162,19 @@ pub fn workload_heading(index: usize, record: &WorkloadRecord) -> String {
     format!("{} {}{alone}: {}", record.kind, index + 1, record.target)
 }
 
-/// The tables a workload's kind makes of it, leaving out empty ones (a run stopped
-/// before its first item); `None` when this version does not know the kind (see
-/// [`unknown_kind`]).
-pub fn workload_tables(at: At) -> Result<Option<Vec<Table>>, DecodeError> {
+/// The tables a workload's kind makes of it at `detail`, leaving out empty ones (a
+/// run stopped before its first item); `None` when this version does not know the kind
+/// (see [`unknown_kind`]).
+pub fn workload_tables(at: At, detail: Detail) -> Result<Option<Vec<Table>>, DecodeError> {
     let Some(kind) = workload::kind(&at.record().kind) else {
         return Ok(None);
     };
+    let tables = match detail {
+        Detail::Full => kind.tables(at)?,
+        Detail::Brief => kind.brief_tables(at)?,
+    };
     Ok(Some(
-        kind.tables(at)?
-            .into_iter()
-            .filter(|t| !t.rows.is_empty())
-            .collect(),
+        tables.into_iter().filter(|t| !t.rows.is_empty()).collect(),
     ))
 }
 

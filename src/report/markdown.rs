@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::layout;
+use super::layout::{self, Detail};
 use crate::document::RunDocument;
 use crate::vocab::Table;
 use crate::workload::{self, At, DecodeError};
@@ -15,6 +15,31 @@ pub fn render(doc: &RunDocument) -> Result<String, DecodeError> {
     let mut out = String::new();
     let _ = writeln!(out, "## {}\n", escape(&layout::run_line(doc)));
     let _ = writeln!(out, "{}\n", escape(&layout::machine_line(doc)));
+    let summary = layout::summary(doc)?;
+    if !summary.is_empty() {
+        let _ = writeln!(out, "### summary\n");
+        for line in &summary {
+            let _ = writeln!(out, "- **{}** {}", line.part, escape(&line.text));
+        }
+        out.push('\n');
+    }
+    let listing = layout::listing(doc, Detail::Full)?;
+    if !listing.verdicts.is_empty() || listing.unmeasured.is_some() {
+        let _ = writeln!(out, "### verdicts\n");
+        for verdict in &listing.verdicts {
+            let _ = writeln!(
+                out,
+                "- **{}** `{}`: {}",
+                layout::severity_name(verdict.severity),
+                verdict.code,
+                escape(&verdict.message)
+            );
+        }
+        if let Some(line) = &listing.unmeasured {
+            let _ = writeln!(out, "- {}", escape(line));
+        }
+        out.push('\n');
+    }
     for (index, record) in doc.workloads.iter().enumerate() {
         let _ = writeln!(
             out,
@@ -29,7 +54,7 @@ pub fn render(doc: &RunDocument) -> Result<String, DecodeError> {
             // The sparkline's marks line up only in a fixed-width font.
             let _ = writeln!(out, "```text\n{shape}\n```\n");
         }
-        match layout::workload_tables(At::new(doc, index))? {
+        match layout::workload_tables(At::new(doc, index), Detail::Full)? {
             Some(tables) => {
                 for table in &tables {
                     let _ = writeln!(out, "{}", table_markdown(table));
@@ -42,18 +67,6 @@ pub fn render(doc: &RunDocument) -> Result<String, DecodeError> {
     }
     if let Some(table) = super::contention::table(doc) {
         let _ = writeln!(out, "{}", table_markdown(&table));
-    }
-    if !doc.verdicts.is_empty() {
-        let _ = writeln!(out, "### verdicts\n");
-        for verdict in &doc.verdicts {
-            let _ = writeln!(
-                out,
-                "- **{}** `{}`: {}",
-                layout::severity_name(verdict.severity),
-                verdict.code,
-                escape(&verdict.message)
-            );
-        }
     }
     Ok(out)
 }

@@ -17,10 +17,10 @@ use std::path::Path;
 use crate::document::RunDocument;
 
 /// Formats a run can be exported in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
-    /// Tables and verdicts for people.
-    Table,
+    /// The summary, verdicts and tables for people, at a level of detail.
+    Table(layout::Detail),
     /// The run document as JSON (docs/json.md).
     Json,
     /// One row per item.
@@ -32,7 +32,7 @@ pub enum Format {
 /// Renders a run in `format`.
 pub fn render(doc: &RunDocument, format: Format) -> anyhow::Result<Vec<u8>> {
     Ok(match format {
-        Format::Table => terminal::render(doc)?.into_bytes(),
+        Format::Table(detail) => terminal::render(doc, detail)?.into_bytes(),
         Format::Json => json::render(doc),
         Format::Csv => csv::render(std::slice::from_ref(doc))?,
         Format::SeriesCsv => csv::series(doc)?,

@@ -9,6 +9,10 @@ use crate::vocab::units::format_seconds;
 const MARKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 /// Widest sparkline, in marks.
 const WIDTH: usize = 60;
+/// Columns the line fits in, caption and marks.
+const LINE: usize = 80;
+/// Fewest marks a line is narrowed to.
+const FEWEST: usize = 16;
 
 /// "rate over 12.3 s (0.2 s per mark, top 1.20 GB/s): ▁▃▇▇▇▆▃", and the knees, in
 /// `unit`; `None` for a run too short to have a shape, or one that moves no bytes (cpu
@@ -35,7 +39,28 @@ pub fn describe(series: &Series, unit: RateUnit) -> Option<String> {
     if rates.len() < 2 {
         return None;
     }
-    let per_mark = rates.len().div_ceil(WIDTH);
+    let span = series.t_s.last().copied().unwrap_or(0.0) - series.started_at_s;
+    // Fewer, wider marks until the line fits the terminal, or marks would say little.
+    let mut per_mark = rates.len().div_ceil(WIDTH);
+    loop {
+        let (text, marks) = line(&rates, per_mark, span, series.interval_s, unit);
+        let width = text.chars().count();
+        if width <= LINE || marks <= FEWEST || per_mark >= rates.len() {
+            return Some(with_knees(text, series, unit));
+        }
+        per_mark += 1;
+    }
+}
+
+/// The sparkline of `rates` at `per_mark` samples per mark, with its caption, and how
+/// many marks it has.
+fn line(
+    rates: &[f64],
+    per_mark: usize,
+    span: f64,
+    interval_s: f64,
+    unit: RateUnit,
+) -> (String, usize) {
     let marks: Vec<f64> = rates
         .chunks(per_mark)
         .map(|chunk| chunk.iter().sum::<f64>() / chunk.len() as f64)
@@ -52,13 +77,17 @@ pub fn describe(series: &Series, unit: RateUnit) -> Option<String> {
             MARKS[level.min(7)]
         })
         .collect();
-    let span = series.t_s.last().copied().unwrap_or(0.0) - series.started_at_s;
-    let mut text = format!(
+    let text = format!(
         "rate over {} ({} per mark, top {}): {line}",
         format_seconds(span),
-        format_seconds(series.interval_s * per_mark as f64),
+        format_seconds(interval_s * per_mark as f64),
         unit.format(top)
     );
+    (text, marks.len())
+}
+
+/// `text` and a line for each knee of `series`.
+fn with_knees(mut text: String, series: &Series, unit: RateUnit) -> String {
     for knee in series.knees.iter().flatten() {
         text.push_str(&format!(
             "\nknee at {}: {} → {} after {} MB",
@@ -68,7 +97,7 @@ pub fn describe(series: &Series, unit: RateUnit) -> Option<String> {
             knee.bytes_before / 1_000_000
         ));
     }
-    Some(text)
+    text
 }
 
 #[cfg(test)]

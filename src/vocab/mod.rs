@@ -5,10 +5,12 @@
 pub mod chart;
 pub mod group;
 pub mod limit;
+pub mod summary_line;
 pub mod table;
 pub mod units;
 
 pub use chart::{Chart, Line};
 pub use group::{GroupKey, RateUnit, Samples};
 pub use limit::LinkLimit;
+pub use summary_line::{SummaryLine, Unmeasured};
 pub use table::Table;

@@ -34,6 +34,17 @@ pub fn format_loops(loops_per_sec: f64) -> String {
     format!("{value:.3} {unit}").trim_end().to_string()
 }
 
+/// Loops per second to three figures, for a line of words: `243 M`, `1.17 G`.
+pub fn format_loops_short(loops_per_sec: f64) -> String {
+    let (value, unit) = match loops_per_sec {
+        r if r >= 1e9 => (r / 1e9, " G"),
+        r if r >= 1e6 => (r / 1e6, " M"),
+        r if r >= 1e3 => (r / 1e3, " k"),
+        r => (r, ""),
+    };
+    format!("{}{unit}", three_digits(value))
+}
+
 /// A byte count in decimal units: `2.15 GB`.
 pub fn format_bytes(bytes: u64) -> String {
     let (value, unit) = decimal(bytes as f64);

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::document::{Knee, RunDocument, Verdict, WorkloadRecord};
-use crate::vocab::{Chart, LinkLimit, RateUnit, Samples, Table};
+use crate::vocab::{Chart, LinkLimit, RateUnit, Samples, SummaryLine, Table, Unmeasured};
 
 /// One workload of a run: where every hook of a kind starts from.
 #[derive(Debug, Clone, Copy)]
@@ -158,6 +158,24 @@ pub trait Kind: Sync + 'static {
     /// Tables for the terminal and text reports.
     fn tables(&self, w: &Stored<Self>) -> Vec<Table>;
 
+    /// The lines it gives a run's summary: its headline figures against their limits
+    /// (and, for a task, the step that limits it); none by default.
+    fn summary_lines(&self, _w: &Stored<Self>) -> Result<Vec<SummaryLine>, DecodeError> {
+        Ok(Vec::new())
+    }
+
+    /// What it could not measure on this machine and why, each said at length by one
+    /// of its info verdicts; nothing by default.
+    fn unmeasured(&self, _w: &Stored<Self>) -> Vec<Unmeasured> {
+        Vec::new()
+    }
+
+    /// Its tables where a run of many parts is shown at a glance (`profile`): fewer and
+    /// narrower, fitting 80 columns; its full tables by default.
+    fn brief_tables(&self, w: &Stored<Self>) -> Vec<Table> {
+        self.tables(w)
+    }
+
     /// Conclusions that need the other workloads of the same run (a task beside the
     /// storage series of its folder); none by default.
     fn verdicts_beside(&self, _w: &Stored<Self>) -> Result<Vec<Verdict>, DecodeError> {
@@ -209,6 +227,15 @@ pub trait StoredKind: Sync {
     /// Its tables.
     fn tables(&self, at: At) -> Result<Vec<Table>, DecodeError>;
 
+    /// Its lines of the run's summary.
+    fn summary_lines(&self, at: At) -> Result<Vec<SummaryLine>, DecodeError>;
+
+    /// What it could not measure here.
+    fn unmeasured(&self, at: At) -> Result<Vec<Unmeasured>, DecodeError>;
+
+    /// Its tables at a glance.
+    fn brief_tables(&self, at: At) -> Result<Vec<Table>, DecodeError>;
+
     /// Its knees, where it looks for them.
     fn knees(&self, at: At) -> Result<Option<Vec<Knee>>, DecodeError>;
 
@@ -249,6 +276,18 @@ impl<K: Kind> StoredKind for K {
 
     fn tables(&self, at: At) -> Result<Vec<Table>, DecodeError> {
         Ok(Kind::tables(self, &Stored::decode(at)?))
+    }
+
+    fn summary_lines(&self, at: At) -> Result<Vec<SummaryLine>, DecodeError> {
+        Kind::summary_lines(self, &Stored::decode(at)?)
+    }
+
+    fn unmeasured(&self, at: At) -> Result<Vec<Unmeasured>, DecodeError> {
+        Ok(Kind::unmeasured(self, &Stored::decode(at)?))
+    }
+
+    fn brief_tables(&self, at: At) -> Result<Vec<Table>, DecodeError> {
+        Ok(Kind::brief_tables(self, &Stored::decode(at)?))
     }
 
     fn knees(&self, at: At) -> Result<Option<Vec<Knee>>, DecodeError> {

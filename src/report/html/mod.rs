@@ -8,8 +8,8 @@ mod figures;
 
 use std::fmt::Write;
 
-use super::layout;
-use crate::document::{RunDocument, Severity, WorkloadRecord};
+use super::layout::{self, Detail};
+use crate::document::{RunDocument, WorkloadRecord};
 use crate::vocab::units::format_bytes;
 use crate::vocab::{Chart, Table};
 use crate::workload::{self, At, DecodeError};
@@ -28,6 +28,9 @@ th,td{padding:3px 8px;border-bottom:1px solid #e4e7eb;text-align:left;white-spac
 td.n{text-align:right;font-variant-numeric:tabular-nums}caption{text-align:left;font-weight:600;padding:4px 0}
 ul.verdicts{list-style:none;padding:0}ul.verdicts li{padding:6px 10px;margin:6px 0;border-left:4px solid #8c959f;background:#f6f8fa;overflow-wrap:anywhere}
 li.warning{border-color:#d4a72c!important}li.error{border-color:#cf222e!important}
+li.unmeasured{color:#57606a}
+table.summary{font-size:1em;margin:0}table.summary th{padding:4px 12px 4px 0;vertical-align:top;border:none}
+table.summary td{white-space:normal;border:none;padding:4px 0}
 code{font-size:.9em}
 @media print{body{background:#fff;font-size:11px}section{border:none;padding:0}figure{break-inside:avoid}
 main{max-width:none}.table,figure{overflow:visible}figure svg{min-width:0}th,td{white-space:normal;padding:2px 4px}}
@@ -50,7 +53,8 @@ pub fn render(doc: &RunDocument) -> Result<String, DecodeError> {
         escape(&title)
     );
     header(&mut page, doc, &title);
-    verdicts(&mut page, doc);
+    summary(&mut page, doc)?;
+    verdicts(&mut page, doc)?;
     limits(&mut page, doc)?;
     together(&mut page, doc);
     for index in 0..doc.workloads.len() {
@@ -95,35 +99,57 @@ fn header(page: &mut String, doc: &RunDocument, title: &str) {
     );
 }
 
-fn verdicts(page: &mut String, doc: &RunDocument) {
-    if doc.verdicts.is_empty() {
-        return;
+/// The answer first: each part's headline figures, the step that limits the task, and
+/// what moved since the last profile.
+fn summary(page: &mut String, doc: &RunDocument) -> Result<(), DecodeError> {
+    let lines = layout::summary(doc)?;
+    if lines.is_empty() {
+        return Ok(());
+    }
+    page.push_str("<section class=\"summary\"><h2>Summary</h2><table class=\"summary\">");
+    for line in &lines {
+        let _ = write!(
+            page,
+            "<tr><th>{}</th><td>{}</td></tr>",
+            escape(&line.part),
+            escape(&line.text)
+        );
+    }
+    page.push_str("</table></section>");
+    Ok(())
+}
+
+fn verdicts(page: &mut String, doc: &RunDocument) -> Result<(), DecodeError> {
+    let listing = layout::listing(doc, Detail::Full)?;
+    if listing.verdicts.is_empty() && listing.unmeasured.is_none() {
+        return Ok(());
     }
     page.push_str("<section><h2>Verdicts</h2><ul class=\"verdicts\">");
-    // Errors first, then warnings, then the rest, each in the run's order.
-    for severity in [Severity::Error, Severity::Warning, Severity::Info] {
-        for verdict in doc.verdicts.iter().filter(|v| v.severity == severity) {
-            let class = layout::severity_name(severity);
-            let about = verdict
-                .workload
-                .and_then(|w| doc.workloads.get(w).map(|r| (w, r)))
-                .map(|(w, r)| {
-                    format!(
-                        " <span class=\"meta\">({} {})</span>",
-                        escape(&r.kind),
-                        w + 1
-                    )
-                })
-                .unwrap_or_default();
-            let _ = write!(
-                page,
-                "<li class=\"{class}\"><b>{}</b>{about}: {}</li>",
-                escape(&verdict.code),
-                escape(&verdict.message)
-            );
-        }
+    for verdict in &listing.verdicts {
+        let class = layout::severity_name(verdict.severity);
+        let about = verdict
+            .workload
+            .and_then(|w| doc.workloads.get(w).map(|r| (w, r)))
+            .map(|(w, r)| {
+                format!(
+                    " <span class=\"meta\">({} {})</span>",
+                    escape(&r.kind),
+                    w + 1
+                )
+            })
+            .unwrap_or_default();
+        let _ = write!(
+            page,
+            "<li class=\"{class}\"><b>{}</b>{about}: {}</li>",
+            escape(&verdict.code),
+            escape(&verdict.message)
+        );
+    }
+    if let Some(line) = &listing.unmeasured {
+        let _ = write!(page, "<li class=\"unmeasured\">{}</li>", escape(line));
     }
     page.push_str("</ul></section>");
+    Ok(())
 }
 
 /// The physical limit of each workload's link, as the platform probes found it.
@@ -208,7 +234,7 @@ fn workload_section(page: &mut String, at: At) -> Result<(), DecodeError> {
     for svg in charts.iter().filter_map(Chart::svg) {
         let _ = write!(page, "<figure>{svg}</figure>");
     }
-    match layout::workload_tables(at)? {
+    match layout::workload_tables(at, Detail::Full)? {
         Some(tables) => {
             for table in &tables {
                 page.push_str(&html_table(table));

@@ -7,11 +7,11 @@ use serde::{Deserialize, Serialize};
 use super::context::{CpuContext, PowerSource, UnavailableTest};
 use super::item::CpuItem;
 use super::scaling::{Scaling, scaling};
-use super::{CpuPlan, charts, table};
+use super::{CpuPlan, brief, charts, table};
 use crate::document::{Severity, Verdict};
 use crate::platform::cores::CoreType;
-use crate::vocab::{Chart, GroupKey, RateUnit, Samples, Table};
-use crate::workload::{Kind, Stored};
+use crate::vocab::{Chart, GroupKey, RateUnit, Samples, SummaryLine, Table, Unmeasured};
+use crate::workload::{DecodeError, Kind, Stored};
 
 /// Efficiency under which scaling is called out.
 const POOR_SCALING: f64 = 0.75;
@@ -136,6 +136,18 @@ impl Kind for CpuKind {
             &w.context,
             w.params.baseline.is_some(),
         )]
+    }
+
+    fn summary_lines(&self, w: &Stored<Self>) -> Result<Vec<SummaryLine>, DecodeError> {
+        Ok(brief::summary_lines(w))
+    }
+
+    fn unmeasured(&self, w: &Stored<Self>) -> Vec<Unmeasured> {
+        brief::unmeasured(w)
+    }
+
+    fn brief_tables(&self, w: &Stored<Self>) -> Vec<Table> {
+        brief::brief_tables(w)
     }
 }
 

@@ -3,6 +3,7 @@
 //! count and class, with the cores each thread ran on, are items; scaling and the share
 //! of a baseline run are worked out from them by the kind.
 
+mod brief;
 mod charts;
 mod class;
 mod context;

@@ -3,11 +3,11 @@
 
 use super::item::{DiskItem, Op};
 use super::shapes::{DiskContext, DiskParams, DiskSummary};
-use super::{charts, present, summary, verdicts};
+use super::{brief, charts, present, summary, verdicts};
 use crate::analysis;
 use crate::document::{Knee, Verdict};
-use crate::vocab::{Chart, GroupKey, LinkLimit, RateUnit, Samples, Table};
-use crate::workload::{Kind, Stored};
+use crate::vocab::{Chart, GroupKey, LinkLimit, RateUnit, Samples, SummaryLine, Table, Unmeasured};
+use crate::workload::{DecodeError, Kind, Stored};
 
 /// How ratelab summarises, judges and shows stored disk workloads.
 pub struct DiskKind;
@@ -29,6 +29,18 @@ impl Kind for DiskKind {
 
     fn tables(&self, w: &Stored<Self>) -> Vec<Table> {
         present::tables(w)
+    }
+
+    fn summary_lines(&self, w: &Stored<Self>) -> Result<Vec<SummaryLine>, DecodeError> {
+        Ok(brief::summary_lines(w))
+    }
+
+    fn unmeasured(&self, w: &Stored<Self>) -> Vec<Unmeasured> {
+        brief::unmeasured(w)
+    }
+
+    fn brief_tables(&self, w: &Stored<Self>) -> Vec<Table> {
+        brief::brief_tables(w)
     }
 
     fn charts(&self, w: &Stored<Self>) -> Vec<Chart> {

@@ -21,6 +21,13 @@ const MIN_CHANGE: f64 = 0.10;
 /// Figures named in the verdict; the rest are counted.
 const NAMED: usize = 6;
 
+/// The codes of the verdicts on what moved since the last profile.
+pub const CODES: [&str; 3] = [
+    "since_last_profile",
+    "unchanged_since_last_profile",
+    "changed_since_last_profile",
+];
+
 /// One figure of both runs.
 struct Figure {
     words: String,
@@ -47,7 +54,7 @@ pub fn since(previous: &RunDocument, current: &RunDocument) -> Result<Vec<Verdic
     let figures = figures(previous, current)?;
     if figures.is_empty() {
         return Ok(vec![verdict(
-            "since_last_profile",
+            CODES[0],
             Severity::Info,
             format!(
                 "{before} measured other targets or settings: no storage figure to set this one against"
@@ -68,7 +75,7 @@ pub fn since(previous: &RunDocument, current: &RunDocument) -> Result<Vec<Verdic
         .collect();
     if called.is_empty() {
         return Ok(vec![verdict(
-            "unchanged_since_last_profile",
+            CODES[1],
             Severity::Info,
             format!(
                 "no storage figure moved beyond the noise since {before} ({}; files of 64 MiB and more)",
@@ -83,7 +90,7 @@ pub fn since(previous: &RunDocument, current: &RunDocument) -> Result<Vec<Verdic
         .map(|f| format!("{} {:.2}x (p {:.2e})", f.words, f.ratio, f.p_value))
         .collect();
     Ok(vec![verdict(
-        "changed_since_last_profile",
+        CODES[2],
         if slower {
             Severity::Warning
         } else {

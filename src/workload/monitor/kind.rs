@@ -7,11 +7,11 @@ use super::item::MonitorItem;
 use super::summary::{
     FreqVsActiveCores, MonitorSummary, ZonePower, cores, freq_vs_active_cores, placements,
 };
-use super::{MonitorPlan, charts, tables};
+use super::{MonitorPlan, brief, charts, tables};
 use crate::analysis::stats::Stats;
 use crate::document::{Severity, Verdict};
 use crate::monitor::Sources;
-use crate::vocab::{Chart, Table};
+use crate::vocab::{Chart, Table, Unmeasured};
 use crate::workload::{Kind, Stored};
 
 /// How ratelab summarises, judges and shows stored monitor workloads.
@@ -188,5 +188,13 @@ impl Kind for MonitorKind {
         tables.extend(tables::frequency_fit(items, has_freq));
         tables.extend(tables::threads(&placements(items)));
         tables
+    }
+
+    fn unmeasured(&self, w: &Stored<Self>) -> Vec<Unmeasured> {
+        brief::unmeasured(w)
+    }
+
+    fn brief_tables(&self, w: &Stored<Self>) -> Vec<Table> {
+        brief::brief_tables(w)
     }
 }

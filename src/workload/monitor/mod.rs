@@ -3,6 +3,7 @@
 //! watched command's exit, a companion's stop flag, or a cancel. It runs alone
 //! (`ratelab monitor`) or beside another workload of its group (`ratelab cpu`).
 
+mod brief;
 mod charts;
 mod command;
 mod context;

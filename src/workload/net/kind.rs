@@ -5,16 +5,16 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use super::NetPlan;
 use super::context::NetContext;
 use super::item::{NetItem, Scope, Side};
 use super::protocol::Direction;
 use super::report::Role;
 use super::summary::{self, NetSummary, Totals, cpu_fraction, interval_sums, limit, nominal_s};
+use super::{NetPlan, brief};
 use crate::document::{Severity, Verdict};
 use crate::vocab::units::{format_bits_rate, gbit_per_sec};
-use crate::vocab::{GroupKey, LinkLimit, RateUnit, Samples, Table};
-use crate::workload::{Kind, Stored};
+use crate::vocab::{GroupKey, LinkLimit, RateUnit, Samples, SummaryLine, Table, Unmeasured};
+use crate::workload::{DecodeError, Kind, Stored};
 
 /// Share of a core above which a stream's thread is taken as the limit.
 const CPU_BOUND: f64 = 0.9;
@@ -79,6 +79,18 @@ impl Kind for NetKind {
             unit: Self::RATE_UNIT,
             items,
         })
+    }
+
+    fn summary_lines(&self, w: &Stored<Self>) -> Result<Vec<SummaryLine>, DecodeError> {
+        Ok(brief::summary_lines(w))
+    }
+
+    fn unmeasured(&self, w: &Stored<Self>) -> Vec<Unmeasured> {
+        brief::unmeasured(w)
+    }
+
+    fn brief_tables(&self, w: &Stored<Self>) -> Vec<Table> {
+        brief::brief_tables(w)
     }
 
     fn tables(&self, w: &Stored<Self>) -> Vec<Table> {
@@ -331,7 +343,7 @@ fn stream_table(items: &[NetItem]) -> Table {
 }
 
 /// A share of one core in words: `92%`, or `?` where it is not known.
-fn share_of_core(fraction: Option<f64>) -> String {
+pub(super) fn share_of_core(fraction: Option<f64>) -> String {
     fraction.map_or("?".into(), |f| format!("{:.0}%", f * 100.0))
 }
 

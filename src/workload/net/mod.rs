@@ -5,6 +5,7 @@
 
 mod admission;
 mod auth;
+mod brief;
 mod client;
 mod context;
 mod item;

@@ -4,10 +4,10 @@
 use super::item::TaskItem;
 use super::shapes::{TaskContext, TaskSummary};
 use super::summary::{per_threads, summarize};
-use super::{TaskPlan, charts, verdicts};
+use super::{TaskPlan, brief, charts, verdicts};
 use crate::document::Verdict;
 use crate::vocab::units::{format_bytes, format_rate, format_seconds};
-use crate::vocab::{Chart, GroupKey, LinkLimit, RateUnit, Samples, Table};
+use crate::vocab::{Chart, GroupKey, LinkLimit, RateUnit, Samples, SummaryLine, Table};
 use crate::workload::{DecodeError, Kind, Stored};
 
 /// How ratelab summarises, judges and shows stored task workloads.
@@ -66,53 +66,67 @@ impl Kind for TaskKind {
     }
 
     fn tables(&self, w: &Stored<Self>) -> Vec<Table> {
-        let summaries = per_threads(&w.items);
-        let rows = summaries
-            .iter()
-            .flat_map(|summary| {
-                summary.steps.iter().map(|step| {
-                    let limit = if step.op == summary.rate_limiting_step {
-                        "limit"
-                    } else {
-                        ""
-                    };
-                    vec![
-                        summary.threads.to_string(),
-                        step.op.clone(),
-                        format_rate(step.bytes_per_sec),
-                        format_rate(step.source_bytes_per_sec),
-                        format_seconds(step.seconds),
-                        summary
-                            .speedup_if_free
-                            .get(&step.op)
-                            .map_or(String::new(), |x| format!("{x:.2}x")),
-                        limit.to_string(),
-                    ]
-                })
+        vec![step_table(w)]
+    }
+
+    fn summary_lines(&self, w: &Stored<Self>) -> Result<Vec<SummaryLine>, DecodeError> {
+        brief::summary_lines(w)
+    }
+
+    fn brief_tables(&self, w: &Stored<Self>) -> Vec<Table> {
+        brief::brief_tables(w)
+    }
+}
+
+/// Each step at each thread count: its rate, the task's rate were it all of the task,
+/// its time, the gain were it free, and which step limits.
+fn step_table(w: &Stored<TaskKind>) -> Table {
+    let summaries = per_threads(&w.items);
+    let rows = summaries
+        .iter()
+        .flat_map(|summary| {
+            summary.steps.iter().map(|step| {
+                let limit = if step.op == summary.rate_limiting_step {
+                    "limit"
+                } else {
+                    ""
+                };
+                vec![
+                    summary.threads.to_string(),
+                    step.op.clone(),
+                    format_rate(step.bytes_per_sec),
+                    format_rate(step.source_bytes_per_sec),
+                    format_seconds(step.seconds),
+                    summary
+                        .speedup_if_free
+                        .get(&step.op)
+                        .map_or(String::new(), |x| format!("{x:.2}x")),
+                    limit.to_string(),
+                ]
             })
-            .collect();
-        vec![Table {
-            title: title(w, summaries.first().and_then(|s| s.ratio)),
-            header: [
-                "threads",
-                "step",
-                "rate",
-                "task rate",
-                "time",
-                "if it took no time",
-                "",
-            ]
-            .map(String::from)
-            .to_vec(),
-            rows,
-            numeric: vec![0, 2, 3, 4, 5],
-        }]
+        })
+        .collect();
+    Table {
+        title: title(w, summaries.first().and_then(|s| s.ratio)),
+        header: [
+            "threads",
+            "step",
+            "rate",
+            "task rate",
+            "time",
+            "if it took no time",
+            "",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        numeric: vec![0, 2, 3, 4, 5],
     }
 }
 
 /// The table's title: what was done to which file, and the ratio it got (`ratio`, at
 /// the fewest threads).
-fn title(w: &Stored<TaskKind>, ratio: Option<f64>) -> String {
+pub(super) fn title(w: &Stored<TaskKind>, ratio: Option<f64>) -> String {
     let (params, context) = (&w.params, &w.context);
     format!(
         "{} of {} with {} level {} ({}{})",

@@ -3,6 +3,7 @@
 //! step (read alone, compress in memory, write alone), so that the step that sets the
 //! task's pace has a name. Every output is decoded and compared with the original.
 
+mod brief;
 mod charts;
 mod codec;
 mod frames;

@@ -89,9 +89,18 @@ pub fn verdicts_beside(w: &Stored<TaskKind>) -> Result<Vec<Verdict>, DecodeError
     let Some(most) = per_threads(&w.items).pop() else {
         return Ok(Vec::new());
     };
+    Ok(disk_sentences(&series_beside(w)?, &most)
+        .into_iter()
+        .map(|words| Verdict::about(Some(w.index()))("disk_vs_task", Severity::Info, words))
+        .collect())
+}
+
+/// The streaming rates the storage series of `w`'s own run measured on the folders it
+/// read and wrote.
+pub(super) fn series_beside(w: &Stored<TaskKind>) -> Result<DiskRuns, DecodeError> {
     let read = series_rate(w, w.context.read_folder.as_deref(), "read")?;
     let write = series_rate(w, w.context.write_folder.as_deref(), "write")?;
-    let beside = DiskRuns {
+    Ok(DiskRuns {
         read: read.map(|(target, rate)| DiskRead {
             run_id: None,
             target,
@@ -102,11 +111,7 @@ pub fn verdicts_beside(w: &Stored<TaskKind>) -> Result<Vec<Verdict>, DecodeError
             target,
             write_bytes_per_sec: rate,
         }),
-    };
-    Ok(disk_sentences(&beside, &most)
-        .into_iter()
-        .map(|words| Verdict::about(Some(w.index()))("disk_vs_task", Severity::Info, words))
-        .collect())
+    })
 }
 
 /// The target and streaming rate of `op` of the first storage series of `w`'s run

@@ -1,0 +1,88 @@
+//! A net test at a glance: its line of the run's summary (what the receivers got,
+//! against the link's goodput limit or why there is none, both ends' CPU), no brief
+//! table, and the link speed it could not find.
+
+use std::borrow::Cow;
+
+use super::kind::{NetKind, share_of_core};
+use super::summary::NetSummary;
+use crate::vocab::units::format_bits_rate;
+use crate::vocab::{SummaryLine, Table, Unmeasured};
+use crate::workload::{Kind, Stored};
+
+/// Its summary, stored or, for a run that never finished, from its items.
+fn summary_of<'a>(w: &'a Stored<NetKind>) -> Cow<'a, NetSummary> {
+    w.summary
+        .as_ref()
+        .map_or_else(|| Cow::Owned(NetKind.summarize(w)), Cow::Borrowed)
+}
+
+/// Whether the test ran over the loopback interface, where no wire limits TCP.
+fn over_loopback(w: &Stored<NetKind>) -> bool {
+    w.context
+        .interface
+        .as_ref()
+        .is_some_and(|nic| nic.kind == "loopback")
+}
+
+/// The test's line of the summary: received, sent, both ends' CPU, and against what
+/// limit.
+pub fn summary_lines(w: &Stored<NetKind>) -> Vec<SummaryLine> {
+    let summary = summary_of(w);
+    let Some(receive) = summary.receive.as_ref() else {
+        return Vec::new();
+    };
+    let streams = w.params.streams;
+    let mut text = format!(
+        "{}, {streams} stream{}: received {}",
+        w.record.target,
+        if streams == 1 { "" } else { "s" },
+        format_bits_rate(receive.bytes_per_sec),
+    );
+    if let Some(send) = &summary.send {
+        text.push_str(&format!(", sent {}", format_bits_rate(send.bytes_per_sec)));
+    }
+    match (
+        summary.share_of_goodput_limit,
+        summary.goodput_limit_bytes_per_sec,
+    ) {
+        (Some(share), Some(limit)) => text.push_str(&format!(
+            " ({:.1}% of the link's goodput limit of {})",
+            share * 100.0,
+            format_bits_rate(limit)
+        )),
+        _ if over_loopback(w) => text.push_str(" (no wire limits loopback)"),
+        _ => {}
+    }
+    text.push_str(&format!(
+        "; CPU of one core: local {}, remote {}",
+        share_of_core(summary.cpu.local_fraction),
+        share_of_core(summary.cpu.remote_fraction)
+    ));
+    vec![SummaryLine::new("network", text).covering(&["share_of_link", "loopback"])]
+}
+
+/// The link speed it could not find, and why.
+pub fn unmeasured(w: &Stored<NetKind>) -> Vec<Unmeasured> {
+    if w.context.goodput_limit_bytes_per_sec.is_some() || over_loopback(w) {
+        return Vec::new();
+    }
+    let why = w
+        .context
+        .interface
+        .as_ref()
+        .map_or("no interface found".to_string(), |nic| {
+            format!("{} ({}) does not report it", nic.name, nic.kind)
+        });
+    vec![Unmeasured {
+        codes: vec!["link_unknown".into()],
+        what: format!("the link speed to {}", w.record.target),
+        why,
+    }]
+}
+
+/// None: the summary line holds the test's figures; its intervals and each stream
+/// end's are in the full report.
+pub fn brief_tables(_w: &Stored<NetKind>) -> Vec<Table> {
+    Vec::new()
+}
