@@ -82,7 +82,8 @@ fn decimal(value: f64) -> (f64, &'static str) {
     const UNITS: [&str; 5] = ["", "k", "M", "G", "T"];
     let mut unit = 0;
     let mut value = value;
-    while value >= 1000.0 && unit < UNITS.len() - 1 {
+    // A value that would print as 1000 of a unit is shown as 1.00 of the next.
+    while value >= 999.5 && unit < UNITS.len() - 1 {
         value /= 1000.0;
         unit += 1;
     }
@@ -91,9 +92,10 @@ fn decimal(value: f64) -> (f64, &'static str) {
 
 /// Three significant digits, as fio and iperf3 print.
 fn three_digits(value: f64) -> String {
-    if value >= 100.0 {
+    // Thresholds where rounding adds a digit: 99.96 prints as 100, not 100.0.
+    if value >= 99.95 {
         format!("{value:.0}")
-    } else if value >= 10.0 {
+    } else if value >= 9.995 {
         format!("{value:.1}")
     } else {
         format!("{value:.2}")
@@ -103,6 +105,15 @@ fn three_digits(value: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rate_that_rounds_up_takes_the_next_unit() {
+        assert_eq!(format_rate(999.99e6), "1.00 GB/s");
+        assert_eq!(format_rate(999.4e6), "999 MB/s");
+        assert_eq!(format_rate(99.97e6), "100 MB/s");
+        assert_eq!(format_rate(9.996e6), "10.0 MB/s");
+        assert_eq!(format_bits_rate(124.99e9 / 8.0), "125 Gbit/s");
+    }
 
     #[test]
     fn rates_and_sizes() {
