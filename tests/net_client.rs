@@ -138,7 +138,7 @@ fn sigint_mid_test_exits_130_keeps_the_run_and_the_server_serves_on() {
     assert!(sent > 0, "{}", printed["workloads"][0]["summary"]);
     assert_eq!(stored_run(&db, 1), printed);
     // The server saw the client go and is free for the next one.
-    server.wait_for_line(&["test of 1 streams"]);
+    server.wait_for_line(&["test of 1 stream, client to server: received"]);
     let doc = run_json(&mut server.client(&["-t", "1", "-q"]));
     assert_eq!(doc["status"], "complete");
 }
@@ -318,7 +318,7 @@ fn scenario_reaches(server: &Server, target: &str) {
             > 0.0,
         "{workload}"
     );
-    server.wait_for_line(&["test of 1 stream"]);
+    server.wait_for_line(&["test of 1 stream, client to server"]);
 }
 
 #[test]
