@@ -1,13 +1,14 @@
 //! `ratelab net HOST` as a user meets it over loopback: bad input is refused with the
 //! flag or host named and nothing stored; Ctrl-C mid-test exits 130 with the run kept as
 //! incomplete and the server serving on; a stored test shows again from the database;
-//! and the server's bounds on waiting connections hold per address and under a
-//! descriptor limit.
+//! the server's bounds on waiting connections hold per address and under a descriptor
+//! limit; and a scenario's target reaches a server at its own port, `HOST:PORT` or
+//! `[IPv6]:PORT`.
 
 mod common;
 
 use std::io::Write;
-use std::net::{SocketAddr, TcpStream};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use common::net_server::Server;
@@ -94,6 +95,18 @@ fn bad_input_is_refused_naming_the_flag_or_host_and_nothing_is_stored() {
         3,
         &["no-such-host.invalid", "cannot resolve"],
     );
+    refused(
+        ratelab()
+            .args(["net", "127.0.0.1:9", "-p", "9", "--db"])
+            .arg(&db),
+        2,
+        &["port is given twice", "HOST 127.0.0.1:9", "--port 9"],
+    );
+    refused(
+        ratelab().args(["net", "127.0.0.1:0", "--db"]).arg(&db),
+        2,
+        &["invalid host \"127.0.0.1:0\""],
+    );
     assert_eq!(stored_runs(&db), before, "a refused test stored something");
 }
 
@@ -125,7 +138,7 @@ fn sigint_mid_test_exits_130_keeps_the_run_and_the_server_serves_on() {
     assert!(sent > 0, "{}", printed["workloads"][0]["summary"]);
     assert_eq!(stored_run(&db, 1), printed);
     // The server saw the client go and is free for the next one.
-    server.wait_for_line(&["test of 1 streams"]);
+    server.wait_for_line(&["test of 1 stream, client to server: received"]);
     let doc = run_json(&mut server.client(&["-t", "1", "-q"]));
     assert_eq!(doc["status"], "complete");
 }
@@ -270,4 +283,79 @@ fn a_scenario_runs_net_clients_alone_then_together_past_the_idle_timeout() {
         2,
         "{contention}"
     );
+}
+
+/// Runs a scenario of one net workload at `target` (the server's port in it) and checks
+/// it reached `server`: the run complete, its target as written, bytes received, and
+/// the test in the server's log.
+fn scenario_reaches(server: &Server, target: &str) {
+    assert_ne!(
+        server.address().port(),
+        5301,
+        "a port other than the default"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("port.toml");
+    std::fs::write(
+        &scenario,
+        format!("[[workload]]\nkind = \"net\"\ntarget = \"{target}\"\ntime = \"1s\"\n"),
+    )
+    .unwrap();
+    let doc = run_json(
+        ratelab()
+            .arg("run")
+            .arg(&scenario)
+            .args(["--json", "-q", "--no-store"]),
+    );
+    assert_eq!(doc["status"], "complete", "{doc}");
+    let workload = &doc["workloads"][0];
+    assert_eq!(workload["target"], target);
+    assert_eq!(workload["params"]["port"], server.address().port());
+    assert!(
+        workload["summary"]["receive"]["bytes_per_sec"]
+            .as_f64()
+            .unwrap()
+            > 0.0,
+        "{workload}"
+    );
+    server.wait_for_line(&["test of 1 stream, client to server"]);
+}
+
+#[test]
+fn a_scenario_target_with_a_port_reaches_the_server_on_that_port() {
+    let server = Server::start(&[]);
+    scenario_reaches(&server, &server.address().to_string());
+
+    let twice = format!(
+        "[[workload]]\nkind = \"net\"\ntarget = \"{}\"\nport = 5999\n",
+        server.address()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("twice.toml");
+    std::fs::write(&scenario, twice).unwrap();
+    refused(
+        ratelab().arg("run").arg(&scenario).arg("--no-store"),
+        2,
+        &[
+            "twice.toml, line 1: net workload to 127.0.0.1:",
+            &format!("in the target ({})", server.address().port()),
+            "port = 5999",
+        ],
+    );
+}
+
+#[test]
+fn a_scenario_target_in_brackets_reaches_a_server_on_ipv6_loopback() {
+    let loopback = IpAddr::V6(Ipv6Addr::LOCALHOST);
+    if let Err(e) = std::net::TcpListener::bind((loopback, 0)) {
+        common::skip(
+            "a_scenario_target_in_brackets_reaches_a_server_on_ipv6_loopback",
+            &format!("IPv6 loopback ::1 is not available here: {e}"),
+        );
+        return;
+    }
+    let server = Server::start_on(loopback, &[]);
+    let target = server.address().to_string();
+    assert!(target.starts_with("[::1]:"), "{target}");
+    scenario_reaches(&server, &target);
 }

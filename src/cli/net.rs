@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use clap::{Args, Subcommand};
 
 use super::scenario::{Maker, ScenarioKind};
-use super::values::{parse_rate, parse_seconds, parse_size, parse_time};
+use super::values::{parse_host_port, parse_rate, parse_seconds, parse_size, parse_time};
 use super::{Command, MeasureArgs};
 use crate::exit::{Exit, UsageError};
 use crate::run::Schedule;
@@ -43,9 +43,9 @@ pub struct NetArgs {
     /// Run the server instead.
     #[command(subcommand)]
     pub serve: Option<NetCommand>,
-    /// The host running `ratelab net serve` (a name or an address).
-    #[arg(value_name = "HOST", required = true)]
-    pub host: Option<String>,
+    /// The host running `ratelab net serve`: HOST, HOST:PORT or [IPv6]:PORT (5301 unless given).
+    #[arg(value_name = "HOST", required = true, value_parser = parse_host_port)]
+    pub host: Option<(String, Option<u16>)>,
     /// The client's options.
     #[command(flatten)]
     pub client: ClientArgs,
@@ -85,9 +85,9 @@ pub struct ClientArgs {
     /// Bytes per write or read call.
     #[arg(short = 'l', long, value_name = "SIZE", default_value = "128K", value_parser = parse_size)]
     pub block_size: u64,
-    /// The server's port.
-    #[arg(short = 'p', long, value_name = "N", default_value_t = DEFAULT_PORT)]
-    pub port: u16,
+    /// The server's port, when HOST does not give it [default: 5301].
+    #[arg(short = 'p', long, value_name = "N")]
+    pub port: Option<u16>,
     /// A file holding a key shared with the server, proven without sending it.
     #[arg(long, value_name = "PATH")]
     pub key_file: Option<PathBuf>,
@@ -150,9 +150,16 @@ fn scenario_maker(command: Command, target: &str) -> Option<Result<Maker, String
     let Command::Net(args) = command else {
         return None;
     };
+    let (host, target_port) = args.host.expect("a scenario always gives the target");
+    if let (Some(in_target), Some(field)) = (target_port, args.client.port) {
+        return Some(Err(format!(
+            "net workload to {target}: the port is given twice, in the target ({in_target}) \
+             and as port = {field}; give it in one place"
+        )));
+    }
     Some(
         args.client
-            .plan(target.to_string())
+            .plan(host, target_port)
             .map_err(|e| e.0)
             .map(|plan| {
                 Box::new(move |alone_of: Option<usize>| -> Box<dyn Workload> {
@@ -170,9 +177,9 @@ pub fn run(args: NetArgs) -> anyhow::Result<Exit> {
     match args.serve {
         Some(NetCommand::Serve(serve)) => run_server(serve),
         None => {
-            let host = args.host.expect("clap requires HOST without serve");
+            let (host, port) = args.host.expect("clap requires HOST without serve");
             let output = args.client.output.clone();
-            let plan = args.client.plan(host)?;
+            let plan = args.client.plan(host, port)?;
             super::measure(
                 NetKind::NAME,
                 &output,
@@ -184,8 +191,8 @@ pub fn run(args: NetArgs) -> anyhow::Result<Exit> {
 }
 
 impl ClientArgs {
-    /// The validated plan of a test against `host`.
-    pub fn plan(&self, host: String) -> Result<NetPlan, UsageError> {
+    /// The validated plan of a test against `host`, at the port HOST gave, if any.
+    pub fn plan(&self, host: String, host_port: Option<u16>) -> Result<NetPlan, UsageError> {
         if self.parallel == 0 || self.parallel > MAX_STREAMS {
             return Err(UsageError(format!(
                 "--parallel {} is out of range (1 to {MAX_STREAMS})",
@@ -221,9 +228,9 @@ impl ClientArgs {
             )));
         }
         let interval = self.output.interval.unwrap_or(DEFAULT_REPORT_INTERVAL);
-        Ok(NetPlan {
+        let plan = NetPlan {
             host,
-            port: self.port,
+            port: host_port.or(self.port).unwrap_or(DEFAULT_PORT),
             streams: self.parallel,
             direction: if self.bidir {
                 Direction::Bidir
@@ -242,7 +249,14 @@ impl ClientArgs {
             key: self.key_file.is_some(),
             own_server: false,
             key_file: self.key_file.clone(),
-        })
+        };
+        if let (Some(_), Some(flag)) = (host_port, self.port) {
+            return Err(UsageError(format!(
+                "the port is given twice, in HOST {} and as --port {flag}; give it in one place",
+                plan.host_port()
+            )));
+        }
+        Ok(plan)
     }
 }
 

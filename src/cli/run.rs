@@ -14,12 +14,14 @@ use crate::workload::Workload;
 #[derive(Debug, Args)]
 #[command(
     after_long_help = "A scenario lists workloads in [[workload]] tables. Each has a \
-kind (\"disk\" or \"net\"), a target (a folder, or the host running `ratelab net serve`), an optional start_delay (\"2s\"), and any flag of its verb as a \
+kind (\"disk\" or \"net\"), a target (a folder, or the host running `ratelab net serve`: \
+HOST, HOST:PORT or [IPv6]:PORT; else the port field, else 5301), an optional start_delay (\"2s\"), and any flag of its verb as a \
 field, with - written as _: sizes = \"1G,1G\", direct = true, read = [\"direct\", \"cached\"]. \
 At the top, interval = \"100ms\", alone = true and label = \"...\" set the run.\n\n\
 Example:\n\n  alone = true\n\n  [[workload]]\n  kind = \"disk\"\n  target = \"/mnt/ssd1\"\n  \
 sizes = \"1G,1G\"\n  direct = true\n\n  [[workload]]\n  kind = \"disk\"\n  target = \"/mnt/ssd2\"\n  \
-start_delay = \"2s\"\n  duration = \"20s\"\n  direct = true"
+start_delay = \"2s\"\n  duration = \"20s\"\n  direct = true\n\n  [[workload]]\n  kind = \"net\"\n  \
+target = \"10.0.0.2:5420\"\n  parallel = 2"
 )]
 pub struct RunArgs {
     /// The scenario file.

@@ -214,7 +214,8 @@ impl<'a> Head<'a> {
             .ok_or_else(|| {
                 place.at(
                     target_value.span(),
-                    "target must be a path or a host name, as a string".into(),
+                    "target must be a path or a host (HOST, HOST:PORT or [IPv6]:PORT), as a string"
+                        .into(),
                 )
             })?;
         let delay = match get("start_delay") {
@@ -454,6 +455,26 @@ mod tests {
         let net = (scenario.workloads[1])(None);
         assert_eq!(net.kind(), "net");
         assert_eq!(net.target(), "10.0.0.2:5301");
+        let at = |target: &str| {
+            let text = format!("[[workload]]\nkind = \"net\"\ntarget = \"{target}\"\n");
+            let scenario = parse(&text, "s.toml").unwrap_or_else(|e| panic!("{}", e.0));
+            (scenario.workloads[0])(None).target()
+        };
+        assert_eq!(at("10.0.0.2:5420"), "10.0.0.2:5420");
+        assert_eq!(at("[::1]:5420"), "[::1]:5420");
+        assert_eq!(at("::1"), "[::1]:5301");
+        let twice =
+            error("[[workload]]\nkind = \"net\"\ntarget = \"10.0.0.2:5420\"\nport = 5999\n");
+        assert_eq!(
+            twice,
+            "s.toml, line 1: net workload to 10.0.0.2:5420: the port is given twice, \
+             in the target (5420) and as port = 5999; give it in one place"
+        );
+        let bad_port = error("[[workload]]\nkind = \"net\"\ntarget = \"10.0.0.2:0\"\n");
+        assert!(
+            bad_port.contains("line 1") && bad_port.contains("\"10.0.0.2:0\""),
+            "{bad_port}"
+        );
         let params = net.params();
         assert_eq!(params["streams"], 2);
         assert_eq!(params["direction"], "bidir");

@@ -8,6 +8,7 @@ mod read;
 mod write;
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
@@ -37,13 +38,26 @@ pub enum Error {
         source: std::io::Error,
     },
     /// The schema could not be brought up to date.
-    #[error("cannot upgrade the results database {path}")]
+    #[error("cannot upgrade the results database {path} to schema version {version}")]
     Migrate {
         /// The path at fault.
         path: PathBuf,
-        /// What the migration said.
+        /// The version whose migration failed.
+        version: usize,
+        /// What SQLite said.
         #[source]
-        source: rusqlite_migration::Error,
+        source: rusqlite::Error,
+    },
+    /// A newer ratelab wrote the database, in a schema this one does not know.
+    #[error(
+        "the results database {path} was written by a newer ratelab (schema version {found}; this one reads up to {})",
+        migrations::LATEST
+    )]
+    TooNew {
+        /// The path at fault.
+        path: PathBuf,
+        /// The version the database has.
+        found: i64,
     },
     /// A query failed.
     #[error("results database {path}")]
@@ -129,18 +143,14 @@ impl Store {
             source,
         };
         let mut conn = Connection::open(path).map_err(open_err)?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))
-            .map_err(open_err)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(open_err)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
+        wal(&conn).map_err(open_err)?;
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(open_err)?;
-        migrations::migrations()
-            .to_latest(&mut conn)
-            .map_err(|source| Error::Migrate {
-                path: path.to_path_buf(),
-                source,
-            })?;
+        // Every transaction of the store writes: taking the write lock at BEGIN lets the
+        // busy timeout wait for it, where a read lock upgraded later would fail at once.
+        conn.set_transaction_behavior(rusqlite::TransactionBehavior::Immediate);
+        migrations::to_latest(&mut conn, path)?;
         Ok(Store {
             conn,
             path: path.to_path_buf(),
@@ -151,6 +161,39 @@ impl Store {
         Error::Sql {
             path: self.path.clone(),
             source,
+        }
+    }
+}
+
+/// How long a process waits for another one's write lock (a migration, a stage of a
+/// run) before it gives up: each holds it for milliseconds, but a loaded machine can
+/// deschedule the holder.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Puts the database in WAL mode, so readers never wait for writers. Several processes
+/// creating one database at once race to convert it; SQLite can answer SQLITE_BUSY to
+/// the losers without calling the busy handler, so this tries again until the timeout,
+/// and a database another process already converted needs no change at all.
+fn wal(conn: &Connection) -> rusqlite::Result<()> {
+    let started = Instant::now();
+    loop {
+        let result = conn
+            .query_row("PRAGMA journal_mode", [], |row| row.get::<_, String>(0))
+            .and_then(|mode| {
+                if mode.eq_ignore_ascii_case("wal") {
+                    Ok(())
+                } else {
+                    conn.pragma_update(None, "journal_mode", "WAL")
+                }
+            });
+        match result {
+            Err(rusqlite::Error::SqliteFailure(err, _))
+                if err.code == rusqlite::ErrorCode::DatabaseBusy
+                    && started.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            other => return other,
         }
     }
 }

@@ -78,6 +78,21 @@ pub fn format_seconds(seconds: f64) -> String {
     }
 }
 
+/// How much faster something ran, from the ratio of its rates (new over old), as a
+/// person says it: `1.85x faster`, `13% slower`, or `as fast` when the two round equal.
+/// A ratio below one is never called faster.
+pub fn format_speedup(ratio: f64) -> String {
+    let faster = format!("{ratio:.2}");
+    let slower_percent = ((1.0 - ratio) * 100.0).round();
+    if ratio >= 1.0 && faster != "1.00" {
+        format!("{faster}x faster")
+    } else if ratio < 1.0 && slower_percent >= 1.0 {
+        format!("{slower_percent:.0}% slower")
+    } else {
+        "as fast".to_string()
+    }
+}
+
 fn decimal(value: f64) -> (f64, &'static str) {
     const UNITS: [&str; 5] = ["", "k", "M", "G", "T"];
     let mut unit = 0;
@@ -128,5 +143,15 @@ mod tests {
         assert_eq!(format_seconds(0.00085), "850 µs");
         assert_eq!(format_bits_rate(1.17625e9), "9.41 Gbit/s");
         assert_eq!(gbit_per_sec(1.17625e9), "9.41");
+    }
+
+    #[test]
+    fn speedups_below_one_read_as_slower() {
+        assert_eq!(format_speedup(1.85), "1.85x faster");
+        assert_eq!(format_speedup(1.07), "1.07x faster");
+        assert_eq!(format_speedup(1.001), "as fast");
+        assert_eq!(format_speedup(0.998), "as fast");
+        assert_eq!(format_speedup(0.87), "13% slower");
+        assert_eq!(format_speedup(0.5), "50% slower");
     }
 }

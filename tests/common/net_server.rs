@@ -2,7 +2,7 @@
 //! port, its log collected, killed when dropped.
 
 use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -14,10 +14,11 @@ use super::ratelab;
 /// loaded 2-core VM.
 pub const PATIENCE: Duration = Duration::from_secs(30);
 
-/// A `ratelab net serve` on 127.0.0.1 and a free port, killed when dropped, so a
-/// failing test never leaves a server behind.
+/// A `ratelab net serve` on 127.0.0.1 (or another loopback address) and a free port,
+/// killed when dropped, so a failing test never leaves a server behind.
 pub struct Server {
     child: Child,
+    bind: IpAddr,
     port: u16,
     log: Arc<Mutex<Vec<String>>>,
     reader: Option<JoinHandle<()>>,
@@ -29,15 +30,24 @@ impl Server {
         Server::start_with(std::process::Command::new("sh"), extra)
     }
 
+    /// Starts a server as [`Server::start`] does, listening on `bind` (`::1`).
+    pub fn start_on(bind: IpAddr, extra: &[&str]) -> Server {
+        Server::start_full(std::process::Command::new("sh"), bind, extra)
+    }
+
     /// Starts a server as [`Server::start`] does, through `wrapper`: a shell command
     /// line that ends in `exec "$@"` (to set a limit first), or a bare `sh`.
-    pub fn start_with(mut wrapper: std::process::Command, extra: &[&str]) -> Server {
+    pub fn start_with(wrapper: std::process::Command, extra: &[&str]) -> Server {
+        Server::start_full(wrapper, IpAddr::V4(Ipv4Addr::LOCALHOST), extra)
+    }
+
+    fn start_full(mut wrapper: std::process::Command, bind: IpAddr, extra: &[&str]) -> Server {
         if wrapper.get_args().next().is_none() {
             wrapper.args(["-c", "exec \"$@\"", "sh"]);
         }
         let mut child = wrapper
             .arg(ratelab().get_program())
-            .args(["net", "serve", "--port", "0", "--bind", "127.0.0.1"])
+            .args(["net", "serve", "--port", "0", "--bind", &bind.to_string()])
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -54,15 +64,18 @@ impl Server {
         });
         let mut server = Server {
             child,
+            bind,
             port: 0,
             log,
             reader: Some(reader),
         };
         let started = Instant::now();
         server.port = loop {
+            // "listening on 127.0.0.1:40123: ..." or "listening on [::1]:40123: ...".
             let port = server.log().iter().find_map(|line| {
-                let (_, rest) = line.split_once("listening on 127.0.0.1:")?;
-                rest.split(':').next()?.parse::<u16>().ok()
+                let (_, rest) = line.split_once("listening on ")?;
+                let (address, _) = rest.split_once(": ")?;
+                Some(address.parse::<SocketAddr>().ok()?.port())
             });
             if let Some(port) = port {
                 break port;
@@ -90,7 +103,7 @@ impl Server {
 
     /// Where it listens.
     pub fn address(&self) -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], self.port))
+        SocketAddr::new(self.bind, self.port)
     }
 
     /// The lines the server has logged so far.
@@ -129,7 +142,7 @@ impl Server {
     pub fn client(&self, extra: &[&str]) -> std::process::Command {
         let mut command = ratelab();
         command
-            .args(["net", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(["net", &self.bind.to_string(), "-p", &self.port.to_string()])
             .args(["--no-store", "--json"])
             .args(extra);
         command

@@ -10,6 +10,7 @@ use super::scaling::{Scaling, scaling};
 use super::{CpuPlan, brief, charts, table};
 use crate::document::{Severity, Verdict};
 use crate::platform::cores::CoreType;
+use crate::vocab::units::format_speedup;
 use crate::vocab::{Chart, GroupKey, RateUnit, Samples, SummaryLine, Table, Unmeasured};
 use crate::workload::{DecodeError, Kind, Stored};
 
@@ -78,11 +79,11 @@ impl Kind for CpuKind {
                     "poor_scaling",
                     Severity::Info,
                     format!(
-                        "{} ({}) ran {:.2}x faster on {} threads than on one: {:.0}% of linear; \
+                        "{} ({}) ran {} on {} threads than on one: {:.0}% of linear; \
                          the threads share a core or a unit, or were not all given a core",
                         scaling.test,
                         scaling.class,
-                        last.speedup,
+                        format_speedup(last.speedup),
                         last.threads,
                         last.efficiency * 100.0
                     ),
@@ -232,6 +233,22 @@ mod tests {
             samples.items,
             [(key, Some(5.0))],
             "the empty test has no rate"
+        );
+    }
+
+    #[test]
+    fn a_test_that_ran_slower_on_more_threads_is_called_slower() {
+        let doc = run(vec![item("int", 1, Some(10.0)), item("int", 2, Some(8.7))]);
+        let verdicts = StoredKind::verdicts(&CpuKind, At::new(&doc, 0)).unwrap();
+        let poor = verdicts
+            .iter()
+            .find(|v| v.code == "poor_scaling")
+            .expect("a poor_scaling verdict");
+        assert!(
+            poor.message
+                .starts_with("int (normal) ran 13% slower on 2 threads than on one: 43% of linear"),
+            "{}",
+            poor.message
         );
     }
 

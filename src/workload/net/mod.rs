@@ -82,6 +82,16 @@ pub struct NetPlan {
 }
 
 impl NetPlan {
+    /// The server as `HOST:PORT`, an IPv6 address in brackets (`[::1]:5301`), so the
+    /// text reads back as `net HOST` and a scenario's target take it.
+    pub fn host_port(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+
     /// A test of `streams` streams for `duration` against a server ratelab runs itself on
     /// loopback: what this machine's CPUs and memory give TCP with no wire in the way.
     pub fn loopback(duration: Duration, streams: u32) -> NetPlan {
@@ -210,7 +220,7 @@ impl NetWorkload {
     fn peer(&self) -> String {
         match self.address {
             Some(address) => address.to_string(),
-            None => format!("{}:{}", self.plan.host, self.plan.port),
+            None => self.plan.host_port(),
         }
     }
 
@@ -235,7 +245,7 @@ impl Workload for NetWorkload {
         if self.plan.own_server {
             "loopback".into()
         } else {
-            format!("{}:{}", self.plan.host, self.plan.port)
+            self.plan.host_port()
         }
     }
 

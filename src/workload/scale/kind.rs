@@ -7,7 +7,7 @@ use super::{Limit, ScaleContext, ScaleItem, ScalePlan, charts};
 use crate::analysis::fits::FitsSummary;
 use crate::analysis::stats::Stats;
 use crate::document::{Severity, Verdict};
-use crate::vocab::units::{format_rate, format_seconds};
+use crate::vocab::units::{format_rate, format_seconds, format_speedup};
 use crate::vocab::{Chart, Table};
 use crate::workload::{Kind, Stored};
 
@@ -141,8 +141,8 @@ impl Kind for ScaleKind {
                 code,
                 Severity::Info,
                 format!(
-                    "`{target}` ran {:.2}x faster on {} CPUs than on {} ({:.0}% efficiency): {words}",
-                    last.speedup,
+                    "`{target}` ran {} on {} CPUs than on {} ({:.0}% efficiency): {words}",
+                    format_speedup(last.speedup),
                     last.cpus,
                     first.cpus,
                     last.efficiency * 100.0

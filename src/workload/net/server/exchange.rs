@@ -208,9 +208,8 @@ fn control(
             .sum::<u64>()
     };
     (state.log)(&format!(
-        "{peer}: test of {} streams {:?}: received {} bytes, sent {} bytes in {:.2} s",
-        request.streams,
-        request.direction,
+        "{peer}: test of {}: received {} bytes, sent {} bytes in {:.2} s",
+        super::test_words(&request),
         moved(Role::Receive),
         moved(Role::Send),
         report.wall_seconds

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::admission::Admission;
 use super::auth::Key;
-use super::protocol::{Limits, TestRequest};
+use super::protocol::{Direction, Limits, TestRequest};
 use super::session::GRACE;
 
 /// Pause after a failed accept (out of descriptors), so the loop does not spin.
@@ -160,6 +160,17 @@ impl Server {
     }
 }
 
+/// A test as the log says it: `1 stream, client to server`, `4 streams each way`.
+fn test_words(request: &TestRequest) -> String {
+    let n = request.streams;
+    let streams = format!("{n} stream{}", if n == 1 { "" } else { "s" });
+    match request.direction {
+        Direction::Forward => format!("{streams}, client to server"),
+        Direction::Reverse => format!("{streams}, server to client"),
+        Direction::Bidir => format!("{streams} each way"),
+    }
+}
+
 /// Checks a request against the server's bounds; the reason names the bound.
 pub fn check(request: &TestRequest, limits: &Limits) -> Result<(), String> {
     if request.streams == 0 || request.streams > limits.max_streams {
@@ -217,7 +228,6 @@ pub fn check(request: &TestRequest, limits: &Limits) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::net::Direction;
 
     fn request() -> TestRequest {
         TestRequest {
@@ -236,6 +246,20 @@ mod tests {
         max_duration_ms: 60_000,
         max_bytes: 1 << 30,
     };
+
+    #[test]
+    fn a_test_is_logged_in_words() {
+        let said = |streams, direction| {
+            test_words(&TestRequest {
+                streams,
+                direction,
+                ..request()
+            })
+        };
+        assert_eq!(said(1, Direction::Forward), "1 stream, client to server");
+        assert_eq!(said(2, Direction::Reverse), "2 streams, server to client");
+        assert_eq!(said(4, Direction::Bidir), "4 streams each way");
+    }
 
     #[test]
     fn requests_within_the_bounds_pass_and_others_name_the_bound() {
