@@ -5,13 +5,16 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use super::auth::{self, Key};
-use super::protocol::{self, Limits, MAX_RESULTS_BYTES, Message, PROTOCOL, TestRequest};
+use super::foreign::{self, HELLO_TIMEOUT};
+use super::protocol::{
+    self, Limits, MAX_REQUEST_BYTES, MAX_RESULTS_BYTES, Message, PROTOCOL, TestRequest,
+};
 use super::report::{Role, SideReport};
 use super::session::Connection;
 use super::socket;
 use crate::workload::Error;
 
-/// Longest wait for the server's answer to a handshake or request message.
+/// Longest wait for the server's answer to a request message, or to the key's proof.
 pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// An open control connection that passed the handshake.
@@ -51,7 +54,10 @@ impl Control {
             protocol: PROTOCOL,
             client_nonce: client_nonce.clone(),
         })?;
-        let mut answer = control.receive(ANSWER_TIMEOUT)?;
+        // The answer to a hello is small and comes at once from a ratelab server; what
+        // else answers (or stays silent) is named within a short deadline.
+        let mut answer = foreign::receive_answer(&control.socket, MAX_REQUEST_BYTES, HELLO_TIMEOUT)
+            .map_err(|e| control.fail(e.to_string()))?;
         let mut server_nonce = None;
         if let Message::Challenge {
             server_nonce: nonce,

@@ -7,6 +7,7 @@ mod admission;
 mod auth;
 mod client;
 mod context;
+mod foreign;
 mod item;
 mod kind;
 mod protocol;
