@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::auth::{self, Key};
 use super::foreign::{self, HELLO_TIMEOUT};
 use super::protocol::{
-    self, Limits, MAX_REQUEST_BYTES, MAX_RESULTS_BYTES, Message, PROTOCOL, TestRequest,
+    self, Limits, MAX_REQUEST_BYTES, MAX_RESULTS_BYTES, Message, PROTOCOL, STOPPING, TestRequest,
 };
 use super::report::{Role, SideReport};
 use super::session::Connection;
@@ -53,6 +53,7 @@ impl Control {
         control.send(&Message::Hello {
             protocol: PROTOCOL,
             client_nonce: client_nonce.clone(),
+            understands: vec![STOPPING.into()],
         })?;
         // The answer to a hello is small and comes at once from a ratelab server; what
         // else answers (or stays silent) is named within a short deadline.
@@ -168,11 +169,14 @@ impl Control {
         }
     }
 
-    /// The error for an answer other than `expected`: busy and refused say why.
+    /// The error for an answer other than `expected`: busy, refused and stopping say why.
     fn unexpected(&self, answer: Message, expected: &str) -> Error {
         self.fail(match answer {
             Message::Busy { reason } => format!("the server is busy: {reason}"),
             Message::Refused { reason } => format!("refused: {reason}"),
+            Message::Stopping { reason } => {
+                format!("the server stopped before the test ended: {reason}")
+            }
             other => format!("expected {expected}, got {}", other.name()),
         })
     }
