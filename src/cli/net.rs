@@ -108,7 +108,10 @@ clients hear \"busy\"; every message must arrive whole within --idle-timeout; a 
 message closes that connection with a logged reason and the server serves on. With \
 --key-file, clients must prove they hold the same key (HMAC-SHA256 over fresh nonces from \
 both ends; the key never crosses the wire), and the server proves it too. Events are logged \
-on stderr."
+on stderr.\n\n\
+Ctrl-C or SIGTERM stops the server: a test that is running ends at once, its client is told \
+the server stopped (it stores its run as incomplete with that reason), and the server exits \
+with 130. A second signal exits at once."
 )]
 pub struct ServeArgs {
     /// Address to listen on (:: for every IPv6 and IPv4 address).

@@ -1,9 +1,9 @@
 //! A `ratelab net serve` on loopback for tests that need a server: started on a free
-//! port, its log collected, killed when dropped.
+//! port, its log collected, stopped by a signal or killed when dropped.
 
 use std::io::{BufRead, BufReader};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::process::{Child, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -136,6 +136,34 @@ impl Server {
         if let Some(status) = self.child.try_wait().unwrap() {
             panic!("the server exited ({status}):\n{}", self.log().join("\n"));
         }
+    }
+
+    /// Sends `signal` to the server and waits up to `limit` for it to exit, and for its
+    /// last log lines; returns its status and how long it took to exit.
+    pub fn stop_with(
+        &mut self,
+        signal: rustix::process::Signal,
+        limit: Duration,
+    ) -> (ExitStatus, Duration) {
+        let pid = rustix::process::Pid::from_child(&self.child);
+        rustix::process::kill_process(pid, signal).expect("signal the server");
+        let sent = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                sent.elapsed() < limit,
+                "the server still runs {limit:?} after {signal:?}:\n{}",
+                self.log().join("\n")
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let took = sent.elapsed();
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        (status, took)
     }
 
     /// A client of this server with `extra` options that prints its run as JSON.

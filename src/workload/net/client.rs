@@ -5,13 +5,16 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use super::auth::{self, Key};
-use super::protocol::{self, Limits, MAX_RESULTS_BYTES, Message, PROTOCOL, TestRequest};
+use super::foreign::{self, HELLO_TIMEOUT};
+use super::protocol::{
+    self, Limits, MAX_REQUEST_BYTES, MAX_RESULTS_BYTES, Message, PROTOCOL, STOPPING, TestRequest,
+};
 use super::report::{Role, SideReport};
 use super::session::Connection;
 use super::socket;
 use crate::workload::Error;
 
-/// Longest wait for the server's answer to a handshake or request message.
+/// Longest wait for the server's answer to a request message, or to the key's proof.
 pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// An open control connection that passed the handshake.
@@ -50,8 +53,12 @@ impl Control {
         control.send(&Message::Hello {
             protocol: PROTOCOL,
             client_nonce: client_nonce.clone(),
+            understands: vec![STOPPING.into()],
         })?;
-        let mut answer = control.receive(ANSWER_TIMEOUT)?;
+        // The answer to a hello is small and comes at once from a ratelab server; what
+        // else answers (or stays silent) is named within a short deadline.
+        let mut answer = foreign::receive_answer(&control.socket, MAX_REQUEST_BYTES, HELLO_TIMEOUT)
+            .map_err(|e| control.fail(e.to_string()))?;
         let mut server_nonce = None;
         if let Message::Challenge {
             server_nonce: nonce,
@@ -162,11 +169,14 @@ impl Control {
         }
     }
 
-    /// The error for an answer other than `expected`: busy and refused say why.
+    /// The error for an answer other than `expected`: busy, refused and stopping say why.
     fn unexpected(&self, answer: Message, expected: &str) -> Error {
         self.fail(match answer {
             Message::Busy { reason } => format!("the server is busy: {reason}"),
             Message::Refused { reason } => format!("refused: {reason}"),
+            Message::Stopping { reason } => {
+                format!("the server stopped before the test ended: {reason}")
+            }
             other => format!("expected {expected}, got {}", other.name()),
         })
     }

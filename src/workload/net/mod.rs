@@ -8,6 +8,7 @@ mod auth;
 mod brief;
 mod client;
 mod context;
+mod foreign;
 mod item;
 mod kind;
 mod protocol;

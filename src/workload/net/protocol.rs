@@ -1,6 +1,11 @@
 //! The control protocol between `ratelab net HOST` and `ratelab net serve`: frames of a
 //! 4-byte big-endian length and a JSON message, with a version in the first message.
 //! Decoding is a pure function over bytes, so it can be fuzzed without a socket.
+//!
+//! Within a version the protocol grows without breaking older builds: a field added to
+//! a message has a default (unknown fields are ignored, except in a test request, which
+//! a server must not misread), and a message added later is sent only to a client that
+//! named it in its hello's `understands`.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -12,6 +17,10 @@ use super::report::SideReport;
 
 /// The protocol version this build speaks; a server refuses any other.
 pub const PROTOCOL: u32 = 1;
+
+/// The messages added after version 1 was first spoken, as a client names them in its
+/// hello's `understands`: `stopping`.
+pub const STOPPING: &str = "stopping";
 
 /// Largest frame a server accepts from a client: requests are small.
 pub const MAX_REQUEST_BYTES: usize = 16 << 10;
@@ -91,6 +100,10 @@ pub enum Message {
         protocol: u32,
         /// 32 random bytes in hex, for the server's proof of the key.
         client_nonce: String,
+        /// The later messages this client understands ([`STOPPING`]); absent from the
+        /// hellos of clients that understand none.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        understands: Vec<String>,
     },
     /// Server, when it checks a key: a fresh nonce to prove the key against.
     Challenge {
@@ -137,6 +150,12 @@ pub enum Message {
         /// Why, in words.
         reason: String,
     },
+    /// Server, to a client that understands it: the server is stopping, so the test ends
+    /// now without results; the connection closes.
+    Stopping {
+        /// Why, in words.
+        reason: String,
+    },
 }
 
 impl Message {
@@ -154,6 +173,7 @@ impl Message {
             Message::Results(_) => "results",
             Message::Busy { .. } => "busy",
             Message::Refused { .. } => "refused",
+            Message::Stopping { .. } => "stopping",
         }
     }
 }
@@ -303,6 +323,12 @@ mod tests {
             Message::Hello {
                 protocol: PROTOCOL,
                 client_nonce: "ab".repeat(32),
+                understands: Vec::new(),
+            },
+            Message::Hello {
+                protocol: PROTOCOL,
+                client_nonce: "cd".repeat(32),
+                understands: vec![STOPPING.into()],
             },
             Message::Start(TestRequest {
                 streams: 2,
@@ -317,6 +343,9 @@ mod tests {
             Message::Busy {
                 reason: "a test is running".into(),
             },
+            Message::Stopping {
+                reason: "it was interrupted".into(),
+            },
         ];
         for message in messages {
             let frame = encode(&message);
@@ -325,6 +354,50 @@ mod tests {
                 Ok((message, frame.len()))
             );
         }
+    }
+
+    #[test]
+    fn hellos_of_older_and_newer_clients_are_understood() {
+        let hello = |body: &str| decode(&encode_body(body), MAX_REQUEST_BYTES).map(|(m, _)| m);
+        let nonce = "ab".repeat(32);
+        // As a client of version 1 before `understands` sends it: it understands nothing
+        // later, so it is never sent a later message.
+        assert_eq!(
+            hello(&format!(
+                r#"{{"type":"hello","protocol":1,"client_nonce":"{nonce}"}}"#
+            )),
+            Ok(Message::Hello {
+                protocol: 1,
+                client_nonce: nonce.clone(),
+                understands: Vec::new(),
+            })
+        );
+        // A field this build does not know is ignored, as servers of version 1 ignore
+        // `understands`; so are later messages named in it.
+        assert_eq!(
+            hello(&format!(
+                r#"{{"type":"hello","protocol":1,"client_nonce":"{nonce}","understands":["stopping","later"],"later":true}}"#
+            )),
+            Ok(Message::Hello {
+                protocol: 1,
+                client_nonce: nonce,
+                understands: vec![STOPPING.into(), "later".into()],
+            })
+        );
+        // A hello that names nothing later is framed as a version 1 client framed it.
+        let plain = encode(&Message::Hello {
+            protocol: 1,
+            client_nonce: "ab".repeat(32),
+            understands: Vec::new(),
+        });
+        assert!(!String::from_utf8_lossy(&plain).contains("understands"));
+    }
+
+    /// A frame of `body`.
+    fn encode_body(body: &str) -> Vec<u8> {
+        let mut frame = (body.len() as u32).to_be_bytes().to_vec();
+        frame.extend_from_slice(body.as_bytes());
+        frame
     }
 
     #[test]
@@ -364,6 +437,14 @@ mod tests {
             let cut = cut.min(frame.len() - 1);
             let is_incomplete = matches!(decode(&frame[..cut], MAX_REQUEST_BYTES), Err(DecodeError::Incomplete { .. }));
             prop_assert!(is_incomplete);
+        }
+
+        /// A stopping message, whatever its reason, comes back as it was sent.
+        #[test]
+        fn stopping_round_trips(reason in ".{0,200}") {
+            let message = Message::Stopping { reason };
+            let frame = encode(&message);
+            prop_assert_eq!(decode(&frame, MAX_REQUEST_BYTES), Ok((message, frame.len())));
         }
 
         /// Garbage bodies inside a well-formed length prefix are refused, not misread.

@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
-use super::{State, check};
+use super::{State, check, stop};
 use crate::workload::net::admission::Ticket;
 use crate::workload::net::auth::{self, Key};
 use crate::workload::net::protocol::{
-    self, MAX_REQUEST_BYTES, Message, PROTOCOL, TestRequest, WireError,
+    self, MAX_REQUEST_BYTES, Message, PROTOCOL, STOPPING, TestRequest, WireError,
 };
 use crate::workload::net::report::{Role, SideReport};
 use crate::workload::net::session::{self, Connection, GRACE};
@@ -42,7 +42,7 @@ pub(super) fn serve(state: &State, connection: TcpStream, peer: SocketAddr, tick
 /// Why the server closed a connection: each message is what it logs after `closed:`,
 /// and, for a control connection turned away, what the client is told.
 #[derive(Debug, thiserror::Error)]
-enum Closed {
+pub(super) enum Closed {
     /// The connection's first message did not come whole and in time.
     #[error("first message: {0}")]
     FirstMessage(WireError),
@@ -95,6 +95,10 @@ enum Closed {
     /// never came, as both end the test before it starts.
     #[error(transparent)]
     Announce(WireError),
+    /// The server is stopping: the test ended early; a client that understands it is
+    /// told so (see [`stop::tell`]).
+    #[error("the server is stopping")]
+    Stopping,
     /// The control connection failed, timed out or carried a malformed message.
     #[error(transparent)]
     Wire(#[from] WireError),
@@ -108,7 +112,8 @@ impl Closed {
             Closed::FirstMessage(_)
             | Closed::DataTooLate(_)
             | Closed::DataForNoTest
-            | Closed::Wire(_) => None,
+            | Closed::Wire(_)
+            | Closed::Stopping => None,
             Closed::Busy(reason) => Some(Message::Busy {
                 reason: reason.clone(),
             }),
@@ -154,7 +159,15 @@ fn handle(
         Message::Hello {
             protocol,
             client_nonce,
-        } => control(state, &connection, peer, protocol, &client_nonce, ticket),
+            understands,
+        } => {
+            let hello = Hello {
+                version: protocol,
+                client_nonce: &client_nonce,
+                hears_stopping: understands.iter().any(|name| name == STOPPING),
+            };
+            control(state, &connection, peer, &hello, ticket)
+        }
         Message::Data { cookie, stream } => {
             // From here the connection belongs to a test, which bounds its streams.
             drop(ticket);
@@ -179,25 +192,42 @@ fn route(state: &State, cookie: &str, stream: u32, connection: TcpStream) -> Res
     }
 }
 
+/// What a client's hello said.
+struct Hello<'a> {
+    /// The protocol version it speaks.
+    version: u32,
+    /// Its nonce, for the key's proof.
+    client_nonce: &'a str,
+    /// Whether it understands [`Message::Stopping`].
+    hears_stopping: bool,
+}
+
 /// Serves one control connection: handshake, one test, its results. A refusal is
 /// answered while the connection still holds its ticket or its test slot.
 fn control(
     state: &State,
     connection: &TcpStream,
     peer: SocketAddr,
-    version: u32,
-    client_nonce: &str,
+    hello: &Hello<'_>,
     ticket: Ticket,
 ) -> Result<(), Closed> {
     let timeout = state.config.idle_timeout;
     let answered = |closed| answer(connection, closed, timeout);
-    let request = handshake(state, connection, version, client_nonce).map_err(answered)?;
+    let request =
+        handshake(state, connection, hello.version, hello.client_nonce).map_err(answered)?;
     let slot = take_slot(state)
         .ok_or_else(|| Closed::Busy(busy(state).unwrap_or_else(|| "no test slot is free".into())))
         .map_err(answered)?;
     // The test slot bounds this connection from here on.
     drop(ticket);
-    let report = test(state, connection, peer, &request).map_err(answered)?;
+    let report = match test(state, connection, peer, &request) {
+        Ok(report) => report,
+        Err(Closed::Stopping) => {
+            stop::tell(state, connection, peer, hello.hears_stopping);
+            return Ok(());
+        }
+        Err(closed) => return Err(answered(closed)),
+    };
     drop(slot);
     let moved = |role| {
         report
@@ -285,6 +315,7 @@ fn test(
     peer: SocketAddr,
     request: &TestRequest,
 ) -> Result<SideReport, Closed> {
+    let stopping = || state.stopping.load(Ordering::SeqCst);
     let connections = open_data(state, connection, peer, request)?;
     // The client may set up other workloads (a disk's files) before it says go: wait
     // as long as a test may last, not just an idle spell.
@@ -293,7 +324,8 @@ fn test(
         .config
         .idle_timeout
         .max(Duration::from_millis(limits.max_duration_ms));
-    match protocol::receive(connection, MAX_REQUEST_BYTES, go_timeout)? {
+    let left = stop::readable(connection, go_timeout, &stopping)?;
+    match protocol::receive(connection, MAX_REQUEST_BYTES, left)? {
         Message::Go => {}
         other => return Err(Closed::unexpected("go", &other)),
     }
@@ -310,8 +342,14 @@ fn test(
         matches!(connection.peek(&mut byte), Ok(0))
             || matches!(&connection.peek(&mut byte), Err(e) if e.kind() != std::io::ErrorKind::WouldBlock)
     };
-    let report = session::run(connections, request, start, hard_stop, None, &client_gone);
+    let report = session::run(connections, request, start, hard_stop, None, &|| {
+        stopping() || client_gone()
+    });
     let _ = connection.set_nonblocking(false);
+    if stopping() {
+        // What this end measured goes nowhere: the client keeps what its end measured.
+        return Err(Closed::Stopping);
+    }
     Ok(report)
 }
 

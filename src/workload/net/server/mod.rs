@@ -2,13 +2,15 @@
 //! streams, time and bytes; only `max_tests` run at once and the rest hear "busy"; a
 //! key, when set, is proven by challenge and response; every connection has deadlines
 //! for each message, so a silent or trickling peer is cut off; anything malformed
-//! closes that one connection with a logged reason, and the server serves on.
+//! closes that one connection with a logged reason, and the server serves on. When it
+//! is told to stop, its tests end at once and their clients hear why before it returns.
 
 mod exchange;
+mod stop;
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -59,6 +61,8 @@ struct State {
     admission: Admission,
     served: AtomicUsize,
     routes: Mutex<HashMap<String, Sender<(u32, TcpStream)>>>,
+    /// Set when the server is told to stop: running tests end and say so.
+    stopping: AtomicBool,
 }
 
 impl State {
@@ -84,6 +88,7 @@ impl Server {
                 admission: Admission::default(),
                 served: AtomicUsize::new(0),
                 routes: Mutex::new(HashMap::new()),
+                stopping: AtomicBool::new(false),
             }),
         })
     }
@@ -93,7 +98,9 @@ impl Server {
         self.listener.local_addr()
     }
 
-    /// Serves until `stop` says so, or after one test with `once`.
+    /// Serves until `stop` says so, or after one test with `once`. A stop ends the tests
+    /// running, which tell their clients the server is stopping, and returns once they
+    /// have (or after a bound of a few seconds).
     pub fn serve(&self, stop: &dyn Fn() -> bool) -> std::io::Result<()> {
         self.listener.set_nonblocking(true)?;
         let tick = rustix::time::Timespec {
@@ -103,7 +110,11 @@ impl Server {
         let mut refused_accepts = 0u64;
         let mut last_accept_log: Option<Instant> = None;
         loop {
-            if stop() || (self.state.config.once && self.state.served.load(Ordering::SeqCst) > 0) {
+            if stop() {
+                stop::wind_down(&self.state);
+                return Ok(());
+            }
+            if self.state.config.once && self.state.served.load(Ordering::SeqCst) > 0 {
                 return Ok(());
             }
             let mut fds = [rustix::event::PollFd::new(
