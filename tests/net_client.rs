@@ -319,6 +319,18 @@ fn scenario_reaches(server: &Server, target: &str) {
         "{workload}"
     );
     server.wait_for_line(&["test of 1 stream, client to server"]);
+    // The client's check before its run reads as one, not as a dropped connection.
+    let log = server.log();
+    assert!(
+        log.iter()
+            .any(|l| l.contains("closed: after the handshake")),
+        "{log:?}"
+    );
+    assert!(
+        !log.iter()
+            .any(|l| l.contains("connection closed by the peer")),
+        "{log:?}"
+    );
 }
 
 #[test]

@@ -95,6 +95,10 @@ pub(super) enum Closed {
     /// never came, as both end the test before it starts.
     #[error(transparent)]
     Announce(WireError),
+    /// The client closed after the welcome, asking for no test: a ratelab client checks
+    /// the server this way (and takes its bounds) before its run starts.
+    #[error("after the handshake, as a client does that checks the server before its test")]
+    Checked,
     /// The server is stopping: the test ended early; a client that understands it is
     /// told so (see [`stop::tell`]).
     #[error("the server is stopping")]
@@ -113,6 +117,7 @@ impl Closed {
             | Closed::DataTooLate(_)
             | Closed::DataForNoTest
             | Closed::Wire(_)
+            | Closed::Checked
             | Closed::Stopping => None,
             Closed::Busy(reason) => Some(Message::Busy {
                 reason: reason.clone(),
@@ -277,9 +282,11 @@ fn handshake(
         limits: state.config.limits,
     };
     protocol::send(connection, &welcome, timeout)?;
-    let request = match protocol::receive(connection, MAX_REQUEST_BYTES, timeout)? {
-        Message::Start(request) => request,
-        other => return Err(Closed::unexpected("start", &other)),
+    let request = match protocol::receive(connection, MAX_REQUEST_BYTES, timeout) {
+        Ok(Message::Start(request)) => request,
+        Ok(other) => return Err(Closed::unexpected("start", &other)),
+        Err(WireError::Closed) => return Err(Closed::Checked),
+        Err(e) => return Err(e.into()),
     };
     check(&request, &state.config.limits).map_err(Closed::OutOfBounds)?;
     Ok(request)
