@@ -58,7 +58,7 @@ pub fn render(doc: &RunDocument, detail: Detail) -> Result<String, DecodeError> 
             out.push_str(&hanging(
                 "  ",
                 &format!(
-                    "{} more info verdicts, said in short by the summary, are in {show}",
+                    "{} info verdicts the summary says in short: {show}",
                     listing.left_out
                 ),
             ));
