@@ -108,7 +108,7 @@ pub fn make(plan: &DiskPlan) -> Result<Box<dyn Engine>, Error> {
 /// A `sync` engine moving `block_size` bytes per call, for workloads that only read.
 pub fn sync_engine(block_size: usize) -> Result<Box<dyn Engine>, Error> {
     Ok(Box::new(
-        super::sync::SyncEngine::new(block_size, 0).map_err(buffers_error)?,
+        super::sync::SyncEngine::reader(block_size).map_err(buffers_error)?,
     ))
 }
 
@@ -142,6 +142,16 @@ pub fn write_chunks(size: u64, block: usize, direct: bool) -> impl Iterator<Item
         size
     };
     blocks(0, aligned_end, block, false).chain(blocks(aligned_end, size, block, true))
+}
+
+/// How many write calls [`write_chunks`] makes, without walking them.
+pub fn write_calls(size: u64, block: usize, direct: bool) -> u64 {
+    let aligned_end = if direct {
+        size - size % DIRECT_ALIGN as u64
+    } else {
+        size
+    };
+    aligned_end.div_ceil(block as u64) + (size - aligned_end).div_ceil(block as u64)
 }
 
 /// The read calls for a file. With O_DIRECT the last request is rounded up to the
@@ -236,6 +246,7 @@ mod tests {
         fn chunks_cover_the_file_exactly(size in 1u64..50_000_000, block_pages in 1usize..512, direct: bool) {
             let block = block_pages * DIRECT_ALIGN;
             let writes: Vec<Chunk> = write_chunks(size, block, direct).collect();
+            prop_assert_eq!(writes.len() as u64, write_calls(size, block, direct));
             let reads: Vec<Chunk> = read_chunks(size, block, direct).collect();
             for chunks in [writes, reads] {
                 let mut next = 0;

@@ -3,6 +3,7 @@
 //! for a while. Engines (sync, uring, null) move the bytes; this module decides what is
 //! written, in what order, and what state the cache is in before a read.
 
+mod ahead;
 mod brief;
 pub mod buffer;
 pub mod cache;

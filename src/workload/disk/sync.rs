@@ -1,64 +1,62 @@
-//! The `sync` engine: one pwrite or pread call at a time, as fio's psync engine.
+//! The `sync` engine: one pwrite or pread call at a time, as fio's psync engine. Its
+//! write data is made ahead of the writer ([`Ahead`]), so the timed span holds the
+//! write calls and the sync, nothing else.
 
 use std::time::Instant;
 
+use super::ahead::{Ahead, Feed};
 use super::buffer::AlignedBuf;
-use super::data::Pattern;
-use super::engine::{Engine, ReadJob, Transfer, WriteJob, short_file, sync_file};
+use super::engine::{
+    Engine, ReadJob, Transfer, WriteJob, buffers_error, short_file, sync_file, write_calls,
+};
 use crate::workload::Error;
 
 /// pread/pwrite in a loop, one block per call.
 pub struct SyncEngine {
     block_size: usize,
     read_buf: AlignedBuf,
-    data: Pattern,
+    seed: u64,
+    /// The write data; made on the first write by an engine made only to read.
+    data: Option<Ahead>,
 }
 
 impl SyncEngine {
     /// An engine moving `block_size` bytes per call, writing data seeded with `seed`.
     pub fn new(block_size: usize, seed: u64) -> std::io::Result<SyncEngine> {
         Ok(SyncEngine {
+            seed,
+            data: Some(Ahead::new(block_size, seed)?),
+            ..SyncEngine::reader(block_size)?
+        })
+    }
+
+    /// An engine for workloads that only read: no write data made up front.
+    pub fn reader(block_size: usize) -> std::io::Result<SyncEngine> {
+        Ok(SyncEngine {
             block_size,
             read_buf: AlignedBuf::new(block_size)?,
-            data: Pattern::new(1, block_size, seed)?,
+            seed: 0,
+            data: None,
         })
     }
 }
 
 impl Engine for SyncEngine {
     fn write(&mut self, job: &WriteJob) -> Result<Transfer, Error> {
-        let chunks = job.chunks(self.block_size);
-        let mut bytes = 0;
-        let start = Instant::now();
-        for chunk in chunks {
-            if job.cancel.is_set() {
-                return Err(Error::Interrupted);
-            }
-            let fd = match (chunk.tail, job.tail_file) {
-                (true, Some(tail)) => tail,
-                _ => job.file,
-            };
-            let buf = self.data.block(0, chunk.len);
-            let mut done = 0;
-            while done < chunk.len {
-                let bytes = &buf[done..];
-                match rustix::io::pwrite(fd, bytes, chunk.offset + done as u64) {
-                    Ok(0) => {
-                        return Err(Error::io("write", job.path, std::io::ErrorKind::WriteZero));
-                    }
-                    Ok(n) => done += n,
-                    Err(rustix::io::Errno::INTR) => {}
-                    Err(e) => return Err(Error::io("write", job.path, e)),
-                }
-            }
-            job.progress.add(chunk.len as u64);
-            bytes += chunk.len as u64;
-        }
-        sync_file(job)?;
-        Ok(Transfer {
-            elapsed: start.elapsed(),
-            bytes,
-        })
+        let data = match &mut self.data {
+            Some(data) => data,
+            None => self
+                .data
+                .insert(Ahead::new(self.block_size, self.seed).map_err(buffers_error)?),
+        };
+        let blocks = write_calls(job.size, self.block_size, job.direct);
+        let block_size = self.block_size;
+        data.run(blocks, |feed| write_blocks(job, block_size, feed))
+            .map_err(|e| {
+                Error::Unsupported(format!(
+                    "cannot start the thread that makes write data ahead: {e}"
+                ))
+            })?
     }
 
     fn read(&mut self, job: &ReadJob) -> Result<Transfer, Error> {
@@ -101,4 +99,42 @@ impl Engine for SyncEngine {
             bytes,
         })
     }
+}
+
+/// Writes the job's file from `feed`'s blocks and syncs it: the timed span.
+fn write_blocks(job: &WriteJob, block_size: usize, feed: &mut Feed) -> Result<Transfer, Error> {
+    let chunks = job.chunks(block_size);
+    let mut bytes = 0;
+    let start = Instant::now();
+    for chunk in chunks {
+        if job.cancel.is_set() {
+            return Err(Error::Interrupted);
+        }
+        let fd = match (chunk.tail, job.tail_file) {
+            (true, Some(tail)) => tail,
+            _ => job.file,
+        };
+        let buf = feed
+            .next(chunk.len)
+            .expect("the write data covers every write call of the file");
+        let mut done = 0;
+        while done < chunk.len {
+            let bytes = &buf[done..];
+            match rustix::io::pwrite(fd, bytes, chunk.offset + done as u64) {
+                Ok(0) => {
+                    return Err(Error::io("write", job.path, std::io::ErrorKind::WriteZero));
+                }
+                Ok(n) => done += n,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(Error::io("write", job.path, e)),
+            }
+        }
+        job.progress.add(chunk.len as u64);
+        bytes += chunk.len as u64;
+    }
+    sync_file(job)?;
+    Ok(Transfer {
+        elapsed: start.elapsed(),
+        bytes,
+    })
 }
