@@ -161,6 +161,28 @@ pub fn set_window(socket: &TcpStream, bytes: u64) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Sets SO_RCVLOWAT: a reader blocked on `socket` is woken once `bytes` are queued, the
+/// stream ends or its read timeout passes, instead of at every segment that arrives.
+/// TCP caps it at half the largest receive buffer and grows the buffer to hold it
+/// (tcp_set_rcvlowat in net/ipv4/tcp.c); the autotuning grows both from there.
+pub fn set_receive_low_water(socket: &TcpStream, bytes: usize) -> std::io::Result<()> {
+    let bytes = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: the kernel reads one c_int from a valid pointer of the length given.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&raw const bytes).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// CPU time the calling thread has used, in seconds.
 pub fn thread_cpu_seconds() -> f64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);

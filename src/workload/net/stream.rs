@@ -40,6 +40,8 @@ pub struct StreamJob<'a> {
     pub hard_stop: Instant,
     /// The block each call writes from or reads into; its length is the bytes per call.
     pub block: Vec<u8>,
+    /// Whether a receiver sleeps until a whole block is queued (see [`receive`]).
+    pub wake_per_block: bool,
     /// Length of an interval.
     pub interval: Duration,
     /// The test's start at this end.
@@ -215,6 +217,16 @@ fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {
     let mut received = 0u64;
     let mut error = None;
     let _ = job.socket.set_read_timeout(Some(POLL));
+    // Woken at every segment that arrives, a receiver that keeps up wakes about every
+    // 100 KB (10,000 times per GB on loopback), and the sender pays for each wake-up:
+    // on loopback the data lands in the sender's softirq, which must wake this thread
+    // on the other core. Woken once a whole block is queued, it reads a block per
+    // wake-up (3,900 per GB with 128 KiB blocks), and a single loopback stream ran 8%
+    // faster for 7% less CPU per GB. A slow stream still reads at every POLL, since a
+    // read that times out returns what has come; the end of the stream wakes it too.
+    if job.wake_per_block {
+        let _ = socket::set_receive_low_water(&job.socket, buffer.len());
+    }
     let mut now;
     let mut last_read = job.start;
     loop {
