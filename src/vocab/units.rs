@@ -36,13 +36,10 @@ pub fn format_loops(loops_per_sec: f64) -> String {
 
 /// Loops per second to three figures, for a line of words: `243 M`, `1.17 G`.
 pub fn format_loops_short(loops_per_sec: f64) -> String {
-    let (value, unit) = match loops_per_sec {
-        r if r >= 1e9 => (r / 1e9, " G"),
-        r if r >= 1e6 => (r / 1e6, " M"),
-        r if r >= 1e3 => (r / 1e3, " k"),
-        r => (r, ""),
-    };
-    format!("{}{unit}", three_digits(value))
+    let (value, unit) = decimal(loops_per_sec);
+    format!("{} {unit}", three_digits(value))
+        .trim_end()
+        .to_string()
 }
 
 /// A byte count in decimal units: `2.15 GB`.
