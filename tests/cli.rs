@@ -543,9 +543,10 @@ fn profile_quick_prints_its_tables_and_stores_the_run() {
     // The answer first: the summary comes before any workload's tables.
     let at = |words: &str| text.find(words).unwrap();
     assert!(at("summary:") < at("disk 1:"), "{text}");
-    // It reads on an 80-column terminal, in about a screen.
+    // It reads on an 80-column terminal, in about a screen (66-71 lines here: a
+    // warning or a long target path adds a line or two).
     let lines: Vec<&str> = text.lines().collect();
-    assert!(lines.len() <= 72, "{} lines:\n{text}", lines.len());
+    assert!(lines.len() <= 75, "{} lines:\n{text}", lines.len());
     for line in &lines {
         assert!(line.chars().count() <= 80, "wider than 80: {line:?}");
     }
