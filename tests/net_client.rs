@@ -247,26 +247,17 @@ fn a_scenario_runs_net_clients_alone_then_together_past_the_idle_timeout() {
     // The together run starts after both alone runs, long past the server's idle
     // timeout: its connection must open when its group starts, not when the run does.
     let server = Server::start(&["--idle-timeout", "1s", "--max-tests", "2"]);
-    let dir = tempfile::tempdir().unwrap();
-    let scenario = dir.path().join("two-clients.toml");
     let client = |label: &str| {
         format!(
             "[[workload]]\nkind = \"net\"\ntarget = \"127.0.0.1\"\nport = {}\ntime = \"1500ms\"\n# {label}\n\n",
             server.address().port()
         )
     };
-    std::fs::write(
-        &scenario,
-        format!("alone = true\n\n{}{}", client("first"), client("second")),
-    )
-    .unwrap();
-    let doc = run_json(
-        ratelab()
-            .arg("run")
-            .arg(&scenario)
-            .args(["--json", "-q", "--no-store"]),
-    );
-    assert_eq!(doc["status"], "complete", "{doc}");
+    let doc = run_scenario(&format!(
+        "alone = true\n\n{}{}",
+        client("first"),
+        client("second")
+    ));
     let workloads = doc["workloads"].as_array().unwrap();
     assert_eq!(workloads.len(), 4);
     for workload in workloads {
@@ -288,19 +279,12 @@ fn a_scenario_runs_net_clients_alone_then_together_past_the_idle_timeout() {
 /// Runs a scenario of one net workload at `target` (the server's port in it) and checks
 /// it reached `server`: the run complete, its target as written, bytes received, and
 /// the test in the server's log.
-fn scenario_reaches(server: &Server, target: &str) {
-    assert_ne!(
-        server.address().port(),
-        5301,
-        "a port other than the default"
-    );
+/// The JSON document of `ratelab run` on a scenario file holding `text`, which must
+/// complete.
+fn run_scenario(text: &str) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
-    let scenario = dir.path().join("port.toml");
-    std::fs::write(
-        &scenario,
-        format!("[[workload]]\nkind = \"net\"\ntarget = \"{target}\"\ntime = \"1s\"\n"),
-    )
-    .unwrap();
+    let scenario = dir.path().join("scenario.toml");
+    std::fs::write(&scenario, text).unwrap();
     let doc = run_json(
         ratelab()
             .arg("run")
@@ -308,6 +292,18 @@ fn scenario_reaches(server: &Server, target: &str) {
             .args(["--json", "-q", "--no-store"]),
     );
     assert_eq!(doc["status"], "complete", "{doc}");
+    doc
+}
+
+fn scenario_reaches(server: &Server, target: &str) {
+    assert_ne!(
+        server.address().port(),
+        5301,
+        "a port other than the default"
+    );
+    let doc = run_scenario(&format!(
+        "[[workload]]\nkind = \"net\"\ntarget = \"{target}\"\ntime = \"1s\"\n"
+    ));
     let workload = &doc["workloads"][0];
     assert_eq!(workload["target"], target);
     assert_eq!(workload["params"]["port"], server.address().port());
