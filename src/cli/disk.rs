@@ -5,14 +5,13 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::scenario::{Maker, ScenarioKind};
-use super::values::{SizeList, parse_rate, parse_size, parse_size_list};
+use super::series::SeriesArgs;
+use super::values::{SizeList, parse_size, parse_size_list};
 use super::{Command, MeasureArgs};
 use crate::exit::{Exit, UsageError};
 use crate::platform::ioprio::IoPriority;
 use crate::run::Schedule;
-use crate::workload::disk::{
-    DiskKind, DiskPlan, DiskWorkload, EngineKind, Phase, ReadMode, SyncMode, series,
-};
+use crate::workload::disk::{DiskKind, DiskPlan, DiskWorkload, Phase, series};
 use crate::workload::{Kind, Workload};
 
 /// The default series, from 10 KiB to 2 GiB.
@@ -48,39 +47,15 @@ pub struct DiskArgs {
     /// Passes over the series, each in a new random order.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub repeat: u32,
-    /// Read modes, comma-separated; the first is the headline `read`.
-    #[arg(
-        long = "read",
-        value_name = "MODE",
-        value_enum,
-        value_delimiter = ',',
-        default_value = "direct"
-    )]
-    pub read_modes: Vec<ReadMode>,
-    /// Sync after the last write of each file (part of the timed span).
-    #[arg(long, value_enum, value_name = "MODE", default_value = "fsync")]
-    pub sync: SyncMode,
-    /// Write with O_DIRECT (tails that alignment does not cover go through the cache).
-    #[arg(long)]
-    pub direct: bool,
-    /// I/O engine: sync (pread/pwrite), uring (io_uring), null (no I/O: tests ratelab itself).
-    #[arg(long, value_enum, default_value = "sync")]
-    pub engine: EngineKind,
-    /// Bytes per I/O call.
-    #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = parse_size)]
-    pub block_size: u64,
-    /// Requests in flight with --engine uring.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub queue_depth: u32,
+    /// How each file is written and read.
+    #[command(flatten)]
+    pub series: SeriesArgs,
     /// Which phases run: write, read (files kept by an earlier --keep run), or both.
     #[arg(long, value_enum, default_value = "both")]
     pub phase: Phase,
     /// Keep the written files (for a later --phase read).
     #[arg(long)]
     pub keep: bool,
-    /// Seed of the random orders, sizes and data [default: random].
-    #[arg(long, value_name = "N")]
-    pub seed: Option<u64>,
     /// Sustained mode: write (or, with --phase read, read) without pause for this long,
     /// and report the rate over time and its knees, instead of a series of sizes.
     #[arg(long, value_name = "TIME", value_parser = super::values::parse_time, conflicts_with_all = ["random", "sizes"])]
@@ -96,9 +71,6 @@ pub struct DiskArgs {
     /// Run each target alone first, then all at once, to measure what they do to each other.
     #[arg(long)]
     pub alone: bool,
-    /// The link's limit, when sysfs cannot tell it (such as 600MB/s or 10Gbit/s).
-    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
-    pub link_rate: Option<f64>,
     /// Output and storage options.
     #[command(flatten)]
     pub output: MeasureArgs,
@@ -127,40 +99,19 @@ impl DiskArgs {
             (Some(_), Phase::Both) => Phase::Write,
             (_, phase) => phase,
         };
-        let plan = DiskPlan {
-            target,
-            sizes_bytes,
+        let mut plan = DiskPlan {
             repeat: self.repeat,
-            read_modes: dedup(&self.read_modes),
-            sync: self.sync,
-            direct_writes: self.direct,
-            engine: self.engine,
-            block_size_bytes: usize::try_from(self.block_size).map_err(|_| {
-                UsageError(format!("--block-size {} is too large", self.block_size))
-            })?,
-            queue_depth: self.queue_depth,
             phase,
             keep: self.keep,
-            seed,
-            link_rate_bytes_per_sec: self.link_rate,
             duration_s: self.duration.map(|d| d.as_secs_f64()),
             file_size_bytes: self.duration.map(|_| self.file_size),
             ioprio: self.ioprio,
+            ..DiskPlan::new(target, sizes_bytes, seed)
         };
+        self.series.apply(&mut plan)?;
         plan.validate().map_err(UsageError)?;
         Ok(plan)
     }
-}
-
-/// Read modes in the order given, each once.
-fn dedup(modes: &[ReadMode]) -> Vec<ReadMode> {
-    let mut out = Vec::new();
-    for mode in modes {
-        if !out.contains(mode) {
-            out.push(*mode);
-        }
-    }
-    out
 }
 
 /// How a `kind = "disk"` entry of a scenario becomes a workload.
@@ -173,7 +124,7 @@ fn scenario_maker(command: Command, target: &str) -> Option<Result<Maker, String
     let Command::Disk(args) = command else {
         return None;
     };
-    let seed = args.seed.unwrap_or_else(rand::random);
+    let seed = args.series.seed.unwrap_or_else(rand::random);
     Some(args.plan(target.into(), seed).map_err(|e| e.0).map(|plan| {
         Box::new(move |alone_of: Option<usize>| -> Box<dyn Workload> {
             match alone_of {
@@ -186,7 +137,7 @@ fn scenario_maker(command: Command, target: &str) -> Option<Result<Maker, String
 
 /// Runs `ratelab disk`.
 pub fn run(args: DiskArgs) -> anyhow::Result<Exit> {
-    let seed = args.seed.unwrap_or_else(rand::random);
+    let seed = args.series.seed.unwrap_or_else(rand::random);
     let plans = args
         .targets
         .iter()

@@ -15,6 +15,7 @@ pub mod results;
 pub mod run;
 pub mod scale;
 pub mod scenario;
+mod series;
 pub mod task;
 pub mod values;
 

@@ -32,6 +32,7 @@ fn columns(w: &Stored<DiskKind>) -> Vec<(Op, String)> {
 fn words(op: Op, mode: &str) -> String {
     match (op, mode) {
         (Op::Write, _) => "write".into(),
+        (Op::Rewrite, _) => "rewrite in place".into(),
         (Op::Read, "direct") => "read uncached".into(),
         (Op::Read, "flushed") => "read evicted".into(),
         (Op::Read, "cached") => "read from the page cache".into(),
@@ -144,7 +145,7 @@ pub fn brief_tables(w: &Stored<DiskKind>) -> Vec<Table> {
     let mut header = vec!["size".to_string()];
     for (op, mode) in &columns {
         header.push(match op {
-            Op::Write => "write".to_string(),
+            Op::Write | Op::Rewrite => op.as_str().to_string(),
             Op::Read => format!("read {mode}"),
         });
         header.push("min-max".into());

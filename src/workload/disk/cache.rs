@@ -40,6 +40,18 @@ pub fn resident_fraction(file: &File, path: &Path, size: u64) -> Result<f64, Err
     Ok((resident as f64 / pages as f64).min(1.0))
 }
 
+/// Bytes of the file (of `size` bytes) in the page cache.
+pub fn resident_bytes(file: &File, path: &Path, size: u64) -> Result<u64, Error> {
+    if size == 0 {
+        return Ok(0);
+    }
+    let pages = match cachestat_pages(file) {
+        Some(cached) => cached,
+        None => mincore_pages(file, path, size)?,
+    };
+    Ok(pages * rustix::param::page_size() as u64)
+}
+
 /// Resident pages by cachestat(2); `None` where the kernel lacks it.
 fn cachestat_pages(file: &File) -> Option<u64> {
     let range = CachestatRange { off: 0, len: 0 };

@@ -11,6 +11,8 @@ use crate::document::Flag;
 pub enum Op {
     /// A file written and synced.
     Write,
+    /// A file written again over itself, in place, and synced (`--rewrite`).
+    Rewrite,
     /// A file read back.
     Read,
 }
@@ -20,9 +22,20 @@ impl Op {
     pub fn as_str(self) -> &'static str {
         match self {
             Op::Write => "write",
+            Op::Rewrite => "rewrite",
             Op::Read => "read",
         }
     }
+}
+
+/// What one layer below a read (a disk image's file on the host) held in its page cache
+/// before the read: at most its resident bytes, as a fraction of the file read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LayerResidency {
+    /// The layer's name (`image`, `export`).
+    pub layer: String,
+    /// Resident bytes of the layer's file over the bytes read, at most 1.
+    pub cached_fraction_before: f64,
 }
 
 /// One file written or read, with its timing and the cache state before it.
@@ -42,6 +55,10 @@ pub struct DiskItem {
     pub bytes_per_sec: f64,
     /// Fraction of the file in the page cache just before a read; null for writes.
     pub cached_fraction_before: Option<f64>,
+    /// For a target stacked on files of the host (a disk image), how much of each such
+    /// layer's cache could have served the read, as a fraction of the file.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<LayerResidency>,
     /// Marks on figures that are not plain measurements.
     pub flags: Vec<Flag>,
     /// Whether the I/O used O_DIRECT.
@@ -68,6 +85,7 @@ impl DiskItem {
             seconds,
             bytes_per_sec: transfer.bytes as f64 / seconds.max(1e-9),
             cached_fraction_before: None,
+            layers: Vec::new(),
             flags: Vec::new(),
             direct: false,
             pass,
@@ -78,6 +96,16 @@ impl DiskItem {
 }
 
 impl DiskItem {
+    /// The most of the file any cache below the read held before it: its own page cache
+    /// or a layer's; `None` for writes.
+    pub fn most_cached_before(&self) -> Option<f64> {
+        let layers = self.layers.iter().map(|l| l.cached_fraction_before);
+        self.cached_fraction_before
+            .into_iter()
+            .chain(layers)
+            .reduce(f64::max)
+    }
+
     /// Its rate as compared across runs; `None` when it is flagged too short to time well.
     pub fn timed_rate(&self) -> Option<f64> {
         (!self.flags.contains(&Flag::Small)).then_some(self.bytes_per_sec)

@@ -63,7 +63,7 @@ impl Kind for DiskKind {
             .map(|item| {
                 // One run may read each file in several modes: each is its own group.
                 let op = match item.op {
-                    Op::Write => "write".to_string(),
+                    Op::Write | Op::Rewrite => item.op.as_str().to_string(),
                     Op::Read => format!("read {}", item.mode),
                 };
                 let key = GroupKey {

@@ -12,6 +12,7 @@ pub mod data;
 pub mod engine;
 pub mod item;
 mod kind;
+pub mod layers;
 mod null;
 mod passes;
 pub mod plan;

@@ -6,7 +6,8 @@ use std::time::Instant;
 
 use super::cache::{self, Eviction};
 use super::engine::{Engine, ReadJob, Transfer, WriteJob};
-use super::item::{DiskItem, Op};
+use super::item::{DiskItem, LayerResidency, Op};
+use super::layers::{Layer, evict_and_measure};
 use super::plan::{DIRECT_ALIGN, ReadMode};
 use super::workdir::{self, KeptFile, WorkDir};
 use super::{DiskWorkload, series};
@@ -42,6 +43,9 @@ impl DiskWorkload {
             if self.plan.phase.reads() {
                 self.read_pass(ctx, engine, &files, pass)?;
             }
+            if self.plan.rewrite {
+                self.rewrite_pass(ctx, engine, &files, pass)?;
+            }
             if self.plan.phase.writes() && !self.plan.keep {
                 let workdir = self.workdir();
                 for file in &files {
@@ -53,6 +57,37 @@ impl DiskWorkload {
         if self.plan.keep && self.plan.phase.writes() {
             self.keep(&kept)?;
         }
+        Ok(())
+    }
+
+    /// Writes each file of the pass again over itself, in a new random order.
+    fn rewrite_pass(
+        &mut self,
+        ctx: &Context,
+        engine: &mut dyn Engine,
+        files: &[KeptFile],
+        pass: u32,
+    ) -> Result<(), Error> {
+        let stage = self.plan.read_modes.len() as u32 + 1;
+        for kept in &series::shuffled(files, self.plan.seed, pass, stage) {
+            ctx.sink.status(format!(
+                "pass {pass}/{}: rewrite {}",
+                self.plan.repeat,
+                format_size(kept.size_bytes)
+            ));
+            let spec = WriteSpec {
+                name: &kept.name,
+                size: kept.size_bytes,
+                create: false,
+                until: None,
+            };
+            let item = DiskItem {
+                op: Op::Rewrite,
+                ..self.write_file(ctx, engine, &spec, pass)?
+            };
+            ctx.sink.item(&item);
+        }
+        ctx.sink.stage_done(format!("pass {pass} rewrite"));
         Ok(())
     }
 
@@ -158,10 +193,19 @@ impl DiskWorkload {
         until: Option<Instant>,
     ) -> Result<DiskItem, Error> {
         let path = self.workdir().path().join(&kept.name);
-        let (transfer, fraction) =
-            read_one(ctx, engine, &path, kept.size_bytes, mode, until, true)?;
+        let layers = self.plan.layers.clone();
+        let (transfer, fraction) = read_one(
+            ctx,
+            engine,
+            &path,
+            kept.size_bytes,
+            mode,
+            until,
+            Some(&layers),
+        )?;
         let item = DiskItem {
-            cached_fraction_before: Some(fraction),
+            cached_fraction_before: Some(fraction.file),
+            layers: fraction.layers,
             direct: mode == ReadMode::Direct,
             size_bytes: kept.size_bytes,
             ..DiskItem::timed(Op::Read, mode.as_str(), transfer, pass, &kept.name)
@@ -205,9 +249,18 @@ pub(super) fn write_one(
     engine.write(&job)
 }
 
-/// Puts one file in the cache state `mode` asks for, measures how much of it is
-/// resident, and times its read. A file that is not `ours` is only advised out of the
-/// cache, never synced or dropped with the machine's whole cache.
+/// How much of a file the caches held just before its read.
+pub struct Residency {
+    /// The fraction of the file in its own page cache.
+    pub file: f64,
+    /// What each layer below it held.
+    pub layers: Vec<LayerResidency>,
+}
+
+/// Puts one file in the cache state `mode` asks for, with the `layers` below it when the
+/// file is ours, measures how much of it is resident, and times its read. A file that
+/// is not ours (`layers` is `None`) is only advised out of the cache, never synced or
+/// dropped with the machine's whole cache.
 pub fn read_one(
     ctx: &Context,
     engine: &mut dyn Engine,
@@ -215,16 +268,30 @@ pub fn read_one(
     size: u64,
     mode: ReadMode,
     until: Option<Instant>,
-    ours: bool,
-) -> Result<(Transfer, f64), Error> {
+    layers: Option<&[Layer]>,
+) -> Result<(Transfer, Residency), Error> {
     let probe = workdir::open_for_read(path, false)?;
-    match (mode, ours) {
-        (ReadMode::Cached, _) => cache::warm(&probe, path, size)?,
-        (_, false) => cache::evict(&probe, path, size, Eviction::Foreign)?,
-        (ReadMode::Direct, true) => cache::evict(&probe, path, size, Eviction::Advise)?,
-        (ReadMode::Flushed, true) => cache::evict(&probe, path, size, Eviction::Force)?,
-    }
-    let fraction = cache::resident_fraction(&probe, path, size)?;
+    let how = match (mode, layers.is_some()) {
+        (ReadMode::Cached, _) => None,
+        (_, false) => Some(Eviction::Foreign),
+        (ReadMode::Direct, true) => Some(Eviction::Advise),
+        (ReadMode::Flushed, true) => Some(Eviction::Force),
+    };
+    let layers = match how {
+        Some(how) => {
+            cache::evict(&probe, path, size, how)?;
+            // The file first: writing back its pages is what fills the layers below.
+            evict_and_measure(layers.unwrap_or_default(), size, how)?
+        }
+        None => {
+            cache::warm(&probe, path, size)?;
+            Vec::new()
+        }
+    };
+    let fraction = Residency {
+        file: cache::resident_fraction(&probe, path, size)?,
+        layers,
+    };
     let direct = mode == ReadMode::Direct;
     let reader = if direct {
         workdir::open_for_read(path, true)?

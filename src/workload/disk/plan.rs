@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::layers::Layer;
 use crate::platform::ioprio::IoPriority;
 use crate::vocab::units::format_size;
 
@@ -153,6 +154,13 @@ pub struct DiskPlan {
     /// I/O priority of the workload's thread (`--ioprio`); the system's when absent.
     #[serde(default)]
     pub ioprio: Option<IoPriority>,
+    /// After the reads, write each file again over itself in place (`--rewrite`).
+    #[serde(default)]
+    pub rewrite: bool,
+    /// Files of the host below the target whose caches are evicted and measured before
+    /// each read (a disk image's); none for a plain folder.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<Layer>,
 }
 
 impl DiskPlan {
@@ -176,6 +184,8 @@ impl DiskPlan {
             duration_s: None,
             file_size_bytes: None,
             ioprio: None,
+            rewrite: false,
+            layers: Vec::new(),
         }
     }
 
@@ -210,6 +220,11 @@ impl DiskPlan {
                     format_size(MIN_SUSTAINED_FILE)
                 ));
             }
+        }
+        if self.rewrite && (self.duration_s.is_some() || self.phase != Phase::Both) {
+            return Err(
+                "--rewrite writes over the files a series wrote and read: it needs --phase both and no --duration".into(),
+            );
         }
         if self.sizes_bytes.is_empty() && self.phase.writes() && self.duration_s.is_none() {
             return Err("the series has no sizes: give at least one with --sizes".into());

@@ -30,8 +30,13 @@ pub fn tables(w: &Stored<DiskKind>) -> Vec<Table> {
     let mut tables: Vec<Table> = Vec::new();
     for row in rows {
         let title = match row.op {
-            Op::Write => format!(
-                "write, {}{} · engine {engine} · block {} · {limit}",
+            Op::Write | Op::Rewrite => format!(
+                "{}, {}{} · engine {engine} · block {} · {limit}",
+                if row.op == Op::Write {
+                    "write"
+                } else {
+                    "rewrite in place"
+                },
                 row.mode,
                 if direct_writes {
                     ", O_DIRECT"

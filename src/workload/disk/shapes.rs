@@ -71,6 +71,9 @@ pub struct QuickBaseline {
 pub struct DiskSummary {
     /// Writes; null when none ran.
     pub write: Option<Headline>,
+    /// Writes over files in place (`--rewrite`); absent when none ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewrite: Option<Headline>,
     /// `read` and `read_<mode>`, in the plan's order; null for a mode with no item.
     #[serde(flatten)]
     pub reads: IndexMap<String, Option<Headline>>,

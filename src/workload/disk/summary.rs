@@ -55,7 +55,7 @@ pub fn flagged(mut item: DiskItem, limit_bytes_per_sec: Option<f64>) -> DiskItem
         item.flags.push(Flag::FasterThanLink);
     }
     if item
-        .cached_fraction_before
+        .most_cached_before()
         .is_some_and(|f| f > CACHED_FRACTION)
     {
         item.flags.push(Flag::Cached);
@@ -195,6 +195,7 @@ pub fn summarize(items: &[DiskItem], read_modes: &[ReadMode]) -> DiskSummary {
     }
     DiskSummary {
         write: Headline::of(items.iter().filter(|i| i.op == Op::Write)),
+        rewrite: Headline::of(items.iter().filter(|i| i.op == Op::Rewrite)),
         reads,
         by_size: by_size(items),
     }
@@ -219,6 +220,7 @@ pub(crate) mod tests {
             seconds: size as f64 / rate,
             bytes_per_sec: rate,
             cached_fraction_before: fraction,
+            layers: vec![],
             flags: vec![],
             direct: false,
             pass: 1,

@@ -38,6 +38,7 @@ pub fn verdicts(w: &Stored<DiskKind>) -> Vec<Verdict> {
     let headline_read = w.params.plan.read_modes.first().map(|mode| mode.as_str());
     for (op, mode, cost) in [
         (Op::Write, None, "creating and syncing each file"),
+        (Op::Rewrite, None, "reaching and syncing each file"),
         (Op::Read, headline_read, "opening and reaching each file"),
     ] {
         if let Some(message) = size_effect(&w.items, op, mode, cost) {
@@ -97,17 +98,29 @@ fn not_evicted(w: &Stored<DiskKind>) -> Vec<Said> {
         .into_iter()
         .filter(|((op, mode), _)| *op == Op::Read && mode != ReadMode::Cached.as_str())
         .filter_map(|((_, mode), group)| {
-            let leaked: Vec<f64> = group
+            let leaked: Vec<&DiskItem> = group
                 .iter()
-                .filter_map(|i| i.cached_fraction_before)
-                .filter(|&f| f > EVICTED_FRACTION)
+                .copied()
+                .filter(|i| i.most_cached_before().is_some_and(|f| f > EVICTED_FRACTION))
                 .collect();
-            let worst = leaked.iter().copied().reduce(f64::max)?;
+            let worst = leaked.iter().filter_map(|i| i.most_cached_before()).reduce(f64::max)?;
+            let mut layers: Vec<&str> = leaked
+                .iter()
+                .flat_map(|i| &i.layers)
+                .filter(|l| l.cached_fraction_before > EVICTED_FRACTION)
+                .map(|l| l.layer.as_str())
+                .collect();
+            layers.sort_unstable();
+            layers.dedup();
+            let cache = match layers.as_slice() {
+                [] => "the page cache".to_string(),
+                named => format!("the page cache (of the {} below it)", named.join(" and ")),
+            };
             Some((
                 "not_evicted",
                 Severity::Warning,
                 format!(
-                    "{} of {} {mode} reads on {target} found up to {:.0}% of the file in the page cache after eviction: \
+                    "{} of {} {mode} reads on {target} found up to {:.0}% of the file in {cache} after eviction: \
                      those figures include cache hits",
                     leaked.len(),
                     group.len(),
@@ -254,6 +267,7 @@ fn percent(share: f64) -> String {
 fn plural(op: Op) -> &'static str {
     match op {
         Op::Write => "writes",
+        Op::Rewrite => "rewrites",
         Op::Read => "reads",
     }
 }

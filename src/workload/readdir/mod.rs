@@ -243,7 +243,7 @@ fn read_file(
     found: &Found,
     mode: ReadMode,
 ) -> Result<(ReadMode, engine::Transfer, f64), Error> {
-    match read_one(ctx, engine, &found.path, found.size, mode, None, false) {
+    match read_one(ctx, engine, &found.path, found.size, mode, None, None) {
         // Refused at open, before any byte was read: the folder's filesystem does not
         // take O_DIRECT.
         Err(Error::Unsupported(_)) if mode == ReadMode::Direct => {
@@ -254,10 +254,10 @@ fn read_file(
                 found.size,
                 ReadMode::Flushed,
                 None,
-                false,
+                None,
             )?;
-            Ok((ReadMode::Flushed, transfer, fraction))
+            Ok((ReadMode::Flushed, transfer, fraction.file))
         }
-        result => result.map(|(transfer, fraction)| (mode, transfer, fraction)),
+        result => result.map(|(transfer, fraction)| (mode, transfer, fraction.file)),
     }
 }

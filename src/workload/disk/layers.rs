@@ -1,0 +1,79 @@
+//! The caches below a target that sits on files of the host (a disk image attached
+//! through a loop device, a qcow2 image exported through FUSE): a read inside can be
+//! served by the page cache of any of those files, so each layer is evicted with the
+//! file read and what it still holds is measured and stored with the item.
+
+use std::fs::File;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::cache::{self, Eviction};
+use super::item::LayerResidency;
+use crate::workload::Error;
+
+/// A file of the host below the target whose page cache could serve its reads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Layer {
+    /// What it is (`image`, `export`).
+    pub name: String,
+    /// The file.
+    pub path: PathBuf,
+}
+
+/// Evicts every layer as `how` says and measures what each still holds: its resident
+/// bytes over the `size` bytes about to be read, at most 1. The whole layer counts, as
+/// where in it the file lies is not known: an upper bound, never an underestimate.
+pub fn evict_and_measure(
+    layers: &[Layer],
+    size: u64,
+    how: Eviction,
+) -> Result<Vec<LayerResidency>, Error> {
+    layers
+        .iter()
+        .map(|layer| {
+            let file =
+                File::open(&layer.path).map_err(|e| Error::io("open the layer", &layer.path, e))?;
+            let length = file
+                .metadata()
+                .map_err(|e| Error::io("inspect the layer", &layer.path, e))?
+                .len();
+            cache::evict(&file, &layer.path, length, how)?;
+            let resident = cache::resident_bytes(&file, &layer.path, length)?;
+            Ok(LayerResidency {
+                layer: layer.name.clone(),
+                cached_fraction_before: if size == 0 {
+                    0.0
+                } else {
+                    (resident as f64 / size as f64).min(1.0)
+                },
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn an_evicted_layer_holds_nothing_and_a_warm_one_is_counted_against_the_read() {
+        let dir = tempfile::tempdir_in(concat!(env!("CARGO_MANIFEST_DIR"), "/target")).unwrap();
+        let path = dir.path().join("image");
+        let mut file = File::create(&path).unwrap();
+        file.write_all(&vec![7u8; 4 << 20]).unwrap();
+        file.sync_all().unwrap();
+        let layers = [Layer {
+            name: "image".into(),
+            path: path.clone(),
+        }];
+        let cold = evict_and_measure(&layers, 1 << 20, Eviction::Advise).unwrap();
+        assert_eq!(cold[0].layer, "image");
+        assert!(cold[0].cached_fraction_before < 0.01, "{cold:?}");
+        cache::warm(&File::open(&path).unwrap(), &path, 4 << 20).unwrap();
+        let file = File::open(&path).unwrap();
+        let resident = cache::resident_bytes(&file, &path, 4 << 20).unwrap();
+        assert!(resident >= 2 << 20, "warm layer holds {resident} bytes");
+    }
+}
