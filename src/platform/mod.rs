@@ -1,7 +1,9 @@
 //! Linux probes of the machine and of storage paths: what a run was measured on,
-//! and the physical limit of each target's link. Linux specifics stay in here.
+//! and the physical limit of each target's link; and the disk-image containers that
+//! runs measure inside (`container`). Linux specifics stay in here.
 
 pub mod block;
+pub mod container;
 pub mod cores;
 pub mod ioprio;
 pub mod limits;
