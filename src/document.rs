@@ -103,6 +103,10 @@ pub struct WorkloadRecord {
     /// For a workload run alone first (`--alone`), the index of the one it stands for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alone_of: Option<usize>,
+    /// For a record whose items another workload measured (an image run's places),
+    /// that workload's index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_by: Option<usize>,
     /// Problems that did not stop the workload (an unreadable file), in words.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
@@ -122,6 +126,7 @@ impl WorkloadRecord {
             summary: Value::Null,
             series: None,
             alone_of: None,
+            measured_by: None,
             warnings: vec![],
         }
     }

@@ -378,6 +378,7 @@ mod tests {
                 knees: None,
             }),
             alone_of,
+            measured_by: None,
             warnings: vec![],
         }
     }

@@ -5,6 +5,7 @@
 pub mod cpu;
 pub mod disk;
 pub mod generate;
+pub mod image;
 pub mod info;
 pub mod monitor;
 pub mod net;
@@ -53,6 +54,8 @@ pub struct Cli {
 pub enum Command {
     /// Storage series: write files of a series of sizes, then read them back uncached.
     Disk(disk::DiskArgs),
+    /// Disk images: the series (and a task) inside raw and qcow2 containers, beside the host folder.
+    Image(image::ImageArgs),
     /// The main job: a profile of this machine, stored, with verdicts.
     Profile(profile::ProfileArgs),
     /// A scenario: the workloads of a TOML file side by side, with the contention report.
@@ -118,6 +121,7 @@ impl MeasureArgs {
 pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
     match cli.command {
         Command::Disk(args) => disk::run(args),
+        Command::Image(args) => image::run(args),
         Command::Profile(args) => profile::run(args),
         Command::Run(args) => run::run(args),
         Command::Quick(args) => quick::run(args),

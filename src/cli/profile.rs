@@ -90,7 +90,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
     });
     schedule.groups.remove(cpu_index + 1);
     // Where the report goes is settled before a minute of measuring, not after.
-    let report = report_path(&args)?;
+    let report = report_path(args.report.as_ref(), &args.output)?;
     let output = args.output.clone();
     let extras = super::Extras {
         judge: last_profile(&args.output).map(changes_since),
@@ -170,6 +170,7 @@ fn task(folder: &Path, cpus: usize, quick: bool) -> Box<dyn Workload> {
         direction: Direction::Compress,
         keep: false,
         seed: rand::random(),
+        layers: Vec::new(),
     };
     Box::new(TaskWorkload::new(task, None))
 }
@@ -177,7 +178,7 @@ fn task(folder: &Path, cpus: usize, quick: bool) -> Box<dyn Workload> {
 /// The thread counts the cpu tests and the task run at: the powers of two below the
 /// CPUs, then all of them. Four or more counts let the scaling laws be fitted and told
 /// apart (on 8 CPUs and up); on 2 CPUs it is one and all.
-fn thread_counts(cpus: usize) -> Vec<usize> {
+pub(super) fn thread_counts(cpus: usize) -> Vec<usize> {
     let mut counts: Vec<usize> = std::iter::successors(Some(1usize), |n| n.checked_mul(2))
         .take_while(|&n| n < cpus)
         .collect();
@@ -204,15 +205,18 @@ fn changes_since(previous: RunDocument) -> crate::run::Judge {
 
 /// Where the report goes: a file named with --report, or reports/ beside the database,
 /// where it is named by the run's id.
-enum ReportPlace {
+pub(super) enum ReportPlace {
     File(PathBuf),
     Folder(PathBuf),
 }
 
 /// The report's place, its folder made and checked writable; none for an unstored run
 /// without --report.
-fn report_path(args: &ProfileArgs) -> anyhow::Result<Option<ReportPlace>> {
-    let (place, folder) = match (&args.report, args.output.no_store) {
+pub(super) fn report_path(
+    report: Option<&PathBuf>,
+    output: &MeasureArgs,
+) -> anyhow::Result<Option<ReportPlace>> {
+    let (place, folder) = match (report, output.no_store) {
         (Some(path), _) => {
             let folder = match path.parent() {
                 Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -222,7 +226,7 @@ fn report_path(args: &ProfileArgs) -> anyhow::Result<Option<ReportPlace>> {
         }
         (None, true) => return Ok(None),
         (None, false) => {
-            let folder = reports_folder(&args.output)?;
+            let folder = reports_folder(output)?;
             (ReportPlace::Folder(folder.clone()), folder)
         }
     };
@@ -248,7 +252,7 @@ fn report_path(args: &ProfileArgs) -> anyhow::Result<Option<ReportPlace>> {
 
 /// Writes the HTML report of the finished run to the place [`report_path`] settled,
 /// read back from the database when the run was stored, and says where on stderr.
-fn write_report(
+pub(super) fn write_report(
     output: &MeasureArgs,
     place: Option<ReportPlace>,
     doc: &RunDocument,

@@ -152,6 +152,7 @@ fn compress(args: CompressArgs) -> anyhow::Result<Exit> {
         },
         keep: args.keep,
         seed: rand::random(),
+        layers: Vec::new(),
     };
     super::measure(
         "task",

@@ -5,6 +5,7 @@
 pub mod block;
 pub mod container;
 pub mod cores;
+pub mod diskstats;
 pub mod ioprio;
 pub mod limits;
 pub mod machine;

@@ -28,7 +28,8 @@ pub enum Detail {
 pub fn summary(doc: &RunDocument) -> Result<Vec<SummaryLine>, DecodeError> {
     let mut lines = Vec::new();
     for (index, record) in doc.workloads.iter().enumerate() {
-        if record.alone_of.is_some() {
+        // A record another workload measured speaks through that workload.
+        if record.alone_of.is_some() || record.measured_by.is_some() {
             continue;
         }
         if let Some(kind) = workload::kind(&record.kind) {
@@ -70,6 +71,17 @@ pub fn listing(doc: &RunDocument, detail: Detail) -> Result<Listing<'_>, DecodeE
             continue;
         };
         let at = At::new(doc, index);
+        if detail == Detail::Brief && record.measured_by.is_some() {
+            // At a glance, the workload that measured it speaks for it: its own info
+            // verdicts stay in the full report.
+            covered.extend(
+                doc.verdicts
+                    .iter()
+                    .filter(|v| v.workload == Some(index))
+                    .map(|v| (index, v.code.clone())),
+            );
+            continue;
+        }
         for Unmeasured { codes, what, why } in kind.unmeasured(at)? {
             // Only what a verdict of the run says is folded: the line never says more.
             if !doc
@@ -153,12 +165,14 @@ pub fn machine_line(doc: &RunDocument) -> String {
     )
 }
 
-/// `disk 1: /mnt/a`, or `disk 3 (alone, for disk 1): /mnt/a`.
+/// `disk 1: /mnt/a`, `disk 3 (alone, for disk 1): /mnt/a`, or `disk 2 (measured by
+/// workload 1): /mnt/a`.
 pub fn workload_heading(index: usize, record: &WorkloadRecord) -> String {
-    let alone = record
-        .alone_of
-        .map(|of| format!(" (alone, for {} {})", record.kind, of + 1))
-        .unwrap_or_default();
+    let alone = match (record.alone_of, record.measured_by) {
+        (Some(of), _) => format!(" (alone, for {} {})", record.kind, of + 1),
+        (None, Some(by)) => format!(" (measured by workload {})", by + 1),
+        (None, None) => String::new(),
+    };
     format!("{} {}{alone}: {}", record.kind, index + 1, record.target)
 }
 

@@ -245,6 +245,7 @@ fn record_of(workload: &dyn Workload) -> WorkloadRecord {
         summary: Value::Null,
         series: None,
         alone_of: workload.alone_of(),
+        measured_by: workload.measured_by(),
         warnings: Vec::new(),
     }
 }

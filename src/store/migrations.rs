@@ -17,7 +17,7 @@ use super::Error;
 
 /// Every schema version, oldest first: `MIGRATIONS[n]` takes a database from version
 /// `n` to `n + 1`.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     "CREATE TABLE runs (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             verb TEXT NOT NULL,
@@ -66,6 +66,8 @@ const MIGRATIONS: [&str; 2] = [
              ALTER TABLE workloads ADD COLUMN warnings TEXT;
              ALTER TABLE runs ADD COLUMN runner_cpu_seconds REAL;
              ALTER TABLE runs ADD COLUMN runner_wall_seconds REAL;",
+    // Records whose items another workload measures (an image run's places).
+    "ALTER TABLE workloads ADD COLUMN measured_by INTEGER;",
 ];
 
 /// The schema version this binary writes.

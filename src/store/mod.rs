@@ -254,6 +254,7 @@ mod tests {
                 summary: Value::Null,
                 series: None,
                 alone_of: None,
+                measured_by: None,
                 warnings: vec![],
             }],
             contention: None,

@@ -64,7 +64,7 @@ impl Store {
         let mut query = self
             .conn
             .prepare(
-                "SELECT idx, kind, target, params, context, summary, series, alone_of, warnings
+                "SELECT idx, kind, target, params, context, summary, series, alone_of, warnings, measured_by
                  FROM workloads WHERE run_id = ?1 ORDER BY idx",
             )
             .map_err(|e| self.sql(e))?;
@@ -80,6 +80,7 @@ impl Store {
                     series: r.get(6)?,
                     alone_of: r.get(7)?,
                     warnings: r.get(8)?,
+                    measured_by: r.get(9)?,
                 })
             })
             .map_err(|e| self.sql(e))?
@@ -114,6 +115,7 @@ impl Store {
                     .map(|s| parse(run_id, "series", &s))
                     .transpose()?,
                 alone_of: row.alone_of.map(|i| i as usize),
+                measured_by: row.measured_by.map(|i| i as usize),
                 warnings: row
                     .warnings
                     .map(|w| parse(run_id, "warnings", &w))
@@ -179,6 +181,7 @@ struct StoredWorkload {
     summary: Option<String>,
     series: Option<String>,
     alone_of: Option<i64>,
+    measured_by: Option<i64>,
     warnings: Option<String>,
 }
 

@@ -30,8 +30,8 @@ impl Store {
         let run_id = tx.last_insert_rowid();
         for (index, workload) in doc.workloads.iter().enumerate() {
             tx.execute(
-                "INSERT INTO workloads (run_id, idx, kind, target, params, context, alone_of)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO workloads (run_id, idx, kind, target, params, context, alone_of, measured_by)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 params![
                     run_id,
                     index as i64,
@@ -39,7 +39,8 @@ impl Store {
                     workload.target,
                     to_json(&workload.params),
                     to_json(&workload.context),
-                    workload.alone_of.map(|i| i as i64)
+                    workload.alone_of.map(|i| i as i64),
+                    workload.measured_by.map(|i| i as i64)
                 ],
             )
             .map_err(|e| sql_err(&self.path, e))?;

@@ -8,6 +8,7 @@ pub mod cpu;
 pub mod disk;
 mod error;
 pub mod gate;
+pub mod image;
 mod kind;
 pub mod monitor;
 pub mod net;
@@ -56,6 +57,12 @@ pub trait Workload: Send {
         None
     }
 
+    /// For a record whose items another workload of the run measures and sends (an
+    /// image's places), that workload's index: such a record is never scheduled.
+    fn measured_by(&self) -> Option<usize> {
+        None
+    }
+
     /// Bytes the workload plans to move, for progress; 0 when unknown.
     fn planned_bytes(&self) -> u64 {
         0
@@ -90,6 +97,7 @@ const KINDS: &[&dyn StoredKind] = &[
     &scale::ScaleKind,
     &task::TaskKind,
     &monitor::MonitorKind,
+    &image::ImageKind,
 ];
 
 /// The kind named `name`, if ratelab knows it.

@@ -104,6 +104,15 @@ impl Sink {
         }
     }
 
+    /// A sink for workload `workload` of the same run, whose items this workload
+    /// measures (an image's places), sharing this one's counters.
+    pub fn for_record(&self, workload: usize) -> Sink {
+        Sink {
+            workload,
+            ..self.clone()
+        }
+    }
+
     /// The byte counters the runner samples.
     pub fn progress(&self) -> &Progress {
         &self.progress

@@ -36,6 +36,48 @@ pub struct Layer {
     pub path: PathBuf,
 }
 
+/// Where the files of container NAME in DIR go: known before it is made, so that a run
+/// can name them in its plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Paths {
+    /// The image file, `DIR/NAME.img`.
+    pub image: PathBuf,
+    /// qcow2's FUSE export, `DIR/NAME.export`; `None` for raw images.
+    pub export: Option<PathBuf>,
+    /// Where the filesystem inside is mounted, `DIR/NAME.mnt`.
+    pub mount_point: PathBuf,
+}
+
+impl Paths {
+    /// The files of a container of `spec` named `name` in `dir`.
+    pub fn of(spec: &ContainerSpec, dir: &Path, name: &str) -> Paths {
+        Paths {
+            image: dir.join(format!("{name}.img")),
+            export: (spec.format == Format::Qcow2).then(|| dir.join(format!("{name}.export"))),
+            mount_point: dir.join(format!("{name}.mnt")),
+        }
+    }
+
+    /// The host files below the filesystem whose page cache could serve a read inside:
+    /// the export (which the loop device reads), then the image.
+    pub fn layers(&self) -> Vec<Layer> {
+        let image = Layer {
+            name: "image",
+            path: self.image.clone(),
+        };
+        match &self.export {
+            Some(export) => vec![
+                Layer {
+                    name: "export",
+                    path: export.clone(),
+                },
+                image,
+            ],
+            None => vec![image],
+        }
+    }
+}
+
 /// One live container: its image made, attached and mounted until it is torn down.
 pub struct Container {
     spec: ContainerSpec,
@@ -65,11 +107,12 @@ impl Container {
     pub fn create(spec: &ContainerSpec, dir: &Path, name: &str) -> Result<Container, Error> {
         spec.validate()?;
         let dir = std::fs::canonicalize(dir).map_err(|e| Error::io("inspect", dir, e))?;
+        let paths = Paths::of(spec, &dir, name);
         let mut container = Container {
             spec: spec.clone(),
             name: name.to_string(),
-            image: dir.join(format!("{name}.img")),
-            mount_point: dir.join(format!("{name}.mnt")),
+            image: paths.image,
+            mount_point: paths.mount_point,
             export: None,
             loop_device: PathBuf::new(),
             direct_io: false,
@@ -122,20 +165,12 @@ impl Container {
 
     /// The host files below the filesystem whose page cache could serve a read inside.
     pub fn layers(&self) -> Vec<Layer> {
-        let image = Layer {
-            name: "image",
-            path: self.image.clone(),
-        };
-        match &self.export {
-            Some(export) => vec![
-                Layer {
-                    name: "export",
-                    path: export.clone(),
-                },
-                image,
-            ],
-            None => vec![image],
+        Paths {
+            image: self.image.clone(),
+            export: self.export.clone(),
+            mount_point: self.mount_point.clone(),
         }
+        .layers()
     }
 
     /// The qemu-storage-daemon's process id; `None` for raw images.

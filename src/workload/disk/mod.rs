@@ -121,6 +121,15 @@ impl DiskWorkload {
         }
     }
 
+    /// Runs pass `pass` of the series alone, for a workload that interleaves it with
+    /// others (an image's places); returns the files it wrote, still in the work folder.
+    pub fn run_pass(&mut self, ctx: &Context, pass: u32) -> Result<Vec<KeptFile>, Error> {
+        let mut engine = self.engine.take().expect("the engine is made in setup");
+        let result = self.one_pass(ctx, engine.as_mut(), pass);
+        self.engine = Some(engine);
+        result
+    }
+
     fn passes(&self) -> u64 {
         u64::from(self.plan.repeat)
     }

@@ -35,22 +35,9 @@ impl DiskWorkload {
     ) -> Result<(), Error> {
         let mut kept = Vec::new();
         for pass in 1..=self.plan.repeat {
-            let files = if self.plan.phase.writes() {
-                self.write_pass(ctx, engine, pass)?
-            } else {
-                self.kept.clone()
-            };
-            if self.plan.phase.reads() {
-                self.read_pass(ctx, engine, &files, pass)?;
-            }
-            if self.plan.rewrite {
-                self.rewrite_pass(ctx, engine, &files, pass)?;
-            }
+            let files = self.one_pass(ctx, engine, pass)?;
             if self.plan.phase.writes() && !self.plan.keep {
-                let workdir = self.workdir();
-                for file in &files {
-                    workdir.remove_file(&workdir.path().join(&file.name))?;
-                }
+                self.remove_files(&files)?;
             }
             kept.extend(files);
         }
@@ -88,6 +75,37 @@ impl DiskWorkload {
             ctx.sink.item(&item);
         }
         ctx.sink.stage_done(format!("pass {pass} rewrite"));
+        Ok(())
+    }
+
+    /// Pass `pass` of the series: its writes, reads and rewrites; returns the files it
+    /// leaves in the work folder.
+    pub(super) fn one_pass(
+        &mut self,
+        ctx: &Context,
+        engine: &mut dyn Engine,
+        pass: u32,
+    ) -> Result<Vec<KeptFile>, Error> {
+        let files = if self.plan.phase.writes() {
+            self.write_pass(ctx, engine, pass)?
+        } else {
+            self.kept.clone()
+        };
+        if self.plan.phase.reads() {
+            self.read_pass(ctx, engine, &files, pass)?;
+        }
+        if self.plan.rewrite {
+            self.rewrite_pass(ctx, engine, &files, pass)?;
+        }
+        Ok(files)
+    }
+
+    /// Removes files a pass left in the work folder.
+    pub fn remove_files(&mut self, files: &[KeptFile]) -> Result<(), Error> {
+        let workdir = self.workdir();
+        for file in files {
+            workdir.remove_file(&workdir.path().join(&file.name))?;
+        }
         Ok(())
     }
 

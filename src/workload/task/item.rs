@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::workload::disk::item::LayerResidency;
+
 /// A step's time and the bytes it moved.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskItem {
@@ -27,6 +29,9 @@ pub struct TaskItem {
     /// Fraction of the input file in the page cache before it was read (`read`, `total`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_fraction_before: Option<f64>,
+    /// What each layer below the input held before it was read (a disk image's files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<LayerResidency>,
     /// Whether the input was read with O_DIRECT (`read`, `total`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direct: Option<bool>,
@@ -55,6 +60,7 @@ impl TaskItem {
             source_bytes_per_sec: source_bytes as f64 / seconds,
             output_bytes: None,
             cached_fraction_before: None,
+            layers: Vec::new(),
             direct: None,
             round_trip_ok: None,
         }

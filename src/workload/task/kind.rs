@@ -170,6 +170,7 @@ mod tests {
             direction: Direction::Compress,
             keep: false,
             seed: 1,
+            layers: Vec::new(),
         };
         let mut record = WorkloadRecord::for_test(TaskKind::NAME, "/f", items);
         record.params = serde_json::to_value(plan).unwrap();

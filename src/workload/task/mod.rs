@@ -65,6 +65,10 @@ pub struct TaskPlan {
     pub keep: bool,
     /// Seed of the made file.
     pub seed: u64,
+    /// Files of the host below the folders whose caches are evicted and measured before
+    /// each uncached read (a disk image's); none for a plain folder.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<crate::workload::disk::layers::Layer>,
 }
 
 /// The task workload.
@@ -301,7 +305,7 @@ impl Workload for TaskWorkload {
                         ..self.how(crate::platform::cores::online_cpus().len().max(1))
                     };
                     // Made as the whole task makes its output: read, compress, sync.
-                    let reader = Uncached::open(&source, size, self.made)?;
+                    let reader = Uncached::open(&source, size, self.made, &self.plan.layers)?;
                     let name = format!("input.{}", how.codec.as_str());
                     let copy = steps::whole(ctx, how, reader, Some(size), &mut workdir, &name)?;
                     (copy.output, copy.output_bytes)

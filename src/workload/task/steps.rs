@@ -14,6 +14,8 @@ use super::codec::Codec;
 use crate::workload::Cancel;
 use crate::workload::disk::buffer::AlignedBuf;
 use crate::workload::disk::cache::{self, Eviction};
+use crate::workload::disk::item::LayerResidency;
+use crate::workload::disk::layers::{Layer, evict_and_measure};
 use crate::workload::disk::workdir::{self, WorkDir};
 use crate::workload::{Context, Error};
 
@@ -63,30 +65,33 @@ pub struct Uncached {
     pub direct: bool,
     /// Fraction of the file in the page cache just before the read.
     pub cached_fraction_before: f64,
+    /// What each layer below the file held (a disk image's files on the host).
+    pub layers: Vec<LayerResidency>,
 }
 
 impl Uncached {
-    /// Opens `path` (of `size` bytes) for an uncached read. A file that is not `ours`
-    /// is only advised out of the cache, never synced or dropped with the whole cache.
-    pub fn open(path: &Path, size: u64, ours: bool) -> Result<Uncached, Error> {
+    /// Opens `path` (of `size` bytes) for an uncached read, evicting the `layers` below
+    /// it too. A file that is not `ours` is only advised out of the cache, never synced
+    /// or dropped with the whole cache.
+    pub fn open(path: &Path, size: u64, ours: bool, layers: &[Layer]) -> Result<Uncached, Error> {
         let probe = workdir::open_for_read(path, false)?;
         let (advise, force) = if ours {
             (Eviction::Advise, Eviction::Force)
         } else {
             (Eviction::Foreign, Eviction::Foreign)
         };
-        let (file, direct) = match workdir::open_for_read(path, true) {
-            Ok(file) => {
-                cache::evict(&probe, path, size, advise)?;
-                (file, true)
-            }
+        let (file, direct, how) = match workdir::open_for_read(path, true) {
+            Ok(file) => (file, true, advise),
             // Refused at open: this filesystem does not take O_DIRECT.
-            Err(Error::Unsupported(_)) => {
-                cache::evict(&probe, path, size, force)?;
-                (probe, false)
-            }
+            Err(Error::Unsupported(_)) => (
+                probe.try_clone().map_err(|e| Error::io("open", path, e))?,
+                false,
+                force,
+            ),
             Err(e) => return Err(e),
         };
+        cache::evict(&probe, path, size, how)?;
+        let layers = evict_and_measure(layers, size, how)?;
         let cached_fraction_before = cache::resident_fraction(&file, path, size)?;
         Ok(Uncached {
             file,
@@ -94,6 +99,7 @@ impl Uncached {
             size,
             direct,
             cached_fraction_before,
+            layers,
         })
     }
 

@@ -38,11 +38,12 @@ impl TaskWorkload {
             input_path.display()
         ));
         let (memory, _) = self.memory.as_mut().expect("made in setup");
-        let reader = Uncached::open(&input_path, input_size, self.made)?;
+        let reader = Uncached::open(&input_path, input_size, self.made, &self.plan.layers)?;
         // The whole buffer: its length is whole pages, as reads with O_DIRECT need.
         let seconds = steps::read(ctx, &reader, memory.as_mut_slice())?;
         ctx.sink.item(&TaskItem {
             cached_fraction_before: Some(reader.cached_fraction_before),
+            layers: reader.layers.clone(),
             direct: Some(reader.direct),
             ..TaskItem::timed("read", how.threads, input_size, size, seconds)
         });
@@ -127,8 +128,12 @@ impl TaskWorkload {
         ctx.sink
             .status(format!("{} threads: the whole task", how.threads));
         let workdir = self.workdir.as_mut().expect("made in setup");
-        let reader = Uncached::open(&input_path, input_size, self.made)?;
-        let (fraction, direct) = (reader.cached_fraction_before, reader.direct);
+        let reader = Uncached::open(&input_path, input_size, self.made, &self.plan.layers)?;
+        let (fraction, direct, layers) = (
+            reader.cached_fraction_before,
+            reader.direct,
+            reader.layers.clone(),
+        );
         let whole = steps::whole(
             ctx,
             how,
@@ -145,6 +150,7 @@ impl TaskWorkload {
         ctx.sink.item(&TaskItem {
             output_bytes: Some(whole.output_bytes),
             cached_fraction_before: Some(fraction),
+            layers,
             direct: Some(direct),
             round_trip_ok: Some(round_trip_ok),
             ..TaskItem::timed("total", how.threads, size, size, whole.seconds)

@@ -73,8 +73,14 @@ fn cached_input(w: &Stored<TaskKind>) -> Option<String> {
     let cached = w
         .items
         .iter()
-        .filter(|i| i.direct == Some(false) || in_memory)
-        .filter_map(|i| i.cached_fraction_before)
+        .filter_map(|i| {
+            // A direct read passes its own cache, never the layers below it.
+            let own = i
+                .cached_fraction_before
+                .filter(|_| i.direct == Some(false) || in_memory);
+            let layers = i.layers.iter().map(|l| l.cached_fraction_before);
+            own.into_iter().chain(layers).reduce(f64::max)
+        })
         .find(|&f| f > 0.5)?;
     Some(format!(
         "{:.0}% of the input was in the page cache before it was read (tmpfs, or a file that could not be evicted): the read rate is memory's, not a storage device's",

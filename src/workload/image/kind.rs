@@ -1,0 +1,426 @@
+//! How ratelab summarises, judges and shows stored image workloads: every container's
+//! rates against the host folder's, what else it cost (host writes, space, the qcow2
+//! daemon's CPU), the task inside, and for a sweep of qcow2 cluster sizes, the fastest.
+
+use serde::de::DeserializeOwned;
+
+use super::ratios::op_ratios;
+use super::shapes::{ImageItem, ImageParams, ImageSummary, OpRatio, PlaceSummary};
+use crate::analysis::stats::Stats;
+use crate::document::{Severity, Verdict};
+use crate::platform::container::Format;
+use crate::vocab::chart::{Chart, Line, size_axis};
+use crate::vocab::units::{format_bytes, format_rate, format_size};
+use crate::vocab::{SummaryLine, Table};
+use crate::workload::disk::item::DiskItem;
+use crate::workload::task::TaskItem;
+use crate::workload::{Kind, Stored};
+
+/// How ratelab summarises, judges and shows stored image workloads.
+pub struct ImageKind;
+
+impl Kind for ImageKind {
+    const NAME: &'static str = "image";
+    type Params = ImageParams;
+    type Context = ();
+    type Item = ImageItem;
+    type Summary = ImageSummary;
+
+    fn summarize(&self, w: &Stored<Self>) -> ImageSummary {
+        let host_disk = records::<DiskItem>(w, w.params.places[0].disk_workload);
+        let host_task = whole_task_rate(w, w.params.places[0].task_workload);
+        let places = w
+            .params
+            .places
+            .iter()
+            .enumerate()
+            .map(|(index, place)| {
+                let items: Vec<&ImageItem> = w.items.iter().filter(|i| i.place == index).collect();
+                let median = |f: &dyn Fn(&ImageItem) -> Option<f64>| {
+                    let values: Vec<f64> = items.iter().filter_map(|i| f(i)).collect();
+                    Stats::of(&values).map(|s| s.median)
+                };
+                let dio: Vec<bool> = items.iter().filter_map(|i| i.loop_direct_io).collect();
+                let raw = place
+                    .container
+                    .as_ref()
+                    .is_some_and(|c| c.format != Format::Qcow2);
+                PlaceSummary {
+                    label: place.label.clone(),
+                    ops: op_ratios(&host_disk, &records::<DiskItem>(w, place.disk_workload)),
+                    write_amplification: median(&ImageItem::write_amplification),
+                    image_allocated_bytes: median(&|i| i.image_allocated_bytes.map(|b| b as f64)),
+                    inner_used_bytes: median(&|i| i.inner_used_bytes.map(|b| b as f64)),
+                    daemon_seconds_per_gib: median(&ImageItem::daemon_seconds_per_gib),
+                    task_ratio: whole_task_rate(w, place.task_workload)
+                        .zip(host_task)
+                        .map(|(rate, host)| rate / host),
+                    loop_direct_io: (raw && !dio.is_empty()).then(|| dio.iter().all(|&d| d)),
+                }
+            })
+            .collect();
+        ImageSummary { places }
+    }
+
+    fn verdicts(&self, w: &Stored<Self>) -> Vec<Verdict> {
+        let Some(summary) = &w.summary else {
+            return Vec::new();
+        };
+        let say = Verdict::about(Some(w.index()));
+        let mut out = Vec::new();
+        for (place, figures) in w.params.places.iter().zip(&summary.places).skip(1) {
+            if figures.loop_direct_io == Some(false) {
+                out.push(say(
+                    "loop_buffered",
+                    Severity::Warning,
+                    format!(
+                        "the loop device of {} could not read its image with direct I/O: the host's page cache of the image sits between the container and the disk",
+                        place.label
+                    ),
+                ));
+            }
+            let parts: Vec<String> = figures
+                .ops
+                .iter()
+                .filter_map(|op| Some(format!("{} {}", op.op, ratio_words(op)?)))
+                .collect();
+            if !parts.is_empty() {
+                out.push(say(
+                    "container_cost",
+                    Severity::Info,
+                    format!(
+                        "{} against the host folder, files paired by size and round: {}",
+                        place.label,
+                        parts.join(", ")
+                    ),
+                ));
+            }
+            if let Some(ratio) = figures.task_ratio {
+                out.push(say(
+                    "task_in_container",
+                    Severity::Info,
+                    format!(
+                        "the task in {} ran at {:.0}% of its rate in the host folder",
+                        place.label,
+                        ratio * 100.0
+                    ),
+                ));
+            }
+            if let Some(amplification) = figures.write_amplification.filter(|&a| a > 1.5) {
+                out.push(say(
+                    "write_amplification",
+                    Severity::Info,
+                    format!(
+                        "{}: the host device wrote {amplification:.2} bytes for each byte written inside (image metadata, the inner journal, and any other writer of that device)",
+                        place.label
+                    ),
+                ));
+            }
+        }
+        out.extend(
+            sweep_verdict(w, summary)
+                .map(|message| say("cluster_size_fastest", Severity::Info, message)),
+        );
+        out
+    }
+
+    fn tables(&self, w: &Stored<Self>) -> Vec<Table> {
+        let Some(summary) = &w.summary else {
+            return Vec::new();
+        };
+        let ops = op_columns(summary);
+        let mut header = vec!["place".to_string()];
+        header.extend(ops.iter().cloned());
+        let rows = summary
+            .places
+            .iter()
+            .enumerate()
+            .map(|(index, place)| {
+                let mut row = vec![place.label.clone()];
+                for op in &ops {
+                    let found = place.ops.iter().find(|o| &o.op == op);
+                    row.push(match (index, found) {
+                        (0, Some(o)) => o.median_bytes_per_sec.map_or("-".into(), format_rate),
+                        (_, Some(o)) => cell(o),
+                        (_, None) => "-".into(),
+                    });
+                }
+                row
+            })
+            .collect();
+        let rates = Table {
+            title: format!(
+                "containers beside the host folder {} · {} rounds · host folder: median rate of files of 64 MiB and more; containers: median ratio to the host's file of the same size and round [95% interval]",
+                w.record.target, w.params.plan.series.repeat
+            ),
+            numeric: (1..header.len()).collect(),
+            header,
+            rows,
+        };
+        let costs = Table {
+            title: "what each place cost besides its rates (medians over rounds)".into(),
+            header: [
+                "place",
+                "host writes per byte",
+                "image / held",
+                "daemon CPU",
+                "task",
+            ]
+            .map(String::from)
+            .to_vec(),
+            numeric: vec![1, 2, 3, 4],
+            rows: summary
+                .places
+                .iter()
+                .enumerate()
+                .map(|(index, place)| {
+                    vec![
+                        place.label.clone(),
+                        place
+                            .write_amplification
+                            .map_or("-".into(), |a| format!("{a:.2}")),
+                        match (place.image_allocated_bytes, place.inner_used_bytes) {
+                            (Some(image), Some(held)) => format!(
+                                "{} / {}",
+                                format_bytes(image as u64),
+                                format_bytes(held as u64)
+                            ),
+                            _ => "-".into(),
+                        },
+                        place
+                            .daemon_seconds_per_gib
+                            .map_or("-".into(), |s| format!("{s:.2} s/GiB")),
+                        match (index, place.task_ratio) {
+                            (0, Some(_)) => "1.00x".into(),
+                            (_, Some(r)) => format!("{r:.2}x"),
+                            _ => "-".into(),
+                        },
+                    ]
+                })
+                .collect(),
+        };
+        vec![rates, costs]
+    }
+
+    fn summary_lines(
+        &self,
+        w: &Stored<Self>,
+    ) -> Result<Vec<SummaryLine>, crate::workload::DecodeError> {
+        let Some(summary) = &w.summary else {
+            return Ok(Vec::new());
+        };
+        let parts: Vec<String> = summary
+            .places
+            .iter()
+            .skip(1)
+            .filter_map(|place| {
+                let op = |name: &str| place.ops.iter().find(|o| o.op.starts_with(name))?.ratio;
+                let mut words = Vec::new();
+                if let Some(r) = op("write") {
+                    words.push(format!("write {r:.2}x"));
+                }
+                if let Some(r) = op("read") {
+                    words.push(format!("read {r:.2}x"));
+                }
+                if let Some(r) = place.task_ratio {
+                    words.push(format!("task {r:.2}x"));
+                }
+                (!words.is_empty()).then(|| format!("{} {}", place.label, words.join(" ")))
+            })
+            .collect();
+        if parts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut lines = vec![
+            SummaryLine::new(
+                "images",
+                format!("against the host folder: {}", parts.join("; ")),
+            )
+            .covering(&["container_cost", "task_in_container"]),
+        ];
+        if let Some(message) = sweep_verdict(w, summary) {
+            lines.push(SummaryLine::new("sweep", message).covering(&["cluster_size_fastest"]));
+        }
+        Ok(lines)
+    }
+
+    fn charts(&self, w: &Stored<Self>) -> Vec<Chart> {
+        let Some(summary) = &w.summary else {
+            return Vec::new();
+        };
+        let sweep = sweep(w, summary);
+        if sweep.len() < 2 {
+            return Vec::new();
+        }
+        let (first, last) = (sweep[0].0 as f64, sweep[sweep.len() - 1].0 as f64);
+        let host = &summary.places[0];
+        let lines = op_columns(summary)
+            .into_iter()
+            .map(|op| {
+                let points = sweep
+                    .iter()
+                    .filter_map(|(cluster, place)| {
+                        let rate = place
+                            .ops
+                            .iter()
+                            .find(|o| o.op == op)?
+                            .median_bytes_per_sec?;
+                        Some((*cluster as f64, rate))
+                    })
+                    .collect();
+                let level = host
+                    .ops
+                    .iter()
+                    .find(|o| o.op == op)
+                    .and_then(|o| o.median_bytes_per_sec);
+                Line {
+                    name: op.clone(),
+                    points,
+                    ranges: Vec::new(),
+                    curve: level.map(|rate| {
+                        (
+                            format!("{op}, host folder"),
+                            vec![(first, rate), (last, rate)],
+                        )
+                    }),
+                }
+            })
+            .collect();
+        vec![Chart {
+            title:
+                "qcow2: rate by cluster size (files of 64 MiB and more; dashed: the host folder)"
+                    .into(),
+            x_label: "cluster size".into(),
+            y_label: "rate".into(),
+            x_log: true,
+            x_format: size_axis,
+            y_format: format_rate,
+            lines,
+        }]
+    }
+}
+
+/// The items of workload `index` of the run, decoded as `T`; what cannot be read is left
+/// out (the record's own kind names it when it is shown).
+fn records<T: DeserializeOwned>(w: &Stored<ImageKind>, index: usize) -> Vec<T> {
+    w.at.run
+        .workloads
+        .get(index)
+        .map(|record| {
+            record
+                .items
+                .iter()
+                .filter_map(|item| T::deserialize(item).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A task record's whole rate at its most threads.
+fn whole_task_rate(w: &Stored<ImageKind>, index: Option<usize>) -> Option<f64> {
+    let items = records::<TaskItem>(w, index?);
+    let threads = items.iter().map(|i| i.threads).max()?;
+    let rates: Vec<f64> = items
+        .iter()
+        .filter(|i| i.op == "total" && i.threads == threads)
+        .map(|i| i.source_bytes_per_sec)
+        .collect();
+    Stats::of(&rates).map(|s| s.median)
+}
+
+/// The operations of every place, in the order first met.
+fn op_columns(summary: &ImageSummary) -> Vec<String> {
+    let mut ops: Vec<String> = Vec::new();
+    for op in summary.places.iter().flat_map(|p| &p.ops) {
+        if !ops.contains(&op.op) {
+            ops.push(op.op.clone());
+        }
+    }
+    ops
+}
+
+/// A ratio with its interval: `0.62x [0.55-0.70]`.
+fn cell(op: &OpRatio) -> String {
+    match (op.ratio, op.ratio_low, op.ratio_high) {
+        (Some(r), Some(low), Some(high)) => format!("{r:.2}x [{low:.2}-{high:.2}]"),
+        (Some(r), _, _) => format!("{r:.2}x"),
+        _ => "-".into(),
+    }
+}
+
+/// A ratio in words, with whether it is beyond noise: `0.62x the host's (95% 0.55-0.70)`.
+fn ratio_words(op: &OpRatio) -> Option<String> {
+    let ratio = op.ratio?;
+    Some(match (op.ratio_low, op.ratio_high) {
+        (Some(low), Some(high)) if low > 1.0 || high < 1.0 => {
+            format!("{ratio:.2}x (95% {low:.2}-{high:.2})")
+        }
+        (Some(low), Some(high)) => format!("{ratio:.2}x (95% {low:.2}-{high:.2}, within noise)"),
+        _ => format!("{ratio:.2}x (too few files for an interval)"),
+    })
+}
+
+/// The qcow2 places that differ only by cluster size, by cluster size: a sweep.
+fn sweep<'a>(w: &Stored<ImageKind>, summary: &'a ImageSummary) -> Vec<(u64, &'a PlaceSummary)> {
+    let mut out: Vec<(u64, &PlaceSummary)> = w
+        .params
+        .places
+        .iter()
+        .zip(&summary.places)
+        .filter_map(|(place, figures)| {
+            let spec = place.container.as_ref()?;
+            Some((spec.cluster_bytes()?, figures))
+        })
+        .collect();
+    out.sort_by_key(|(cluster, _)| *cluster);
+    out.dedup_by_key(|(cluster, _)| *cluster);
+    out
+}
+
+/// The fastest cluster size of a sweep by the geometric mean of its ratios, and how much
+/// slower the smallest and largest sizes ran.
+fn sweep_verdict(w: &Stored<ImageKind>, summary: &ImageSummary) -> Option<String> {
+    let sweep = sweep(w, summary);
+    if sweep.len() < 2 {
+        return None;
+    }
+    let score = |place: &PlaceSummary| -> Option<f64> {
+        let ratios: Vec<f64> = place
+            .ops
+            .iter()
+            .filter_map(|o| o.ratio)
+            .filter(|r| *r > 0.0)
+            .collect();
+        (!ratios.is_empty())
+            .then(|| (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp())
+    };
+    let scored: Vec<(u64, f64)> = sweep
+        .iter()
+        .filter_map(|(cluster, place)| Some((*cluster, score(place)?)))
+        .collect();
+    let &(best, best_score) = scored.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let extremes: Vec<String> = [scored.first()?, scored.last()?]
+        .iter()
+        .filter(|(cluster, _)| *cluster != best)
+        .map(|(cluster, s)| {
+            format!(
+                "{} {:.0}% slower",
+                format_size(*cluster),
+                (1.0 - s / best_score) * 100.0
+            )
+        })
+        .collect();
+    let mut message = format!(
+        "qcow2 clusters of {} ran fastest of {} ({best_score:.2}x the host folder: the geometric mean of its operations' ratios)",
+        format_size(best),
+        scored
+            .iter()
+            .map(|(c, _)| format_size(*c))
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    if !extremes.is_empty() {
+        message.push_str(&format!("; {} than it", extremes.join(", ")));
+    }
+    Some(message)
+}
