@@ -313,3 +313,22 @@ fn a_corrupt_item_is_named_not_dropped() {
         "no item is dropped"
     );
 }
+
+#[test]
+fn image_runs_show_as_the_golden_files_say() {
+    // A newer fixture (tests/fixtures/make-db-a1ad702.sh): a cluster-size sweep, and
+    // containers with a task, rewrites and two read modes.
+    let dir = tempfile::tempdir().expect("create a temporary folder");
+    let db = dir.path().join("runs-a1ad702.db");
+    std::fs::copy(fixtures().join("runs-a1ad702.db"), &db).expect("copy the fixture");
+    for id in ["1", "2"] {
+        golden::check(
+            &format!("runs-a1ad702/run-{id}.txt"),
+            &results(&db, &["show", id]),
+        );
+        golden::check(
+            &format!("runs-a1ad702/run-{id}-brief.txt"),
+            &results(&db, &["show", id, "--brief"]),
+        );
+    }
+}

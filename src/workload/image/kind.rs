@@ -150,7 +150,7 @@ impl Kind for ImageKind {
             .collect();
         let rates = Table {
             title: format!(
-                "containers beside the host folder {} · {} rounds · host folder: median rate of files of 64 MiB and more; containers: median ratio to the host's file of the same size and round [95% interval]",
+                "containers beside the host folder {} · {} rounds · host folder: median rate of its files of 64 MiB and more (else its largest); containers: median ratio to the host's file of the same size and round [95% interval]",
                 w.record.target, w.params.plan.series.repeat
             ),
             numeric: (1..header.len()).collect(),
@@ -200,6 +200,24 @@ impl Kind for ImageKind {
                 .collect(),
         };
         vec![rates, costs]
+    }
+
+    fn brief_tables(&self, w: &Stored<Self>) -> Vec<Table> {
+        // At a glance: the ratios alone (the intervals are in the full table).
+        let mut tables = self.tables(w);
+        if let (Some(rates), Some(summary)) = (tables.first_mut(), &w.summary) {
+            for (row, place) in rates.rows.iter_mut().zip(&summary.places).skip(1) {
+                for (cell, op) in row.iter_mut().skip(1).zip(op_columns(summary)) {
+                    let ratio = place.ops.iter().find(|o| o.op == op).and_then(|o| o.ratio);
+                    *cell = ratio.map_or("-".into(), |r| format!("{r:.2}x"));
+                }
+            }
+            rates.title = format!(
+                "containers beside the host folder · {} rounds · host folder: median rate of its largest files; containers: median ratio to the host's file of the same size and round",
+                w.params.plan.series.repeat
+            );
+        }
+        tables
     }
 
     fn summary_lines(
@@ -288,7 +306,7 @@ impl Kind for ImageKind {
             .collect();
         vec![Chart {
             title:
-                "qcow2: rate by cluster size (files of 64 MiB and more; dashed: the host folder)"
+                "qcow2: rate by cluster size (files of 64 MiB and more, else the largest; dashed: the host folder)"
                     .into(),
             x_label: "cluster size".into(),
             y_label: "rate".into(),

@@ -59,13 +59,18 @@ pub fn op_ratios(host: &[DiskItem], place: &[DiskItem]) -> Vec<OpRatio> {
 
 /// One operation's figures: the place's large-file median and its ratios to the host.
 fn ratio_of(op: String, host: &[DiskItem], place: &[DiskItem]) -> OpRatio {
+    // Files of 64 MiB and more, or the largest there are.
+    let floor = place
+        .iter()
+        .map(|i| i.size_bytes)
+        .max()
+        .map_or(0, |largest| largest.min(LARGE_BYTES));
     let large: Vec<f64> = place
         .iter()
-        .filter(|i| i.size_bytes >= LARGE_BYTES)
+        .filter(|i| i.size_bytes >= floor)
         .map(|i| i.bytes_per_sec)
         .collect();
-    let all: Vec<f64> = place.iter().map(|i| i.bytes_per_sec).collect();
-    let median = Stats::of(if large.is_empty() { &all } else { &large }).map(|s| s.median);
+    let median = Stats::of(&large).map(|s| s.median);
     let by_key: BTreeMap<(u64, u32), f64> = host
         .iter()
         .map(|i| ((i.size_bytes, i.pass), i.bytes_per_sec))

@@ -103,7 +103,7 @@ impl ImageItem {
 pub struct OpRatio {
     /// The operation as the series names it: `write`, `rewrite`, `read direct`.
     pub op: String,
-    /// Median rate of the place's files of 64 MiB and more (all files when none is).
+    /// Median rate of the place's files of 64 MiB and more (its largest when none is).
     #[serde(default)]
     pub median_bytes_per_sec: Option<f64>,
     /// Median of the ratios of each file's rate to the host's file of the same size
