@@ -3,7 +3,7 @@
 //! raw images on loop devices, qcow2 images at each cluster size — round by round in
 //! one run, so every container is compared with its host measured at the same time.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
@@ -15,6 +15,7 @@ use crate::exit::{Exit, UsageError};
 use crate::platform::container::{ContainerSpec, Filesystem, Format, Preallocation};
 use crate::report::layout::Detail;
 use crate::run::{Member, Schedule};
+use crate::workload::Workload;
 use crate::workload::disk::DiskPlan;
 use crate::workload::image::{self, ImagePlan};
 use crate::workload::task::{Codec, Direction, TaskPlan};
@@ -125,6 +126,63 @@ impl ImageArgs {
     }
 }
 
+/// What the series and the task hold inside a container at once, at most.
+fn held_bytes(series: &DiskPlan, task: Option<&TaskPlan>) -> u64 {
+    series.sizes_bytes.iter().sum::<u64>() + task.map_or(0, |_| 3 * TASK_BYTES)
+}
+
+/// Room for what a container holds, twice over, in whole GiB, at least 1 GiB.
+fn default_image_size(held: u64) -> u64 {
+    (2 * held).max(1 << 30).next_multiple_of(1 << 30)
+}
+
+/// The plan of an image run in `target`, its work folder named for this process.
+fn plan(
+    target: &Path,
+    containers: Vec<ContainerSpec>,
+    series: DiskPlan,
+    task: Option<TaskPlan>,
+) -> ImagePlan {
+    // Records name their folders before the run: the target as the kernel names it.
+    let target = std::fs::canonicalize(target).unwrap_or_else(|_| target.to_path_buf());
+    ImagePlan {
+        work_folder: target.join(format!("ratelab-image-{}", std::process::id())),
+        target,
+        containers,
+        series,
+        task,
+    }
+}
+
+/// What `profile --images` adds: a raw-sparse and a qcow2 container (64 KiB clusters)
+/// at the default sizes, beside `target`, as workloads from index `first` on.
+pub(super) fn for_profile(
+    target: &Path,
+    first: usize,
+) -> Result<Vec<Box<dyn Workload>>, UsageError> {
+    let sizes = super::values::parse_size_list(DEFAULT_SIZES).map_err(UsageError)?;
+    let series = DiskPlan {
+        repeat: 3,
+        ..DiskPlan::new(target.to_path_buf(), sizes.0, rand::random())
+    };
+    let image_size_bytes = default_image_size(held_bytes(&series, None));
+    let containers = [Format::RawSparse, Format::Qcow2]
+        .into_iter()
+        .map(|format| ContainerSpec {
+            format,
+            cluster_size_bytes: (format == Format::Qcow2).then_some(64 << 10),
+            extended_l2: false,
+            preallocation: Preallocation::Off,
+            fs: Filesystem::Ext4,
+            image_size_bytes,
+        })
+        .collect();
+    Ok(image::workloads(
+        plan(target, containers, series, None),
+        first,
+    ))
+}
+
 /// Runs `ratelab image`.
 pub fn run(args: ImageArgs) -> anyhow::Result<Exit> {
     if args.repeat == 0 {
@@ -164,15 +222,7 @@ pub fn run(args: ImageArgs) -> anyhow::Result<Exit> {
         .into());
     }
     let containers = args.containers(image_size)?;
-    // Records name their folders before the run: the target as the kernel names it.
-    let target = std::fs::canonicalize(&args.target).unwrap_or_else(|_| args.target.clone());
-    let plan = ImagePlan {
-        work_folder: target.join(format!("ratelab-image-{}", std::process::id())),
-        target,
-        containers,
-        series,
-        task,
-    };
+    let plan = plan(&args.target, containers, series, task);
     let workloads = image::workloads(plan, 0);
     // The image workload runs every place; the places' records are never scheduled.
     let schedule = Schedule {

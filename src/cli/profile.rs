@@ -61,6 +61,10 @@ pub struct ProfileArgs {
     /// (HOST, HOST:PORT or [IPv6]:PORT; port 5301 by default).
     #[arg(long, value_name = "HOST", value_parser = parse_host_port)]
     pub peer: Option<(String, Option<u16>)>,
+    /// Also measure disk images in the first target: a raw-sparse and a qcow2 container
+    /// (64 KiB clusters) beside the folder, as `ratelab image` does (needs root).
+    #[arg(long)]
+    pub images: bool,
     /// Write the HTML report here [default: reports/run-ID.html beside the database].
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
@@ -82,8 +86,13 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
     workloads.extend(cores(cpus, args.quick));
     workloads.push(network(args.peer.as_ref(), cpus, args.quick));
     workloads.push(task(&targets[0], cpus, args.quick));
-    // Each part alone, but the monitor runs beside the cpu tests.
-    let mut schedule = Schedule::one_by_one(workloads.len());
+    // Each part alone, but the monitor runs beside the cpu tests; an image run's records
+    // come after it and are never scheduled (it measures them).
+    let mut schedule = Schedule::one_by_one(workloads.len() + usize::from(args.images));
+    if args.images {
+        let first = workloads.len();
+        workloads.extend(super::image::for_profile(&targets[0], first)?);
+    }
     schedule.groups[cpu_index].push(Member {
         workload: cpu_index + 1,
         delay: Duration::ZERO,
