@@ -322,3 +322,92 @@ fn a_daemon_dying_mid_run_fails_the_run_and_leaves_nothing() {
         doc["incomplete_reason"]
     );
 }
+
+/// Runs `ratelab image` with `args` in `command`, which must fail with `code` and say
+/// `words`, leaving `dir` as it was.
+fn refused(mut command: Command, dir: &Path, args: &[&str], code: i32, words: &str) {
+    let output = command
+        .arg("image")
+        .arg(dir)
+        .args(args)
+        .arg("--no-store")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(code), "{args:?}: {stderr}");
+    assert!(stderr.contains(words), "{args:?}: {stderr}");
+    assert!(files_in(dir).is_empty(), "{args:?}: {:?}", files_in(dir));
+}
+
+#[test]
+fn refusals_name_the_cause_and_make_nothing() {
+    let dir = common::disk_tempdir();
+    let target = dir.path();
+    let bin = common::bin();
+    // Bad input: exit 2, naming the flag.
+    refused(
+        ratelab(),
+        target,
+        &["--cluster-size", "3K"],
+        2,
+        "--cluster-size 3072",
+    );
+    refused(ratelab(), target, &["--format", "qcow3"], 2, "qcow3");
+    refused(
+        ratelab(),
+        target,
+        &["--format", "raw-sparse", "--cluster-size", "4K"],
+        2,
+        "--cluster-size applies to qcow2",
+    );
+    refused(
+        ratelab(),
+        target,
+        &["--fs", "xfs", "--image-size", "100M", "--sizes", "1M"],
+        2,
+        "xfs",
+    );
+    if !common::is_root() {
+        refused(ratelab(), target, &[], 3, "need root");
+        return;
+    }
+    // The environment: exit 3 before anything is made.
+    let mut nobody = Command::new("setpriv");
+    nobody
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&bin);
+    let open = tempfile::tempdir_in(target.parent().unwrap()).unwrap();
+    std::fs::set_permissions(
+        open.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    refused(nobody, open.path(), &[], 3, "need root");
+    // A PATH with every tool but qemu-storage-daemon.
+    let tools = tempfile::tempdir().unwrap();
+    for tool in [
+        "losetup",
+        "mount",
+        "umount",
+        "mkfs.ext4",
+        "e2fsck",
+        "qemu-img",
+    ] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .unwrap();
+        let path = String::from_utf8_lossy(&found.stdout).trim().to_string();
+        std::os::unix::fs::symlink(path, tools.path().join(tool)).unwrap();
+    }
+    let mut without_daemon = Command::new(&bin);
+    without_daemon.env("PATH", tools.path());
+    refused(without_daemon, target, &[], 3, "qemu-utils");
+    refused(
+        ratelab(),
+        target,
+        &["--format", "raw-prealloc", "--image-size", "100T"],
+        3,
+        "not enough free space",
+    );
+}

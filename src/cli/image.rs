@@ -44,15 +44,15 @@ pub struct ImageArgs {
     /// Containers, comma-separated: raw-sparse, raw-prealloc, qcow2 (one per --cluster-size).
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "raw-sparse,qcow2", value_parser = parse_format)]
     pub format: Vec<Format>,
-    /// qcow2 cluster sizes, comma-separated (512 to 2M, powers of two).
-    #[arg(long, value_name = "LIST", default_value = "64K", value_parser = parse_size_list)]
-    pub cluster_size: SizeList,
+    /// qcow2 cluster sizes, comma-separated (512 to 2M, powers of two) [default: 64K].
+    #[arg(long, value_name = "LIST", value_parser = parse_size_list)]
+    pub cluster_size: Option<SizeList>,
     /// qcow2 with subclusters (extended_l2=on; cluster sizes of 16K and more).
     #[arg(long)]
     pub extended_l2: bool,
-    /// qcow2 preallocation: off, metadata, falloc or full.
-    #[arg(long, value_name = "MODE", default_value = "off", value_parser = parse_preallocation)]
-    pub preallocation: Preallocation,
+    /// qcow2 preallocation: off, metadata, falloc or full [default: off].
+    #[arg(long, value_name = "MODE", value_parser = parse_preallocation)]
+    pub preallocation: Option<Preallocation>,
     /// The filesystem made inside each container: ext4, xfs or btrfs.
     #[arg(long, value_name = "FS", default_value = "ext4", value_parser = parse_fs)]
     pub fs: Filesystem,
@@ -97,10 +97,26 @@ fn parse_fs(text: &str) -> Result<Filesystem, String> {
 impl ImageArgs {
     /// The containers asked for, each once, in the order given.
     fn containers(&self, image_size_bytes: u64) -> Result<Vec<ContainerSpec>, UsageError> {
+        if !self.format.contains(&Format::Qcow2) {
+            let given = [
+                ("--cluster-size", self.cluster_size.is_some()),
+                ("--extended-l2", self.extended_l2),
+                ("--preallocation", self.preallocation.is_some()),
+            ];
+            if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
+                return Err(UsageError(format!(
+                    "{flag} applies to qcow2 images, and --format has none: add qcow2 to --format"
+                )));
+            }
+        }
+        let clusters_given = self
+            .cluster_size
+            .as_ref()
+            .map_or(vec![64 << 10], |l| l.0.clone());
         let mut out: Vec<ContainerSpec> = Vec::new();
         for &format in &self.format {
             let clusters: Vec<Option<u64>> = match format {
-                Format::Qcow2 => self.cluster_size.0.iter().copied().map(Some).collect(),
+                Format::Qcow2 => clusters_given.iter().copied().map(Some).collect(),
                 _ => vec![None],
             };
             for cluster_size_bytes in clusters {
@@ -109,7 +125,7 @@ impl ImageArgs {
                     cluster_size_bytes,
                     extended_l2: self.extended_l2 && format == Format::Qcow2,
                     preallocation: if format == Format::Qcow2 {
-                        self.preallocation
+                        self.preallocation.unwrap_or(Preallocation::Off)
                     } else {
                         Preallocation::Off
                     },
