@@ -181,6 +181,15 @@ fn containers_on_a_slow_disk_stay_under_its_limit_and_prove_every_layer_evicted(
                     _ => 2,
                 };
                 assert_eq!(layers.len(), expected, "{label}: {item}");
+                // cachestat sees no page cache on the FUSE export, evicted or not; the
+                // daemon's own reads prove each read reached the image.
+                if label.starts_with("qcow2") {
+                    let below = item["read_below_fraction"].as_f64().unwrap();
+                    assert!(
+                        below >= 0.99,
+                        "{label}: the daemon read {below} of it: {item}"
+                    );
+                }
                 for layer in layers {
                     assert!(
                         layer["cached_fraction_before"].as_f64().unwrap() < 0.01,

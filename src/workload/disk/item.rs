@@ -59,6 +59,10 @@ pub struct DiskItem {
     /// layer's cache could have served the read, as a fraction of the file.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub layers: Vec<LayerResidency>,
+    /// Inside a qcow2 image: the bytes qemu-storage-daemon read from the image during the
+    /// read, over the bytes read (at most 1). Below 1, a cache between served the rest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_below_fraction: Option<f64>,
     /// Marks on figures that are not plain measurements.
     pub flags: Vec<Flag>,
     /// Whether the I/O used O_DIRECT.
@@ -86,6 +90,7 @@ impl DiskItem {
             bytes_per_sec: transfer.bytes as f64 / seconds.max(1e-9),
             cached_fraction_before: None,
             layers: Vec::new(),
+            read_below_fraction: None,
             flags: Vec::new(),
             direct: false,
             pass,
@@ -100,9 +105,12 @@ impl DiskItem {
     /// or a layer's; `None` for writes.
     pub fn most_cached_before(&self) -> Option<f64> {
         let layers = self.layers.iter().map(|l| l.cached_fraction_before);
+        // What the image's daemon did not read came from a cache between.
+        let unread = self.read_below_fraction.map(|f| 1.0 - f);
         self.cached_fraction_before
             .into_iter()
             .chain(layers)
+            .chain(unread)
             .reduce(f64::max)
     }
 

@@ -19,6 +19,32 @@ pub struct Layer {
     pub name: String,
     /// The file.
     pub path: PathBuf,
+    /// The process that serves the layer's reads from the storage below it (a qcow2
+    /// image's qemu-storage-daemon), while the run lasts: what it reads during a read
+    /// inside proves that the read reached the image. Never stored.
+    #[serde(skip)]
+    pub reader_pid: Option<u32>,
+}
+
+/// Bytes the processes serving `layers` have read from their storage so far
+/// (`read_bytes` of /proc/PID/io, which counts what reached the block layer); `None`
+/// when no layer names one, or one cannot be read.
+pub fn read_below(layers: &[Layer]) -> Option<u64> {
+    let mut pids: Vec<u32> = layers.iter().filter_map(|l| l.reader_pid).collect();
+    pids.dedup();
+    if pids.is_empty() {
+        return None;
+    }
+    pids.iter().try_fold(0u64, |sum, pid| {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+        let bytes = text
+            .lines()
+            .find_map(|l| l.strip_prefix("read_bytes:"))?
+            .trim()
+            .parse::<u64>()
+            .ok()?;
+        Some(sum + bytes)
+    })
 }
 
 /// Evicts every layer as `how` says and measures what each still holds: its resident
@@ -67,6 +93,7 @@ mod tests {
         let layers = [Layer {
             name: "image".into(),
             path: path.clone(),
+            reader_pid: None,
         }];
         let cold = evict_and_measure(&layers, 1 << 20, Eviction::Advise).unwrap();
         assert_eq!(cold[0].layer, "image");

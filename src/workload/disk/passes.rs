@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::cache::{self, Eviction};
 use super::engine::{Engine, ReadJob, Transfer, WriteJob};
 use super::item::{DiskItem, LayerResidency, Op};
-use super::layers::{Layer, evict_and_measure};
+use super::layers::{Layer, evict_and_measure, read_below};
 use super::plan::{DIRECT_ALIGN, ReadMode};
 use super::workdir::{self, KeptFile, WorkDir};
 use super::{DiskWorkload, series};
@@ -212,6 +212,7 @@ impl DiskWorkload {
     ) -> Result<DiskItem, Error> {
         let path = self.workdir().path().join(&kept.name);
         let layers = self.plan.layers.clone();
+        let below_before = read_below(&layers);
         let (transfer, fraction) = read_one(
             ctx,
             engine,
@@ -221,9 +222,16 @@ impl DiskWorkload {
             until,
             Some(&layers),
         )?;
+        // Capped: the image's own tables are read beside the data.
+        let read_below_fraction = below_before
+            .zip(read_below(&layers))
+            .map(|(before, after)| {
+                (after.saturating_sub(before) as f64 / kept.size_bytes.max(1) as f64).min(1.0)
+            });
         let item = DiskItem {
             cached_fraction_before: Some(fraction.file),
             layers: fraction.layers,
+            read_below_fraction,
             direct: mode == ReadMode::Direct,
             size_bytes: kept.size_bytes,
             ..DiskItem::timed(Op::Read, mode.as_str(), transfer, pass, &kept.name)

@@ -221,6 +221,7 @@ pub(crate) mod tests {
             bytes_per_sec: rate,
             cached_fraction_before: fraction,
             layers: vec![],
+            read_below_fraction: None,
             flags: vec![],
             direct: false,
             pass: 1,

@@ -130,6 +130,7 @@ fn layers_at(plan: &ImagePlan, index: usize) -> Vec<crate::workload::disk::layer
             .map(|layer| crate::workload::disk::layers::Layer {
                 name: layer.name.to_string(),
                 path: layer.path,
+                reader_pid: None,
             })
             .collect(),
     }

@@ -161,6 +161,7 @@ mod tests {
             bytes_per_sec: rate,
             cached_fraction_before: None,
             layers: vec![],
+            read_below_fraction: None,
             flags: vec![],
             direct: false,
             pass,

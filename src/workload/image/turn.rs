@@ -72,7 +72,12 @@ impl Turn<'_> {
                 .and_then(|chain| diskstats::device_name(&chain.source)),
         };
         let daemon_before = container.and_then(Container::daemon_cpu_seconds);
-        let mut disk = DiskWorkload::new(series_at(self.plan, self.index, &self.folder));
+        let mut series = series_at(self.plan, self.index, &self.folder);
+        // The daemon reads the image: what it reads proves each read inside reached it.
+        for layer in series.layers.iter_mut().filter(|l| l.name == "image") {
+            layer.reader_pid = container.and_then(Container::daemon_pid);
+        }
+        let mut disk = DiskWorkload::new(series);
         disk.prepare()?;
         set(&self.contexts.0, disk.context());
         disk.setup(&disk_ctx)?;
