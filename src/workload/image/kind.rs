@@ -395,6 +395,21 @@ fn sweep<'a>(w: &Stored<ImageKind>, summary: &'a ImageSummary) -> Vec<(u64, &'a 
     out
 }
 
+/// Whether every operation both places ran has overlapping 95% intervals.
+fn overlapping(a: &PlaceSummary, b: &PlaceSummary) -> bool {
+    let interval = |o: &OpRatio| o.ratio_low.zip(o.ratio_high);
+    a.ops.iter().all(|x| {
+        let Some(y) = b.ops.iter().find(|y| y.op == x.op) else {
+            return true;
+        };
+        match (interval(x), interval(y)) {
+            (Some((x_low, x_high)), Some((y_low, y_high))) => x_low <= y_high && y_low <= x_high,
+            // Without intervals nothing can be told apart.
+            _ => true,
+        }
+    })
+}
+
 /// The fastest cluster size of a sweep by the geometric mean of its ratios, and how much
 /// slower the smallest and largest sizes ran.
 fn sweep_verdict(w: &Stored<ImageKind>, summary: &ImageSummary) -> Option<String> {
@@ -440,5 +455,51 @@ fn sweep_verdict(w: &Stored<ImageKind>, summary: &ImageSummary) -> Option<String
     if !extremes.is_empty() {
         message.push_str(&format!("; {} than it", extremes.join(", ")));
     }
+    // The runner-up, when every operation's interval overlaps the fastest's: no size
+    // is shown faster than it.
+    let fastest = sweep.iter().find(|(c, _)| *c == best)?.1;
+    let close: Vec<String> = sweep
+        .iter()
+        .filter(|(cluster, place)| *cluster != best && overlapping(fastest, place))
+        .map(|(cluster, _)| format_size(*cluster))
+        .collect();
+    if !close.is_empty() {
+        message.push_str(&format!(
+            "; within noise of {} (every operation's 95% intervals overlap)",
+            close.join(" and ")
+        ));
+    }
     Some(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn place(low: f64, high: f64) -> PlaceSummary {
+        PlaceSummary {
+            label: "qcow2".into(),
+            ops: vec![OpRatio {
+                op: "write".into(),
+                median_bytes_per_sec: None,
+                ratio: Some((low + high) / 2.0),
+                ratio_low: Some(low),
+                ratio_high: Some(high),
+                pairs: 18,
+                p_value: None,
+            }],
+            write_amplification: None,
+            image_allocated_bytes: None,
+            inner_used_bytes: None,
+            daemon_seconds_per_gib: None,
+            task_ratio: None,
+            loop_direct_io: None,
+        }
+    }
+
+    #[test]
+    fn sizes_are_told_apart_only_when_their_intervals_do_not_overlap() {
+        assert!(overlapping(&place(0.24, 0.35), &place(0.29, 0.51)));
+        assert!(!overlapping(&place(0.20, 0.25), &place(0.29, 0.51)));
+    }
 }
