@@ -120,8 +120,9 @@ pub(super) fn series_beside(w: &Stored<TaskKind>) -> Result<DiskRuns, DecodeErro
     })
 }
 
-/// The target and streaming rate of `op` of the first storage series of `w`'s run
-/// that measured `folder`; `None` when none did, or the folder is unknown.
+/// The target and streaming rate of `op` of the storage series of `w`'s run that
+/// measured `folder`, the nearest first (a disk image mounted inside a folder is its
+/// own storage, not the folder's); `None` when none did, or the folder is unknown.
 fn series_rate(
     w: &Stored<TaskKind>,
     folder: Option<&Path>,
@@ -131,12 +132,23 @@ fn series_rate(
         return Ok(None);
     };
     let run = w.at.run;
-    for (index, record) in run.workloads.iter().enumerate() {
-        if record.kind != DiskKind::NAME
-            || !platform::measured_by(folder, Path::new(&record.target))
-        {
-            continue;
-        }
+    let mut candidates: Vec<(usize, &crate::document::WorkloadRecord)> = run
+        .workloads
+        .iter()
+        .enumerate()
+        .filter(|(_, record)| {
+            record.kind == DiskKind::NAME
+                && platform::measured_by(folder, Path::new(&record.target))
+        })
+        .collect();
+    // The deepest target is the nearest storage; among equals, the run's order.
+    candidates.sort_by_key(|(index, record)| {
+        (
+            std::cmp::Reverse(Path::new(&record.target).components().count()),
+            *index,
+        )
+    });
+    for (index, record) in candidates {
         let series = Stored::<DiskKind>::decode(At::new(run, index))?;
         if let Some(rate) = streaming_rate(&series.items, op) {
             return Ok(Some((record.target.clone(), rate)));
