@@ -246,26 +246,80 @@ fn start(target: &Path, db: &Path) -> std::process::Child {
 }
 
 #[test]
-fn ctrl_c_mid_run_leaves_nothing_and_stores_the_run_incomplete() {
-    if !root_or_skip(
-        "ctrl_c_mid_run_leaves_nothing_and_stores_the_run_incomplete",
-        NEEDS,
-    ) {
+fn ctrl_c_or_sigterm_mid_run_leaves_nothing_and_stores_the_run_incomplete() {
+    let test = "ctrl_c_or_sigterm_mid_run_leaves_nothing_and_stores_the_run_incomplete";
+    if !root_or_skip(test, NEEDS) {
+        return;
+    }
+    let _lock = rig::exclusive();
+    use rustix::process::{Pid, Signal, kill_process, kill_process_group};
+    for signal in [Signal::INT, Signal::TERM] {
+        let dir = common::disk_tempdir();
+        let elsewhere = common::disk_tempdir();
+        let db = elsewhere.path().join("results.db");
+        let child = start(dir.path(), &db);
+        wait_for_container(dir.path());
+        std::thread::sleep(Duration::from_millis(500));
+        let pid = Pid::from_child(&child);
+        if signal == Signal::INT {
+            // Ctrl-C in a terminal signals the whole foreground process group.
+            kill_process_group(pid, signal).unwrap();
+        } else {
+            kill_process(pid, signal).unwrap();
+        }
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(130), "{signal:?}: {stderr}");
+        assert!(
+            leftovers(dir.path()).is_empty(),
+            "{signal:?}: {:?}",
+            leftovers(dir.path())
+        );
+        assert!(
+            files_in(dir.path()).is_empty(),
+            "{signal:?}: {:?}",
+            files_in(dir.path())
+        );
+        let doc = stored_run(&db, 1);
+        assert_eq!(doc["status"], "incomplete");
+        assert_eq!(doc["incomplete_reason"], "interrupted");
+    }
+}
+
+#[test]
+fn profile_images_adds_a_raw_and_a_qcow2_container_beside_the_first_target() {
+    let test = "profile_images_adds_a_raw_and_a_qcow2_container_beside_the_first_target";
+    if !root_or_skip(test, NEEDS) {
         return;
     }
     let _lock = rig::exclusive();
     let dir = common::disk_tempdir();
-    let elsewhere = common::disk_tempdir();
-    let db = elsewhere.path().join("results.db");
-    let child = start(dir.path(), &db);
-    wait_for_container(dir.path());
-    std::thread::sleep(Duration::from_millis(500));
-    // Ctrl-C in a terminal signals the whole foreground process group.
-    let group = rustix::process::Pid::from_child(&child);
-    rustix::process::kill_process_group(group, rustix::process::Signal::INT).unwrap();
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    let doc = common::run_json(ratelab().current_dir(dir.path()).args([
+        "profile",
+        "--quick",
+        "--images",
+        "--json",
+        "--no-store",
+        "-q",
+    ]));
+    assert_eq!(doc["status"], "complete");
+    let workloads = doc["workloads"].as_array().unwrap();
+    let image = workloads
+        .iter()
+        .position(|w| w["kind"] == "image")
+        .expect("an image workload");
+    let labels: Vec<&str> = workloads[image]["params"]["places"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["host folder", "raw-sparse", "qcow2 64 KiB"]);
+    // Its places' records follow it, measured by it, each with items.
+    for record in &workloads[image + 1..] {
+        assert_eq!(record["measured_by"], image, "{}", record["kind"]);
+        assert!(!record["items"].as_array().unwrap().is_empty());
+    }
     assert!(
         leftovers(dir.path()).is_empty(),
         "{:?}",
@@ -276,9 +330,6 @@ fn ctrl_c_mid_run_leaves_nothing_and_stores_the_run_incomplete() {
         "{:?}",
         files_in(dir.path())
     );
-    let doc = stored_run(&db, 1);
-    assert_eq!(doc["status"], "incomplete");
-    assert_eq!(doc["incomplete_reason"], "interrupted");
 }
 
 #[test]

@@ -68,7 +68,7 @@ pub struct ImageArgs {
     /// How each file is written and read.
     #[command(flatten)]
     pub series: SeriesArgs,
-    /// Also run the compression task (zstd, a 128 MiB file) in every place, in round 1.
+    /// Also run the compression task (zstd, a 128 MiB file) in every place, every round.
     #[arg(long)]
     pub task: bool,
     /// Write the HTML report here [default: reports/run-ID.html beside the database].

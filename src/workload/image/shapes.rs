@@ -23,7 +23,7 @@ pub struct ImagePlan {
     pub containers: Vec<ContainerSpec>,
     /// The series every place runs, one pass per round (its target is the host folder).
     pub series: DiskPlan,
-    /// The task every place runs in the first round, if asked (`--task`).
+    /// The task every place runs in every round, if asked (`--task`).
     pub task: Option<TaskPlan>,
 }
 

@@ -1,6 +1,6 @@
 //! One place's turn in one round: make and mount the container (not timed), run the
 //! series' pass of the round in it, note what the host device wrote and what the
-//! image holds, run the task in the first round, then take everything down again.
+//! image holds, run the task, then take everything down again.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -54,7 +54,7 @@ impl Turn<'_> {
         Ok(item)
     }
 
-    /// The series (and in round 1 the task) in the mounted place.
+    /// The series (and the task) in the mounted place.
     fn measure(
         &self,
         ctx: &Context,
@@ -100,9 +100,8 @@ impl Turn<'_> {
         let cleaned = disk.cleanup();
         removed?;
         cleaned?;
-        if self.round == 1
-            && let (Some(task), Some(index), Some(shared)) =
-                (&self.plan.task, self.place.task_workload, &self.contexts.1)
+        if let (Some(task), Some(index), Some(shared)) =
+            (&self.plan.task, self.place.task_workload, &self.contexts.1)
         {
             let task_ctx = Context {
                 cancel: ctx.cancel.clone(),
