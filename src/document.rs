@@ -46,6 +46,10 @@ impl std::fmt::Display for RunStatus {
 pub struct RunDocument {
     /// The run's id in the results database; null with `--no-store`.
     pub run_id: Option<i64>,
+    /// The run's identity wherever it is stored or imported (a UUID, version 7);
+    /// absent in runs stored before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_uuid: Option<String>,
     /// Whether the run finished.
     pub status: RunStatus,
     /// Why an incomplete run stopped: `interrupted` or `error: ...`.
@@ -229,6 +233,7 @@ impl RunDocument {
     pub fn for_test(workloads: Vec<WorkloadRecord>) -> RunDocument {
         RunDocument {
             run_id: Some(1),
+            run_uuid: None,
             status: RunStatus::Complete,
             incomplete_reason: None,
             ratelab_version: "0.1.0".into(),

@@ -6,6 +6,7 @@ pub mod cpu;
 pub mod disk;
 pub mod generate;
 pub mod image;
+mod import;
 pub mod info;
 pub mod monitor;
 pub mod net;

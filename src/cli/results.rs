@@ -27,7 +27,7 @@ pub struct ResultsArgs {
 /// The `results` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Action {
-    /// Every stored run: id, date, verb, targets, label and status.
+    /// Every stored run: id, date, machine, verb, targets, label and status.
     List {
         /// One JSON document on stdout.
         #[arg(long)]
@@ -97,6 +97,13 @@ corrections beyond."
         /// Write to this file instead of stdout.
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
+    },
+    /// Copy runs in from another results database or a JSON run document (or an array
+    /// of them), keeping each run's UUID: a run already here is not added again.
+    Import {
+        /// A results database (SQLite) or a file of run documents (`--json`, `results export`).
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
     },
 }
 
@@ -265,6 +272,15 @@ fn split_offset(text: &str) -> Option<(&str, i64)> {
 /// Runs `ratelab results`.
 pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
     let path = Store::path(args.db.as_deref())?;
+    let action = match args.action {
+        Action::Import { file } => {
+            // Importing is how a new store may start.
+            let mut store = Store::open(&path)?;
+            report::emit(&super::import::import(&mut store, &file)?, None)?;
+            return Ok(Exit::Success);
+        }
+        other => other,
+    };
     if !path.exists() {
         return Err(crate::exit::UsageError(format!(
             "no results database at {} (runs are stored there by default; use --db PATH for another)",
@@ -273,7 +289,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
         .into());
     }
     let store = Store::open(&path)?;
-    let (bytes, out) = match args.action {
+    let (bytes, out) = match action {
         Action::List { json, filter } => (list(&store, &path, &filter, json)?, None),
         Action::Show {
             run_id,
@@ -314,6 +330,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
             };
             (bytes, out)
         }
+        Action::Import { .. } => (Vec::new(), None),
     };
     report::emit(&bytes, out.as_deref())?;
     Ok(Exit::Success)
@@ -368,15 +385,18 @@ fn compared(store: &Store, run_ids: &[i64], format: CompareFormat) -> anyhow::Re
 fn list_table(title: String, runs: &[RunListing]) -> Table {
     Table {
         title,
-        header: ["id", "started", "verb", "targets", "label", "status"]
-            .map(String::from)
-            .to_vec(),
+        header: [
+            "id", "started", "machine", "verb", "targets", "label", "status",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows: runs
             .iter()
             .map(|r| {
                 vec![
                     r.run_id.to_string(),
                     r.started_at.clone(),
+                    r.machine.clone(),
                     r.verb.clone(),
                     r.targets.join(", "),
                     r.label.clone().unwrap_or_default(),

@@ -89,6 +89,7 @@ pub fn execute(
 fn begin(spec: &mut RunSpec, workloads: &[Box<dyn Workload>]) -> anyhow::Result<RunDocument> {
     let mut doc = RunDocument {
         run_id: None,
+        run_uuid: Some(uuid::Uuid::now_v7().to_string()),
         status: RunStatus::Incomplete,
         incomplete_reason: None,
         ratelab_version: env!("CARGO_PKG_VERSION").to_string(),

@@ -17,7 +17,7 @@ use super::Error;
 
 /// Every schema version, oldest first: `MIGRATIONS[n]` takes a database from version
 /// `n` to `n + 1`.
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     "CREATE TABLE runs (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             verb TEXT NOT NULL,
@@ -68,6 +68,9 @@ const MIGRATIONS: [&str; 3] = [
              ALTER TABLE runs ADD COLUMN runner_wall_seconds REAL;",
     // Records whose items another workload measures (an image run's places).
     "ALTER TABLE workloads ADD COLUMN measured_by INTEGER;",
+    // Run identity across stores: a run keeps its UUID wherever it is imported.
+    "ALTER TABLE runs ADD COLUMN run_uuid TEXT;
+             CREATE UNIQUE INDEX runs_by_uuid ON runs (run_uuid);",
 ];
 
 /// The schema version this binary writes.

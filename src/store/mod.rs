@@ -2,10 +2,13 @@
 //! (WAL mode, versioned migrations). Each stage of a run is its own transaction, so a
 //! crash or Ctrl-C loses nothing stored before it, and other runs are never touched.
 
+mod import;
 mod migrations;
 mod query;
 mod read;
 mod write;
+
+pub use import::identity;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -93,8 +96,13 @@ pub enum Error {
 pub struct RunListing {
     /// Run id.
     pub run_id: i64,
+    /// The run's identity across stores; absent for runs stored before it existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_uuid: Option<String>,
     /// Start time, RFC 3339.
     pub started_at: String,
+    /// The host name of the machine it ran on.
+    pub machine: String,
     /// The verb that made it.
     pub verb: String,
     /// Targets of its workloads.
@@ -237,6 +245,7 @@ mod tests {
     fn doc() -> RunDocument {
         RunDocument {
             run_id: None,
+            run_uuid: None,
             status: RunStatus::Incomplete,
             incomplete_reason: None,
             ratelab_version: "0.1.0".into(),

@@ -119,7 +119,8 @@ impl Store {
             .prepare(&format!(
                 "SELECT r.id, r.started_at, r.verb, r.label, r.status,
                         (SELECT group_concat(target, char(10)) FROM
-                           (SELECT target FROM workloads w WHERE w.run_id = r.id ORDER BY idx))
+                           (SELECT target FROM workloads w WHERE w.run_id = r.id ORDER BY idx)),
+                        r.run_uuid, r.hostname
                  FROM runs r WHERE {condition} ORDER BY r.id {order}{limit}"
             ))
             .map_err(|e| self.sql(e))?;
@@ -129,7 +130,9 @@ impl Store {
                 let status: String = row.get(4)?;
                 Ok(RunListing {
                     run_id: row.get(0)?,
+                    run_uuid: row.get(6)?,
                     started_at: row.get(1)?,
+                    machine: row.get(7)?,
                     verb: row.get(2)?,
                     label: row.get(3)?,
                     status: RunStatus::parse(&status).unwrap_or(RunStatus::Incomplete),

@@ -13,7 +13,7 @@ impl Store {
             .conn
             .query_row(
                 "SELECT verb, label, status, incomplete_reason, started_at, finished_at, ratelab_version,
-                        machine, contention, runner_cpu_seconds, runner_wall_seconds
+                        machine, contention, runner_cpu_seconds, runner_wall_seconds, run_uuid
                  FROM runs WHERE id = ?1",
                 params![run_id],
                 |r| {
@@ -29,6 +29,7 @@ impl Store {
                         contention: r.get(8)?,
                         runner_cpu_seconds: r.get(9)?,
                         runner_wall_seconds: r.get(10)?,
+                        run_uuid: r.get(11)?,
                     })
                 },
             )
@@ -37,6 +38,7 @@ impl Store {
             .ok_or(Error::NotFound(run_id))?;
         Ok(RunDocument {
             run_id: Some(run_id),
+            run_uuid: row.run_uuid,
             status: RunStatus::parse(&row.status).ok_or_else(|| Error::Corrupt {
                 run: run_id,
                 what: "status",
@@ -169,6 +171,7 @@ struct StoredRun {
     contention: Option<String>,
     runner_cpu_seconds: Option<f64>,
     runner_wall_seconds: Option<f64>,
+    run_uuid: Option<String>,
 }
 
 /// One row of the workloads table, as stored.

@@ -10,20 +10,18 @@ use crate::document::RunDocument;
 impl Store {
     /// Stores a run that is starting, marked incomplete until [`Store::finish_run`].
     pub fn begin_run(&mut self, doc: &RunDocument) -> Result<i64, Error> {
-        let tx = self
-            .conn
-            .transaction()
-            .map_err(|e| sql_err(&self.path, e))?;
+        let tx = self.conn.savepoint().map_err(|e| sql_err(&self.path, e))?;
         tx.execute(
-            "INSERT INTO runs (verb, label, status, incomplete_reason, started_at, ratelab_version, hostname, machine)
-             VALUES (?1, ?2, 'incomplete', 'did not finish', ?3, ?4, ?5, ?6)",
+            "INSERT INTO runs (verb, label, status, incomplete_reason, started_at, ratelab_version, hostname, machine, run_uuid)
+             VALUES (?1, ?2, 'incomplete', 'did not finish', ?3, ?4, ?5, ?6, ?7)",
             params![
                 doc.verb,
                 doc.label,
                 doc.started_at,
                 doc.ratelab_version,
                 doc.machine.hostname,
-                to_json(&doc.machine)
+                to_json(&doc.machine),
+                doc.run_uuid
             ],
         )
         .map_err(|e| sql_err(&self.path, e))?;
@@ -57,10 +55,7 @@ impl Store {
         first_seq: usize,
         items: &[Value],
     ) -> Result<(), Error> {
-        let tx = self
-            .conn
-            .transaction()
-            .map_err(|e| sql_err(&self.path, e))?;
+        let tx = self.conn.savepoint().map_err(|e| sql_err(&self.path, e))?;
         {
             let mut insert = tx
                 .prepare_cached("INSERT INTO items (run_id, workload_idx, seq, op, body) VALUES (?1, ?2, ?3, ?4, ?5)")
@@ -83,10 +78,7 @@ impl Store {
     /// Stores the end of a run: status, contexts, summaries and verdicts.
     pub fn finish_run(&mut self, doc: &RunDocument) -> Result<(), Error> {
         let run_id = doc.run_id.expect("a stored run has an id");
-        let tx = self
-            .conn
-            .transaction()
-            .map_err(|e| sql_err(&self.path, e))?;
+        let tx = self.conn.savepoint().map_err(|e| sql_err(&self.path, e))?;
         tx.execute(
             "UPDATE runs SET status = ?2, incomplete_reason = ?3, finished_at = ?4, contention = ?5,
                  runner_cpu_seconds = ?6, runner_wall_seconds = ?7 WHERE id = ?1",

@@ -1,0 +1,86 @@
+//! Copying runs in from another store or from exported run documents. A run keeps its
+//! UUID wherever it goes, so importing the same runs twice stores them once; a run
+//! stored before runs had a UUID is known by one derived from what it is.
+
+use rusqlite::{OptionalExtension, params};
+use sha2::{Digest, Sha256};
+
+use super::{Error, Store};
+use crate::document::RunDocument;
+
+/// The UUID a run is known by across stores: its own, or for a run stored before runs
+/// had one, one derived from its machine, times, verb, label and workloads (so that
+/// the same old run imported twice is known both times).
+pub fn identity(doc: &RunDocument) -> String {
+    if let Some(uuid) = &doc.run_uuid {
+        return uuid.clone();
+    }
+    let what = serde_json::json!([
+        doc.machine.hostname,
+        doc.machine.machine_id,
+        doc.started_at,
+        doc.finished_at,
+        doc.verb,
+        doc.label,
+        doc.ratelab_version,
+        doc.workloads
+            .iter()
+            .map(|w| (&w.kind, &w.target, w.items.len()))
+            .collect::<Vec<_>>(),
+    ]);
+    let digest = Sha256::digest(what.to_string().as_bytes());
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    // Version 8: "custom", as RFC 9562 names a UUID made by an application's own rule.
+    uuid::Uuid::new_v8(bytes).to_string()
+}
+
+impl Store {
+    /// Stores `doc` as a new run of this store, keeping its identity, unless a run with
+    /// that identity is here already; returns the new run's id, or `None` when it was
+    /// here. The run is stored whole or not at all.
+    pub fn import_run(&mut self, doc: &RunDocument) -> Result<Option<i64>, Error> {
+        let uuid = identity(doc);
+        let sql = |e| super::sql_err(&self.path, e);
+        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(sql)?;
+        let result = self.import_in_transaction(doc, uuid);
+        let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        let ended = self
+            .conn
+            .execute_batch(end)
+            .map_err(|e| super::sql_err(&self.path, e));
+        let imported = result?;
+        ended?;
+        Ok(imported)
+    }
+
+    fn import_in_transaction(
+        &mut self,
+        doc: &RunDocument,
+        uuid: String,
+    ) -> Result<Option<i64>, Error> {
+        let here: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT id FROM runs WHERE run_uuid = ?1",
+                params![uuid],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| super::sql_err(&self.path, e))?;
+        if here.is_some() {
+            return Ok(None);
+        }
+        let mut copy = RunDocument {
+            run_uuid: Some(uuid),
+            ..doc.clone()
+        };
+        let id = self.begin_run(&copy)?;
+        for (index, workload) in copy.workloads.iter().enumerate() {
+            self.append_items(id, index, 0, &workload.items)?;
+        }
+        copy.run_id = Some(id);
+        self.finish_run(&copy)?;
+        Ok(Some(id))
+    }
+}
