@@ -7,6 +7,7 @@ pub mod analysis;
 pub mod cli;
 pub mod document;
 pub mod exit;
+pub mod fleet;
 pub mod monitor;
 pub mod platform;
 pub mod report;

@@ -13,15 +13,7 @@ use serde_json::Value;
 fn cpu_run(db: &Path) -> Value {
     run_json(
         ratelab()
-            .args([
-                "cpu",
-                "--test",
-                "int",
-                "--threads",
-                "1",
-                "--seconds",
-                "0.05",
-            ])
+            .args(common::QUICK_CPU)
             .args(["--json", "-q", "--db"])
             .arg(db),
     )

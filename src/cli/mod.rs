@@ -4,6 +4,7 @@
 
 pub mod cpu;
 pub mod disk;
+pub mod fleet;
 pub mod generate;
 pub mod image;
 mod import;
@@ -55,6 +56,8 @@ pub struct Cli {
 pub enum Command {
     /// Storage series: write files of a series of sizes, then read them back uncached.
     Disk(disk::DiskArgs),
+    /// A verb on every host of an inventory over OpenSSH; runs stored here with their machines.
+    Fleet(fleet::FleetArgs),
     /// Disk images: the series (and a task) inside raw and qcow2 containers, beside the host folder.
     Image(image::ImageArgs),
     /// The main job: a profile of this machine, stored, with verdicts.
@@ -123,6 +126,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
     match cli.command {
         Command::Disk(args) => disk::run(args),
         Command::Image(args) => image::run(args),
+        Command::Fleet(args) => fleet::run(args),
         Command::Profile(args) => profile::run(args),
         Command::Run(args) => run::run(args),
         Command::Quick(args) => quick::run(args),

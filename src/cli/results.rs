@@ -5,7 +5,8 @@ use std::time::{Duration, SystemTime};
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use crate::analysis::compare::{Sampled, compare};
+use crate::analysis::compare::{Comparison, Sampled, compare};
+use crate::document::RunDocument;
 use crate::exit::Exit;
 use crate::report::layout::Detail;
 use crate::report::{self, Format};
@@ -364,6 +365,17 @@ fn compared(store: &Store, run_ids: &[i64], format: CompareFormat) -> anyhow::Re
         .iter()
         .map(|&id| store.load_run(id))
         .collect::<Result<Vec<_>, _>>()?;
+    let comparison = comparison_of(&runs)?;
+    Ok(match format {
+        CompareFormat::Table => report::compare::terminal(&comparison).into_bytes(),
+        CompareFormat::Json => report::compare::json(&comparison),
+        CompareFormat::Markdown => report::compare::markdown(&comparison).into_bytes(),
+    })
+}
+
+/// `runs` compared: each workload's items grouped by its kind, the first run against
+/// the others.
+pub(super) fn comparison_of(runs: &[RunDocument]) -> anyhow::Result<Comparison> {
     let samples = runs
         .iter()
         .map(workload::samples_of)
@@ -373,12 +385,7 @@ fn compared(store: &Store, run_ids: &[i64], format: CompareFormat) -> anyhow::Re
         .zip(&samples)
         .map(|(run, samples)| Sampled { run, samples })
         .collect();
-    let comparison = compare(&sampled);
-    Ok(match format {
-        CompareFormat::Table => report::compare::terminal(&comparison).into_bytes(),
-        CompareFormat::Json => report::compare::json(&comparison),
-        CompareFormat::Markdown => report::compare::markdown(&comparison).into_bytes(),
-    })
+    Ok(compare(&sampled))
 }
 
 /// The table of `results list`.

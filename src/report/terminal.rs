@@ -25,18 +25,7 @@ const GLANCE: TableStyle = TableStyle::new()
 
 /// The run as text for a terminal, at `detail`.
 pub fn render(doc: &RunDocument, detail: Detail) -> Result<String, DecodeError> {
-    let mut out = String::new();
-    let _ = writeln!(out, "{}", layout::run_line(doc));
-    let _ = writeln!(out, "{}", layout::machine_line(doc));
-    let summary = layout::summary(doc)?;
-    if !summary.is_empty() {
-        let _ = writeln!(out, "\nsummary:");
-        let width = summary.iter().map(|l| l.part.len()).max().unwrap_or(0);
-        for line in &summary {
-            let head = format!("  {:<width$}  ", line.part);
-            out.push_str(&hanging(&head, &line.text));
-        }
-    }
+    let mut out = head(doc)?;
     let listing = layout::listing(doc, detail)?;
     if !listing.verdicts.is_empty() || listing.unmeasured.is_some() || listing.left_out > 0 {
         let _ = writeln!(out, "\nverdicts:");
@@ -86,6 +75,23 @@ pub fn render(doc: &RunDocument, detail: Detail) -> Result<String, DecodeError> 
     }
     if let Some(table) = super::contention::table(doc) {
         let _ = writeln!(out, "\n{}", table_text(&table));
+    }
+    Ok(out)
+}
+
+/// The run's first lines: the run, the machine, and the summary.
+pub fn head(doc: &RunDocument) -> Result<String, DecodeError> {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", layout::run_line(doc));
+    let _ = writeln!(out, "{}", layout::machine_line(doc));
+    let summary = layout::summary(doc)?;
+    if !summary.is_empty() {
+        let _ = writeln!(out, "\nsummary:");
+        let width = summary.iter().map(|l| l.part.len()).max().unwrap_or(0);
+        for line in &summary {
+            let head = format!("  {:<width$}  ", line.part);
+            out.push_str(&hanging(&head, &line.text));
+        }
     }
     Ok(out)
 }

@@ -7,6 +7,7 @@ pub mod golden;
 pub mod net_server;
 pub mod netns;
 pub mod rig;
+pub mod ssh_hosts;
 
 use std::path::Path;
 use std::process::Command;
@@ -230,3 +231,14 @@ pub fn disk_refused(target: &Path, extra: &[&str], code: i32, expect: &[&str]) -
         expect,
     )
 }
+
+/// A verb that stores a complete run in a fraction of a second: one short cpu test.
+pub const QUICK_CPU: [&str; 7] = [
+    "cpu",
+    "--test",
+    "int",
+    "--threads",
+    "1",
+    "--seconds",
+    "0.05",
+];

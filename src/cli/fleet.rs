@@ -1,0 +1,122 @@
+//! `ratelab fleet [INVENTORY] [--host DEST]... -- VERB ...`: a verb on every host of an
+//! inventory over OpenSSH, one host after another; each host's run is stored here with
+//! its machine, its summary shown, and the hosts set side by side as `results compare`
+//! sets runs.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser};
+
+use super::Cli;
+use crate::exit::{Exit, UsageError};
+use crate::fleet::{self, Outcome, inventory};
+use crate::report;
+use crate::store::Store;
+
+/// Options of `ratelab fleet`.
+#[derive(Debug, Args)]
+#[command(
+    after_long_help = "Each host is reached with `ssh DEST` (or the command in RATELAB_SSH, such as \
+`ssh -F FILE`), so ~/.ssh/config, keys and jump hosts apply; nothing of ratelab listens on any \
+host. This ratelab is copied to ${XDG_CACHE_HOME:-~/.cache}/ratelab/ on a host where it is \
+missing or differs (named by version and hash); a host of another CPU architecture is refused. \
+The verb runs there with --json --no-store; its run document comes back and is stored here with \
+the host's machine and run UUID. A host that cannot be reached or fails is reported with its \
+reason and the others go on (exit 3 when any failed).\n\nInventory (TOML):\n  [[host]]\n  name = \
+\"nas\"\n  ssh = \"admin@nas.local\"\n  [[host]]\n  name = \"pc\"\n  ssh = \"ssh://me@10.0.0.5:2222\""
+)]
+pub struct FleetArgs {
+    /// An inventory file: a [[host]] table per host, with `name` and `ssh`.
+    #[arg(value_name = "INVENTORY")]
+    pub inventory: Option<PathBuf>,
+    /// A host's ssh destination, as you would give it to ssh (repeat for more hosts).
+    #[arg(long = "host", value_name = "DEST")]
+    pub hosts: Vec<String>,
+    /// Results database [default: $XDG_DATA_HOME/ratelab/results.db].
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// The verb and its flags, after `--`: `-- profile --quick`.
+    #[arg(last = true, required = true, value_name = "VERB")]
+    pub verb: Vec<String>,
+}
+
+/// Verbs that measure and print one run document with --json.
+const MEASURING: &[&str] = &[
+    "profile", "disk", "image", "quick", "readdir", "net", "cpu", "monitor", "task", "scale",
+];
+
+/// Runs `ratelab fleet`.
+pub fn run(args: FleetArgs) -> anyhow::Result<Exit> {
+    check_verb(&args.verb)?;
+    let hosts = inventory::hosts(args.inventory.as_deref(), &args.hosts)?;
+    let mut store = Store::open(&Store::path(args.db.as_deref())?)?;
+    let say = |text: &str| eprintln!("{text}");
+    let mut runs = Vec::new();
+    let mut failed = Vec::new();
+    for host in &hosts {
+        match fleet::run_on(host, &args.verb, &say) {
+            Outcome::Ran(doc) => {
+                let id = match store.import_run(&doc)? {
+                    Some(id) => id,
+                    None => anyhow::bail!(
+                        "{}: its run {} is already stored here",
+                        host.name,
+                        crate::store::identity(&doc)
+                    ),
+                };
+                runs.push((host, store.load_run(id)?));
+            }
+            Outcome::Failed(reason) => failed.push((host, reason)),
+        }
+    }
+    let mut out = String::new();
+    for (host, doc) in &runs {
+        if host.name == host.ssh {
+            out.push_str(&format!("host {}:\n", host.name));
+        } else {
+            out.push_str(&format!("host {} ({}):\n", host.name, host.ssh));
+        }
+        out.push_str(&report::terminal::head(doc)?);
+        out.push('\n');
+    }
+    if runs.len() > 1 {
+        let docs: Vec<_> = runs.iter().map(|(_, doc)| doc.clone()).collect();
+        let comparison = super::results::comparison_of(&docs)?;
+        out.push_str(&report::compare::terminal(&comparison));
+    }
+    report::emit(out.as_bytes(), None)?;
+    for (host, reason) in &failed {
+        eprintln!("ratelab: fleet: {} ({}): {reason}", host.name, host.ssh);
+    }
+    Ok(if !failed.is_empty() {
+        Exit::Environment
+    } else if runs.iter().any(|(_, doc)| doc.has_error_verdict()) {
+        Exit::CheckFailed
+    } else {
+        Exit::Success
+    })
+}
+
+/// Refuses, before any host is reached, a verb that does not measure or whose flags do
+/// not parse: clap's own message, as the hosts would give it.
+fn check_verb(verb: &[String]) -> Result<(), UsageError> {
+    let name = verb.first().map(String::as_str).unwrap_or_default();
+    if !MEASURING.contains(&name) {
+        return Err(UsageError(format!(
+            "fleet runs a measuring verb ({}), not {name:?}",
+            MEASURING.join(", ")
+        )));
+    }
+    if verb.iter().any(|a| a == "--db" || a.starts_with("--db=")) {
+        return Err(UsageError(
+            "--db belongs to the fleet (where the hosts' runs are stored), not to the verb".into(),
+        ));
+    }
+    let argv = std::iter::once("ratelab").chain(verb.iter().map(String::as_str));
+    Cli::try_parse_from(argv).map(|_| ()).map_err(|e| {
+        UsageError(format!(
+            "the verb after --: {}",
+            e.render().to_string().trim()
+        ))
+    })
+}

@@ -1,0 +1,155 @@
+//! `ratelab fleet` over hosts made of network namespaces, each with its own host name and
+//! sshd: the verb runs on each, ratelab is copied where it is missing, every run comes
+//! back and is stored with its machine, and a host that is down is reported while the
+//! others finish. These need root; without it they say why they skip.
+
+mod common;
+
+use std::process::Output;
+
+use common::ssh_hosts::Hosts;
+use common::{ratelab, root_or_skip, stored_runs};
+
+const NEEDS: &str = "it makes network namespaces with their own sshd";
+
+/// `ratelab fleet ARGS -- cpu ...` through the rig's ssh, storing into `db`.
+fn fleet(hosts: &Hosts, args: &[String], db: &std::path::Path) -> Output {
+    ratelab()
+        .env("RATELAB_SSH", hosts.ssh())
+        .arg("fleet")
+        .args(args)
+        .arg("--db")
+        .arg(db)
+        .arg("--")
+        .args(common::QUICK_CPU)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_verb_runs_on_each_host_and_a_host_that_is_down_is_reported() {
+    if !root_or_skip(
+        "a_verb_runs_on_each_host_and_a_host_that_is_down_is_reported",
+        NEEDS,
+    ) {
+        return;
+    }
+    let hosts = Hosts::new(3, &[2]);
+    let dir = common::disk_tempdir();
+    let db = dir.path().join("fleet.db");
+    let args: Vec<String> = (0..3)
+        .flat_map(|i| ["--host".to_string(), hosts.destination(i)])
+        .collect();
+    let output = fleet(&hosts, &args, &db);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    eprintln!("{stdout}\n{stderr}");
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    // Each reachable host got this ratelab; the one that is down is named with its reason.
+    for index in 0..2 {
+        assert!(
+            stderr.contains(&format!("{}: copying ratelab", hosts.destination(index))),
+            "{stderr}"
+        );
+        assert_eq!(std::fs::read_dir(hosts.cache(index)).unwrap().count(), 1);
+    }
+    let down = hosts.destination(2);
+    assert!(
+        stderr.contains(&format!(
+            "ratelab: fleet: {down} ({down}): cannot reach it over ssh"
+        )),
+        "{stderr}"
+    );
+    // Two runs, stored with their machines, side by side.
+    let runs = stored_runs(&db);
+    let mut machines: Vec<&str> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["machine"].as_str().unwrap())
+        .collect();
+    machines.sort_unstable();
+    assert_eq!(machines, ["host-1", "host-2"]);
+    assert!(
+        stdout.contains(&format!("host {}", hosts.destination(0))),
+        "{stdout}"
+    );
+    assert!(stdout.contains("machine: host-2"), "{stdout}");
+    assert!(
+        stdout.contains("run 2:"),
+        "the hosts side by side: {stdout}"
+    );
+}
+
+#[test]
+fn an_inventory_names_the_hosts_and_ratelab_is_copied_only_once() {
+    if !root_or_skip(
+        "an_inventory_names_the_hosts_and_ratelab_is_copied_only_once",
+        NEEDS,
+    ) {
+        return;
+    }
+    let hosts = Hosts::new(2, &[]);
+    let inventory = hosts.folder().join("lab.toml");
+    std::fs::write(
+        &inventory,
+        format!(
+            "[[host]]\nname = \"left\"\nssh = \"{}\"\n[[host]]\nname = \"right\"\nssh = \"{}\"\n",
+            hosts.destination(0),
+            hosts.destination(1)
+        ),
+    )
+    .unwrap();
+    let dir = common::disk_tempdir();
+    let db = dir.path().join("fleet.db");
+    let args = vec![inventory.display().to_string()];
+    let first = fleet(&hosts, &args, &db);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let again = fleet(&hosts, &args, &db);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert!(!stderr.contains("copying"), "copied again: {stderr}");
+    assert!(String::from_utf8_lossy(&again.stdout).contains("host left ("));
+    assert_eq!(stored_runs(&db).as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn bad_fleet_input_is_refused_before_any_host_is_reached() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("fleet.db");
+    let refused = |args: &[&str], words: &str| {
+        let output = ratelab()
+            .env("RATELAB_SSH", "false")
+            .arg("fleet")
+            .arg("--db")
+            .arg(&db)
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(words), "{args:?}: {stderr}");
+    };
+    refused(
+        &["--host", "x", "--", "results", "list"],
+        "fleet runs a measuring verb",
+    );
+    refused(
+        &["--host", "x", "--", "cpu", "--threads", "zero"],
+        "the verb after --",
+    );
+    refused(
+        &["--host", "x", "--", "cpu", "--db", "y.db"],
+        "--db belongs to the fleet",
+    );
+    refused(&["--", "cpu"], "no hosts");
+    let inventory = dir.path().join("bad.toml");
+    std::fs::write(&inventory, "[[host]]\nname = \"a\"\nsssh = \"b\"\n").unwrap();
+    refused(&[inventory.to_str().unwrap(), "--", "cpu"], "sssh");
+}
