@@ -153,3 +153,76 @@ fn bad_fleet_input_is_refused_before_any_host_is_reached() {
     std::fs::write(&inventory, "[[host]]\nname = \"a\"\nsssh = \"b\"\n").unwrap();
     refused(&[inventory.to_str().unwrap(), "--", "cpu"], "sssh");
 }
+
+#[test]
+fn ctrl_c_stops_the_remote_run_which_comes_back_incomplete() {
+    if !root_or_skip(
+        "ctrl_c_stops_the_remote_run_which_comes_back_incomplete",
+        NEEDS,
+    ) {
+        return;
+    }
+    use std::os::unix::process::CommandExt;
+    let hosts = Hosts::new(2, &[]);
+    let dir = common::disk_tempdir();
+    let db = dir.path().join("fleet.db");
+    let child = ratelab()
+        .env("RATELAB_SSH", hosts.ssh())
+        .args([
+            "fleet",
+            "--host",
+            &hosts.destination(0),
+            "--host",
+            &hosts.destination(1),
+        ])
+        .arg("--db")
+        .arg(&db)
+        .args([
+            "--",
+            "cpu",
+            "--test",
+            "int",
+            "--threads",
+            "1",
+            "--seconds",
+            "30",
+        ])
+        .process_group(0)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while hosts.ratelab_processes(0).is_empty() {
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "the run never started on host-1"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Ctrl-C in a terminal signals the whole foreground process group.
+    let group = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process_group(group, rustix::process::Signal::INT).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(
+        started.elapsed().as_secs() < 20,
+        "it waited for the run to end: {stderr}"
+    );
+    for index in 0..2 {
+        assert!(
+            hosts.ratelab_processes(index).is_empty(),
+            "ratelab left on host {index}"
+        );
+    }
+    assert!(stderr.contains("not run: interrupted"), "{stderr}");
+    let runs = stored_runs(&db);
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["machine"], "host-1");
+    assert_eq!(runs[0]["status"], "incomplete");
+    let doc = common::stored_run(&db, 1);
+    assert_eq!(doc["incomplete_reason"], "interrupted");
+}

@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use anyhow::Context as _;
 use clap::{Args, Parser};
 
 use super::Cli;
@@ -12,6 +13,7 @@ use crate::exit::{Exit, UsageError};
 use crate::fleet::{self, Outcome, inventory};
 use crate::report;
 use crate::store::Store;
+use crate::workload::Cancel;
 
 /// Options of `ratelab fleet`.
 #[derive(Debug, Args)]
@@ -22,7 +24,10 @@ host. This ratelab is copied to ${XDG_CACHE_HOME:-~/.cache}/ratelab/ on a host w
 missing or differs (named by version and hash); a host of another CPU architecture is refused. \
 The verb runs there with --json --no-store; its run document comes back and is stored here with \
 the host's machine and run UUID. A host that cannot be reached or fails is reported with its \
-reason and the others go on (exit 3 when any failed).\n\nInventory (TOML):\n  [[host]]\n  name = \
+reason and the others go on (exit 3 when any failed). Ctrl-C or SIGTERM stops the run on \
+its host as Ctrl-C there would (SIGINT to its process group, over another ssh connection): \
+it cleans up and sends back what it measured, stored here marked incomplete; the hosts after \
+it are not run (exit 130).\n\nInventory (TOML):\n  [[host]]\n  name = \
 \"nas\"\n  ssh = \"admin@nas.local\"\n  [[host]]\n  name = \"pc\"\n  ssh = \"ssh://me@10.0.0.5:2222\""
 )]
 pub struct FleetArgs {
@@ -50,11 +55,16 @@ pub fn run(args: FleetArgs) -> anyhow::Result<Exit> {
     check_verb(&args.verb)?;
     let hosts = inventory::hosts(args.inventory.as_deref(), &args.hosts)?;
     let mut store = Store::open(&Store::path(args.db.as_deref())?)?;
+    let cancel = Cancel::on_signals().context("cannot install signal handlers")?;
     let say = |text: &str| eprintln!("{text}");
     let mut runs = Vec::new();
     let mut failed = Vec::new();
     for host in &hosts {
-        match fleet::run_on(host, &args.verb, &say) {
+        if cancel.is_set() {
+            failed.push((host, "not run: interrupted".to_string()));
+            continue;
+        }
+        match fleet::run_on(host, &args.verb, &say, &cancel) {
             Outcome::Ran(doc) => {
                 let id = match store.import_run(&doc)? {
                     Some(id) => id,
@@ -88,7 +98,9 @@ pub fn run(args: FleetArgs) -> anyhow::Result<Exit> {
     for (host, reason) in &failed {
         eprintln!("ratelab: fleet: {} ({}): {reason}", host.name, host.ssh);
     }
-    Ok(if !failed.is_empty() {
+    Ok(if cancel.interrupted() {
+        Exit::Interrupted
+    } else if !failed.is_empty() {
         Exit::Environment
     } else if runs.iter().any(|(_, doc)| doc.has_error_verdict()) {
         Exit::CheckFailed

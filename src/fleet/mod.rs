@@ -5,12 +5,18 @@
 
 mod deploy;
 pub mod inventory;
+mod remote;
 pub mod ssh;
 
-use std::process::Stdio;
+use std::time::Duration;
 
 use crate::document::RunDocument;
+use crate::workload::Cancel;
 pub use inventory::Host;
+use remote::RemoteRun;
+
+/// How often a running host is looked at.
+const POLL: Duration = Duration::from_millis(50);
 
 /// What became of one host.
 #[derive(Debug)]
@@ -24,12 +30,16 @@ pub enum Outcome {
 /// The flags the fleet adds to every verb: the document on stdout, nothing stored there.
 const ADDED: [&str; 3] = ["--json", "--no-store", "--quiet"];
 
-/// Runs `verb` (its name and flags) on `host`, saying what it does through `say`.
-pub fn run_on(host: &Host, verb: &[String], say: &dyn Fn(&str)) -> Outcome {
+/// Runs `verb` (its name and flags) on `host`, saying what it does through `say`; on
+/// `cancel` (Ctrl-C, SIGTERM) the remote run is stopped and what it measured comes back.
+pub fn run_on(host: &Host, verb: &[String], say: &dyn Fn(&str), cancel: &Cancel) -> Outcome {
     let binary = match deploy::ensure(host, say) {
         Ok(binary) => binary,
         Err(reason) => return Outcome::Failed(reason),
     };
+    if cancel.is_set() {
+        return Outcome::Failed("not started: interrupted".into());
+    }
     let mut argv: Vec<String> = verb.to_vec();
     for flag in ADDED {
         let given = argv
@@ -40,32 +50,18 @@ pub fn run_on(host: &Host, verb: &[String], say: &dyn Fn(&str)) -> Outcome {
         }
     }
     say(&format!("{}: ratelab {}", host.name, verb.join(" ")));
-    let remote = format!("exec {} {}", binary.remote_path(), ssh::quote_all(&argv));
-    let mut command = ssh::command(&host.ssh, &remote);
-    command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let output = match command.output() {
-        Ok(output) => output,
-        Err(e) => return Outcome::Failed(format!("cannot start ssh: {e}")),
+    let mut run = match RemoteRun::start(host, &binary.remote_path(), &argv) {
+        Ok(run) => run,
+        Err(reason) => return Outcome::Failed(reason),
     };
-    let stderr = last_line(&output.stderr);
-    if output.status.code() == Some(ssh::SSH_FAILED) {
-        return Outcome::Failed(format!("ssh failed mid-run: {stderr}"));
+    while !run.ended() {
+        if cancel.is_set() {
+            say(&format!("{}: stopping the run there", host.name));
+            run.stop();
+        }
+        std::thread::sleep(POLL);
     }
-    // A run that started prints its document even when it stops early.
-    match serde_json::from_slice::<RunDocument>(&output.stdout) {
-        Ok(doc) => Outcome::Ran(Box::new(doc)),
-        Err(_) => Outcome::Failed(format!(
-            "ratelab {} exited {} there without a run document: {stderr}",
-            verb.first().map_or("", String::as_str),
-            output
-                .status
-                .code()
-                .map_or("on a signal".to_string(), |c| c.to_string())
-        )),
-    }
+    run.finish()
 }
 
 /// The last non-empty line a program wrote, for a reason in one line.

@@ -1,0 +1,127 @@
+//! One verb running on one host: ssh started in a process group of its own (a terminal's
+//! Ctrl-C reaches the fleet, not the connection that carries the run), the remote
+//! process's id read from its first line, and a stop that signals the remote process
+//! group over a second connection, so the run there cleans up and sends back its
+//! document, marked incomplete.
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use super::{Host, Outcome, last_line, ssh};
+use crate::document::RunDocument;
+
+/// The line the remote shell writes first, before it becomes ratelab.
+const PID_LINE: &str = "ratelab-fleet pid ";
+
+/// A verb started on a host.
+pub struct RemoteRun {
+    host: Host,
+    verb: String,
+    child: Child,
+    stdout: Option<JoinHandle<Vec<u8>>>,
+    stderr: Option<JoinHandle<String>>,
+    /// The remote process (and group) id, once its first line came.
+    pid: Arc<Mutex<Option<u32>>>,
+    stopped: bool,
+}
+
+impl RemoteRun {
+    /// Starts `argv` (this ratelab's words after the binary) on `host` as `binary`.
+    pub fn start(host: &Host, binary: &str, argv: &[String]) -> Result<RemoteRun, String> {
+        // sshd makes the remote shell a session leader: after exec, ratelab's pid is
+        // its process group's id.
+        let remote = format!(
+            "echo \"{PID_LINE}$$\" >&2; exec {binary} {}",
+            ssh::quote_all(argv)
+        );
+        let mut child = ssh::command(&host.ssh, &remote)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .map_err(|e| format!("cannot start ssh: {e}"))?;
+        let mut out = child.stdout.take().expect("piped");
+        let err = child.stderr.take().expect("piped");
+        let pid = Arc::new(Mutex::new(None));
+        let seen = Arc::clone(&pid);
+        Ok(RemoteRun {
+            host: host.clone(),
+            verb: argv.first().cloned().unwrap_or_default(),
+            child,
+            stdout: Some(std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                let _ = out.read_to_end(&mut bytes);
+                bytes
+            })),
+            stderr: Some(std::thread::spawn(move || {
+                let mut text = String::new();
+                for line in BufReader::new(err).lines().map_while(Result::ok) {
+                    match line
+                        .strip_prefix(PID_LINE)
+                        .and_then(|p| p.trim().parse().ok())
+                    {
+                        Some(id) => *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(id),
+                        None => {
+                            text.push_str(&line);
+                            text.push('\n');
+                        }
+                    }
+                }
+                text
+            })),
+            pid,
+            stopped: false,
+        })
+    }
+
+    /// Whether it has ended.
+    pub fn ended(&mut self) -> bool {
+        !matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Asks the remote run to stop as Ctrl-C would (SIGINT to its process group), once.
+    pub fn stop(&mut self) {
+        if std::mem::replace(&mut self.stopped, true) {
+            return;
+        }
+        let pid = *self.pid.lock().unwrap_or_else(|p| p.into_inner());
+        match pid {
+            Some(pid) => {
+                let _ = ssh::command(&self.host.ssh, &format!("kill -INT -- -{pid}"))
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status();
+            }
+            // Not started there yet: closing the connection is all there is to stop.
+            None => {
+                let _ = self.child.kill();
+            }
+        }
+    }
+
+    /// Waits for its end: the run document it sent back, or why there is none.
+    pub fn finish(mut self) -> Outcome {
+        let status = self.child.wait();
+        let stdout = self.stdout.take().map(|t| t.join().unwrap_or_default());
+        let stderr = self.stderr.take().map(|t| t.join().unwrap_or_default());
+        let stderr = last_line(stderr.unwrap_or_default().as_bytes());
+        let code = status.ok().and_then(|s| s.code());
+        if code == Some(ssh::SSH_FAILED) {
+            return Outcome::Failed(format!("ssh failed mid-run: {stderr}"));
+        }
+        // A run that started prints its document even when it stops early.
+        match serde_json::from_slice::<RunDocument>(&stdout.unwrap_or_default()) {
+            Ok(doc) => Outcome::Ran(Box::new(doc)),
+            Err(_) => Outcome::Failed(format!(
+                "ratelab {} exited {} there without a run document: {stderr}",
+                self.verb,
+                code.map_or("on a signal".to_string(), |c| c.to_string())
+            )),
+        }
+    }
+}
