@@ -82,6 +82,27 @@ pub struct RunDocument {
     /// Wall seconds the workloads ran for, start to end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runner_wall_seconds: Option<f64>,
+    /// For a run started with others of a fleet at one agreed instant, how well it kept
+    /// to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<FleetStart>,
+}
+
+/// How a run of `ratelab fleet --together` started beside the fleet's other runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FleetStart {
+    /// The fleet's hosts, by name, in order.
+    pub hosts: Vec<String>,
+    /// The agreed start, seconds since the Unix epoch on the fleet's clock.
+    pub requested_unix_s: f64,
+    /// This host's clock minus the fleet's, seconds, estimated over the ssh channel.
+    pub clock_offset_s: f64,
+    /// Half the round trip of the exchange the offset came from: its uncertainty, seconds.
+    pub clock_offset_error_s: f64,
+    /// When its workloads started, on the fleet's clock, minus the agreed start, seconds.
+    pub start_error_s: f64,
+    /// The widest gap between the starts of the fleet's runs, seconds.
+    pub skew_s: f64,
 }
 
 /// One workload of a run: what it was asked to do and everything it measured.
@@ -247,6 +268,7 @@ impl RunDocument {
             verdicts: vec![],
             runner_cpu_seconds: None,
             runner_wall_seconds: None,
+            fleet: None,
         }
     }
 

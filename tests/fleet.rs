@@ -155,6 +155,108 @@ fn bad_fleet_input_is_refused_before_any_host_is_reached() {
 }
 
 #[test]
+fn together_the_hosts_start_at_one_instant_and_the_skew_is_stored() {
+    if !root_or_skip(
+        "together_the_hosts_start_at_one_instant_and_the_skew_is_stored",
+        NEEDS,
+    ) {
+        return;
+    }
+    let hosts = Hosts::new(3, &[]);
+    let dir = common::disk_tempdir();
+    let db = dir.path().join("fleet.db");
+    let mut args: Vec<String> = vec!["--together".into()];
+    args.extend((0..3).flat_map(|i| ["--host".to_string(), hosts.destination(i)]));
+    let output = fleet(&hosts, &args, &db);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    eprintln!("{stdout}\n{stderr}");
+    assert!(output.status.success(), "{stderr}");
+    assert!(stdout.contains("started together:"), "{stdout}");
+    let runs = stored_runs(&db);
+    assert_eq!(runs.as_array().unwrap().len(), 3);
+    for id in 1..=3 {
+        let doc = common::stored_run(&db, id);
+        let fleet = &doc["fleet"];
+        let skew = fleet["skew_s"].as_f64().unwrap();
+        assert!(skew < 0.050, "skew {skew} s: {fleet}");
+        // One kernel's clock: each offset is within its error of zero, plus a little.
+        let offset = fleet["clock_offset_s"].as_f64().unwrap();
+        assert!(offset.abs() < 0.005, "{fleet}");
+        assert!(
+            fleet["start_error_s"].as_f64().unwrap().abs() < 0.050,
+            "{fleet}"
+        );
+        assert_eq!(fleet["hosts"].as_array().unwrap().len(), 3);
+    }
+}
+
+#[test]
+fn ctrl_c_during_a_together_run_stops_every_host_and_stores_them_incomplete() {
+    let test = "ctrl_c_during_a_together_run_stops_every_host_and_stores_them_incomplete";
+    if !root_or_skip(test, NEEDS) {
+        return;
+    }
+    use std::os::unix::process::CommandExt;
+    let hosts = Hosts::new(3, &[]);
+    let dir = common::disk_tempdir();
+    let db = dir.path().join("fleet.db");
+    let mut command = ratelab();
+    command
+        .env("RATELAB_SSH", hosts.ssh())
+        .args(["fleet", "--together"]);
+    for index in 0..3 {
+        command.args(["--host", &hosts.destination(index)]);
+    }
+    let child = command
+        .arg("--db")
+        .arg(&db)
+        .args([
+            "--",
+            "cpu",
+            "--test",
+            "int",
+            "--threads",
+            "1",
+            "--seconds",
+            "30",
+        ])
+        .process_group(0)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while (0..3).any(|i| hosts.ratelab_processes(i).is_empty()) {
+        assert!(started.elapsed().as_secs() < 30, "the runs never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Past the agreed instant: every run is measuring.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    // Ctrl-C in a terminal signals the whole foreground process group.
+    let group = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process_group(group, rustix::process::Signal::INT).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(
+        started.elapsed().as_secs() < 25,
+        "it waited for the runs to end: {stderr}"
+    );
+    for index in 0..3 {
+        assert!(
+            hosts.ratelab_processes(index).is_empty(),
+            "ratelab left on host {index}"
+        );
+    }
+    let runs = stored_runs(&db);
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    for run in runs {
+        assert_eq!(run["status"], "incomplete", "{run}");
+    }
+}
+#[test]
 fn ctrl_c_stops_the_remote_run_which_comes_back_incomplete() {
     if !root_or_skip(
         "ctrl_c_stops_the_remote_run_which_comes_back_incomplete",

@@ -37,6 +37,10 @@ pub struct FleetArgs {
     /// A host's ssh destination, as you would give it to ssh (repeat for more hosts).
     #[arg(long = "host", value_name = "DEST")]
     pub hosts: Vec<String>,
+    /// Start every host's run at one agreed instant (each host's clock offset measured
+    /// over ssh first), instead of one host after another.
+    #[arg(long)]
+    pub together: bool,
     /// Results database [default: $XDG_DATA_HOME/ratelab/results.db].
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
@@ -57,14 +61,24 @@ pub fn run(args: FleetArgs) -> anyhow::Result<Exit> {
     let mut store = Store::open(&Store::path(args.db.as_deref())?)?;
     let cancel = Cancel::on_signals().context("cannot install signal handlers")?;
     let say = |text: &str| eprintln!("{text}");
+    let outcomes: Vec<Outcome> = if args.together {
+        fleet::run_together(&hosts, &args.verb, &say, &cancel)
+    } else {
+        hosts
+            .iter()
+            .map(|host| {
+                if cancel.is_set() {
+                    Outcome::Failed("not run: interrupted".into())
+                } else {
+                    fleet::run_on(host, &args.verb, &say, &cancel)
+                }
+            })
+            .collect()
+    };
     let mut runs = Vec::new();
     let mut failed = Vec::new();
-    for host in &hosts {
-        if cancel.is_set() {
-            failed.push((host, "not run: interrupted".to_string()));
-            continue;
-        }
-        match fleet::run_on(host, &args.verb, &say, &cancel) {
+    for (host, outcome) in hosts.iter().zip(outcomes) {
+        match outcome {
             Outcome::Ran(doc) => {
                 let id = match store.import_run(&doc)? {
                     Some(id) => id,
@@ -88,6 +102,24 @@ pub fn run(args: FleetArgs) -> anyhow::Result<Exit> {
         }
         out.push_str(&report::terminal::head(doc)?);
         out.push('\n');
+    }
+    if let Some(fleet) = runs.iter().find_map(|(_, doc)| doc.fleet.as_ref()) {
+        out.push_str(&format!(
+            "started together: {:.1} ms between the first and the last start; each from the agreed instant: {}\n\n",
+            fleet.skew_s * 1e3,
+            runs.iter()
+                .filter_map(|(host, doc)| {
+                    let f = doc.fleet.as_ref()?;
+                    Some(format!(
+                        "{} {:+.1} ms (clock {:+.1} ms)",
+                        host.name,
+                        f.start_error_s * 1e3,
+                        f.clock_offset_s * 1e3
+                    ))
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     }
     if runs.len() > 1 {
         let docs: Vec<_> = runs.iter().map(|(_, doc)| doc.clone()).collect();

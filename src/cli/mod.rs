@@ -184,6 +184,7 @@ fn measure_with(
         schedule,
         interval,
         judge: extras.judge,
+        start_at: start_at()?,
     };
     let finished = crate::run::execute(spec, workloads)?;
     // An incomplete run is shown too: what it measured before it stopped is real.
@@ -204,6 +205,27 @@ fn measure_with(
             }
         }),
     }
+}
+
+/// The start a fleet agreed on, if one is given.
+fn start_at() -> Result<Option<std::time::SystemTime>, crate::exit::UsageError> {
+    use crate::run::START_AT_VARIABLE;
+    let Ok(text) = std::env::var(START_AT_VARIABLE) else {
+        return Ok(None);
+    };
+    let seconds: f64 = text
+        .trim()
+        .parse()
+        .ok()
+        .filter(|s: &f64| s.is_finite() && *s > 0.0)
+        .ok_or_else(|| {
+            crate::exit::UsageError(format!(
+                "{START_AT_VARIABLE}={text:?} is not a time in seconds since the Unix epoch"
+            ))
+        })?;
+    Ok(Some(
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(seconds),
+    ))
 }
 
 #[cfg(test)]

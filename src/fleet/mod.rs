@@ -3,10 +3,14 @@
 //! and each host's run document comes back to be stored here with its machine. No agent
 //! of ours listens anywhere: ssh, its keys and its config do the reaching.
 
+mod clock;
 mod deploy;
 pub mod inventory;
 mod remote;
 pub mod ssh;
+mod together;
+
+pub use together::run_together;
 
 use std::time::Duration;
 
@@ -38,8 +42,26 @@ pub fn run_on(host: &Host, verb: &[String], say: &dyn Fn(&str), cancel: &Cancel)
         Err(reason) => return Outcome::Failed(reason),
     };
     if cancel.is_set() {
-        return Outcome::Failed("not started: interrupted".into());
+        return Outcome::Failed("not run: interrupted".into());
     }
+    match start(host, &binary, verb, None, say) {
+        Ok(mut run) => {
+            follow(std::slice::from_mut(&mut run), say, cancel);
+            run.finish()
+        }
+        Err(reason) => Outcome::Failed(reason),
+    }
+}
+
+/// Starts `verb` on `host` as `binary`, with the flags the fleet adds, to start its
+/// workloads at `start_at` (seconds since the Unix epoch on the host's clock) if given.
+fn start(
+    host: &Host,
+    binary: &deploy::Binary,
+    verb: &[String],
+    start_at: Option<f64>,
+    say: &dyn Fn(&str),
+) -> Result<RemoteRun, String> {
     let mut argv: Vec<String> = verb.to_vec();
     for flag in ADDED {
         let given = argv
@@ -50,18 +72,21 @@ pub fn run_on(host: &Host, verb: &[String], say: &dyn Fn(&str), cancel: &Cancel)
         }
     }
     say(&format!("{}: ratelab {}", host.name, verb.join(" ")));
-    let mut run = match RemoteRun::start(host, &binary.remote_path(), &argv) {
-        Ok(run) => run,
-        Err(reason) => return Outcome::Failed(reason),
-    };
-    while !run.ended() {
+    let env = start_at.map(|at| (crate::run::START_AT_VARIABLE, format!("{at:.6}")));
+    RemoteRun::start(host, &binary.remote_path(), &argv, env)
+}
+
+/// Waits for every run to end, stopping them all on `cancel`.
+fn follow(runs: &mut [RemoteRun], say: &dyn Fn(&str), cancel: &Cancel) {
+    while runs.iter_mut().any(|run| !run.ended()) {
         if cancel.is_set() {
-            say(&format!("{}: stopping the run there", host.name));
-            run.stop();
+            for run in runs.iter_mut().filter(|r| !r.stopping()) {
+                say(&format!("{}: stopping the run there", run.host().name));
+                run.stop();
+            }
         }
         std::thread::sleep(POLL);
     }
-    run.finish()
 }
 
 /// The last non-empty line a program wrote, for a reason in one line.

@@ -29,12 +29,21 @@ pub struct RemoteRun {
 }
 
 impl RemoteRun {
-    /// Starts `argv` (this ratelab's words after the binary) on `host` as `binary`.
-    pub fn start(host: &Host, binary: &str, argv: &[String]) -> Result<RemoteRun, String> {
+    /// Starts `argv` (this ratelab's words after the binary) on `host` as `binary`, with
+    /// one environment variable set if given.
+    pub fn start(
+        host: &Host,
+        binary: &str,
+        argv: &[String],
+        env: Option<(&str, String)>,
+    ) -> Result<RemoteRun, String> {
+        let export = env.map_or(String::new(), |(name, value)| {
+            format!("export {name}={}; ", ssh::quote(&value))
+        });
         // sshd makes the remote shell a session leader: after exec, ratelab's pid is
         // its process group's id.
         let remote = format!(
-            "echo \"{PID_LINE}$$\" >&2; exec {binary} {}",
+            "echo \"{PID_LINE}$$\" >&2; {export}exec {binary} {}",
             ssh::quote_all(argv)
         );
         let mut child = ssh::command(&host.ssh, &remote)
@@ -76,6 +85,16 @@ impl RemoteRun {
             pid,
             stopped: false,
         })
+    }
+
+    /// The host it runs on.
+    pub fn host(&self) -> &Host {
+        &self.host
+    }
+
+    /// Whether it was asked to stop.
+    pub fn stopping(&self) -> bool {
+        self.stopped
     }
 
     /// Whether it has ended.

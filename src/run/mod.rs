@@ -9,5 +9,5 @@ mod sampler;
 mod schedule;
 
 pub use conclude::conclude;
-pub use runner::{DEFAULT_INTERVAL, Finished, Judge, RunSpec, execute};
+pub use runner::{DEFAULT_INTERVAL, Finished, Judge, RunSpec, START_AT_VARIABLE, execute};
 pub use schedule::{Member, Schedule};

@@ -1,7 +1,7 @@
 //! The runner: prepares every workload before anything is created, runs the groups of
 //! the schedule, cleans up whatever happens, analyses, and stores the finished document.
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context as _;
 use serde_json::Value;
@@ -13,6 +13,10 @@ use crate::document::{RunDocument, RunStatus, Verdict, WorkloadRecord, now_rfc33
 use crate::store::Store;
 use crate::workload::Cancel;
 use crate::workload::{self, Workload};
+
+/// The environment variable that holds a fleet's agreed start, in seconds since the
+/// Unix epoch on this host's clock (`ratelab fleet --together` sets it on each host).
+pub const START_AT_VARIABLE: &str = "RATELAB_START_AT";
 
 /// The sampling interval when none is given.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
@@ -34,6 +38,9 @@ pub struct RunSpec {
     /// Verdicts over the whole finished run that only the verb can give (profile's
     /// changes since the last profile), added before the run is stored.
     pub judge: Option<Judge>,
+    /// The moment the workloads start, once prepared (a fleet's agreed instant); at once
+    /// when `None`.
+    pub start_at: Option<SystemTime>,
 }
 
 /// A verb's own verdicts over a finished run.
@@ -62,7 +69,13 @@ pub fn execute(
         return Err(workload::Error::Interrupted.into());
     }
     let mut doc = begin(&mut spec, &workloads)?;
-    let mut outcome = run_groups(&mut spec, &mut workloads, &mut doc, &cancel);
+    let mut outcome = match spec.start_at {
+        Some(at) => wait_until(at, &cancel),
+        None => Ok(()),
+    };
+    if outcome.is_ok() {
+        outcome = run_groups(&mut spec, &mut workloads, &mut doc, &cancel);
+    }
     let together: Option<Vec<usize>> = spec
         .schedule
         .shared()
@@ -103,6 +116,7 @@ fn begin(spec: &mut RunSpec, workloads: &[Box<dyn Workload>]) -> anyhow::Result<
         verdicts: Vec::new(),
         runner_cpu_seconds: None,
         runner_wall_seconds: None,
+        fleet: None,
     };
     if let Some(store) = spec.store.as_mut() {
         doc.run_id = Some(store.begin_run(&doc)?);
@@ -166,6 +180,17 @@ fn run_groups(
         outcome = Err(workload::Error::Interrupted.into());
     }
     outcome
+}
+
+/// Waits until `at` on the wall clock, or until a signal.
+fn wait_until(at: SystemTime, cancel: &Cancel) -> anyhow::Result<()> {
+    while let Ok(left) = at.duration_since(SystemTime::now()) {
+        if cancel.is_set() {
+            return Err(workload::Error::Interrupted.into());
+        }
+        std::thread::sleep(left.min(Duration::from_millis(20)));
+    }
+    Ok(())
 }
 
 /// Keeps the first thing that went wrong as the run's reason.

@@ -17,7 +17,7 @@ use super::Error;
 
 /// Every schema version, oldest first: `MIGRATIONS[n]` takes a database from version
 /// `n` to `n + 1`.
-const MIGRATIONS: [&str; 4] = [
+const MIGRATIONS: [&str; 5] = [
     "CREATE TABLE runs (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             verb TEXT NOT NULL,
@@ -71,6 +71,8 @@ const MIGRATIONS: [&str; 4] = [
     // Run identity across stores: a run keeps its UUID wherever it is imported.
     "ALTER TABLE runs ADD COLUMN run_uuid TEXT;
              CREATE UNIQUE INDEX runs_by_uuid ON runs (run_uuid);",
+    // How a fleet's run kept to the agreed start.
+    "ALTER TABLE runs ADD COLUMN fleet TEXT;",
 ];
 
 /// The schema version this binary writes.

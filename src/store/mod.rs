@@ -270,6 +270,7 @@ mod tests {
             verdicts: vec![],
             runner_cpu_seconds: None,
             runner_wall_seconds: None,
+            fleet: None,
         }
     }
 

@@ -13,7 +13,7 @@ impl Store {
             .conn
             .query_row(
                 "SELECT verb, label, status, incomplete_reason, started_at, finished_at, ratelab_version,
-                        machine, contention, runner_cpu_seconds, runner_wall_seconds, run_uuid
+                        machine, contention, runner_cpu_seconds, runner_wall_seconds, run_uuid, fleet
                  FROM runs WHERE id = ?1",
                 params![run_id],
                 |r| {
@@ -30,6 +30,7 @@ impl Store {
                         runner_cpu_seconds: r.get(9)?,
                         runner_wall_seconds: r.get(10)?,
                         run_uuid: r.get(11)?,
+                        fleet: r.get(12)?,
                     })
                 },
             )
@@ -59,6 +60,7 @@ impl Store {
             verdicts: self.load_verdicts(run_id)?,
             runner_cpu_seconds: row.runner_cpu_seconds,
             runner_wall_seconds: row.runner_wall_seconds,
+            fleet: row.fleet.map(|f| parse(run_id, "fleet", &f)).transpose()?,
         })
     }
 
@@ -171,6 +173,7 @@ struct StoredRun {
     contention: Option<String>,
     runner_cpu_seconds: Option<f64>,
     runner_wall_seconds: Option<f64>,
+    fleet: Option<String>,
     run_uuid: Option<String>,
 }
 

@@ -12,8 +12,8 @@ impl Store {
     pub fn begin_run(&mut self, doc: &RunDocument) -> Result<i64, Error> {
         let tx = self.conn.savepoint().map_err(|e| sql_err(&self.path, e))?;
         tx.execute(
-            "INSERT INTO runs (verb, label, status, incomplete_reason, started_at, ratelab_version, hostname, machine, run_uuid)
-             VALUES (?1, ?2, 'incomplete', 'did not finish', ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO runs (verb, label, status, incomplete_reason, started_at, ratelab_version, hostname, machine, run_uuid, fleet)
+             VALUES (?1, ?2, 'incomplete', 'did not finish', ?3, ?4, ?5, ?6, ?7, ?8)",
             params![
                 doc.verb,
                 doc.label,
@@ -21,7 +21,8 @@ impl Store {
                 doc.ratelab_version,
                 doc.machine.hostname,
                 to_json(&doc.machine),
-                doc.run_uuid
+                doc.run_uuid,
+                doc.fleet.as_ref().map(to_json)
             ],
         )
         .map_err(|e| sql_err(&self.path, e))?;

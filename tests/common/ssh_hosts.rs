@@ -186,9 +186,10 @@ impl Drop for Hosts {
                 .args(["-c", &format!("ip netns pids {name} | xargs -r kill -9")])
                 .status();
             let _ = Command::new("ip").args(["netns", "del", name]).status();
+            // Usually gone with the namespace already: quietly.
             let _ = Command::new("ip")
                 .args(["link", "del", &format!("{name}a")])
-                .status();
+                .output();
         }
     }
 }
