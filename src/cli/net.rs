@@ -12,6 +12,7 @@ use super::scenario::{Maker, ScenarioKind};
 use super::values::{parse_host_port, parse_rate, parse_seconds, parse_size, parse_time};
 use super::{Command, MeasureArgs};
 use crate::exit::{Exit, UsageError};
+use crate::fleet;
 use crate::run::Schedule;
 use crate::workload::net::{
     DEFAULT_PORT, Direction, Key, KeyError, Limits, MAX_BLOCK_BYTES, NetKind, NetPlan, NetWorkload,
@@ -46,6 +47,11 @@ pub struct NetArgs {
     /// The host running `ratelab net serve`: HOST, HOST:PORT or [IPv6]:PORT (5301 unless given).
     #[arg(value_name = "HOST", required = true, value_parser = parse_host_port)]
     pub host: Option<(String, Option<u16>)>,
+    /// Start the server on HOST over ssh first (`ssh DEST`, or `ssh HOST` when no DEST
+    /// is given; RATELAB_SSH chooses the command): `net serve --once` bound to HOST's
+    /// address, with a key made for this test handed over on ssh's stdin.
+    #[arg(long, value_name = "DEST", num_args = 0..=1, default_missing_value = "", conflicts_with = "key_file")]
+    pub ssh: Option<String>,
     /// The client's options.
     #[command(flatten)]
     pub client: ClientArgs,
@@ -182,15 +188,70 @@ pub fn run(args: NetArgs) -> anyhow::Result<Exit> {
         None => {
             let (host, port) = args.host.expect("clap requires HOST without serve");
             let output = args.client.output.clone();
-            let plan = args.client.plan(host, port)?;
-            super::measure(
+            let mut plan = args.client.plan(host, port)?;
+            let Some(destination) = args.ssh else {
+                return super::measure(
+                    NetKind::NAME,
+                    &output,
+                    vec![Box::new(NetWorkload::new(plan))],
+                    Schedule::together(1, &[]),
+                );
+            };
+            // The key lives in a file only this user reads, beside no one's command line.
+            let dir = tempfile::tempdir().context("cannot make a folder for the test's key")?;
+            let key_file = dir.path().join("key");
+            let key = crate::workload::net::key_hex(&rand::random::<[u8; 32]>());
+            std::fs::write(&key_file, format!("{key}\n"))
+                .with_context(|| format!("cannot write {}", key_file.display()))?;
+            plan.key = true;
+            plan.key_file = Some(key_file);
+            let far = fleet::Host {
+                name: plan.host.clone(),
+                ssh: if destination.is_empty() {
+                    plan.host.clone()
+                } else {
+                    destination
+                },
+            };
+            let bind = resolve(&plan.host, plan.port)?;
+            let say = |text: &str| {
+                if !output.quiet {
+                    eprintln!("{text}")
+                }
+            };
+            let server = fleet::serve(&far, bind, plan.port, &key, &say).map_err(|reason| {
+                crate::workload::Error::Peer {
+                    peer: far.ssh.clone(),
+                    reason,
+                }
+            })?;
+            let result = super::measure(
                 NetKind::NAME,
                 &output,
                 vec![Box::new(NetWorkload::new(plan))],
                 Schedule::together(1, &[]),
-            )
+            );
+            server.finish();
+            result
         }
     }
+}
+
+/// The address `host` names, as the far end must bind it.
+fn resolve(host: &str, port: u16) -> anyhow::Result<std::net::IpAddr> {
+    use std::net::ToSocketAddrs;
+    (host, port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut found| found.next())
+        .map(|address| address.ip())
+        .ok_or_else(|| {
+            crate::workload::Error::Peer {
+                peer: host.to_string(),
+                reason: "cannot resolve it to an address for the server to bind".into(),
+            }
+            .into()
+        })
 }
 
 impl ClientArgs {

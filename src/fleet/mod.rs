@@ -7,8 +7,11 @@ mod clock;
 mod deploy;
 pub mod inventory;
 mod remote;
+mod serve;
 pub mod ssh;
 mod together;
+
+pub use serve::{RemoteServer, serve};
 
 pub use together::run_together;
 

@@ -4,11 +4,12 @@
 //! group over a second connection, so the run there cleans up and sends back its
 //! document, marked incomplete.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use super::{Host, Outcome, last_line, ssh};
 use crate::document::RunDocument;
@@ -25,6 +26,8 @@ pub struct RemoteRun {
     stderr: Option<JoinHandle<String>>,
     /// The remote process (and group) id, once its first line came.
     pid: Arc<Mutex<Option<u32>>>,
+    /// Its stderr's lines so far.
+    lines: Arc<Mutex<Vec<String>>>,
     stopped: bool,
 }
 
@@ -37,6 +40,18 @@ impl RemoteRun {
         argv: &[String],
         env: Option<(&str, String)>,
     ) -> Result<RemoteRun, String> {
+        RemoteRun::start_with(host, binary, argv, env, None)
+    }
+
+    /// As [`RemoteRun::start`], writing `input` to its stdin (then closing it): a secret
+    /// that must never be on a command line.
+    pub fn start_with(
+        host: &Host,
+        binary: &str,
+        argv: &[String],
+        env: Option<(&str, String)>,
+        input: Option<Vec<u8>>,
+    ) -> Result<RemoteRun, String> {
         let export = env.map_or(String::new(), |(name, value)| {
             format!("export {name}={}; ", ssh::quote(&value))
         });
@@ -47,16 +62,28 @@ impl RemoteRun {
             ssh::quote_all(argv)
         );
         let mut child = ssh::command(&host.ssh, &remote)
-            .stdin(Stdio::null())
+            .stdin(if input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
             .spawn()
             .map_err(|e| format!("cannot start ssh: {e}"))?;
+        if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+            // Dropped at the end of this block: the remote side reads to its end.
+            stdin
+                .write_all(&input)
+                .map_err(|e| format!("cannot write to ssh: {e}"))?;
+        }
         let mut out = child.stdout.take().expect("piped");
         let err = child.stderr.take().expect("piped");
         let pid = Arc::new(Mutex::new(None));
         let seen = Arc::clone(&pid);
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let heard = Arc::clone(&lines);
         Ok(RemoteRun {
             host: host.clone(),
             verb: argv.first().cloned().unwrap_or_default(),
@@ -77,14 +104,49 @@ impl RemoteRun {
                         None => {
                             text.push_str(&line);
                             text.push('\n');
+                            heard.lock().unwrap_or_else(|p| p.into_inner()).push(line);
                         }
                     }
                 }
                 text
             })),
             pid,
+            lines,
             stopped: false,
         })
+    }
+
+    /// Waits until it writes a line on stderr holding `marker` (a server's "listening"),
+    /// ends, or `within` passes; the line, or why there is none.
+    pub fn wait_for_line(&mut self, marker: &str, within: Duration) -> Result<String, String> {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            let found = self
+                .lines
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .find(|l| l.contains(marker))
+                .cloned();
+            if let Some(line) = found {
+                return Ok(line);
+            }
+            if self.ended() {
+                let said = self
+                    .lines
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .join("\n");
+                return Err(format!("it ended first: {}", last_line(said.as_bytes())));
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(format!(
+                    "it said nothing like {marker:?} within {} s",
+                    within.as_secs()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// The host it runs on.

@@ -157,6 +157,38 @@ impl Hosts {
             .join("ratelab")
     }
 
+    /// Shapes the link to host `index` to `rate` (tc's words: `2gbit`) each way, as the
+    /// two-host rig does.
+    pub fn shape(&self, index: usize, rate: &str) {
+        let name = &self.names[index];
+        let tbf = [
+            "root", "tbf", "rate", rate, "burst", "2mb", "latency", "50ms",
+        ];
+        let here = format!("{name}a");
+        let there = format!("{name}b");
+        run(
+            "tc",
+            &[&["qdisc", "add", "dev", here.as_str()][..], &tbf].concat(),
+        );
+        run(
+            "ip",
+            &[
+                &[
+                    "netns",
+                    "exec",
+                    name.as_str(),
+                    "tc",
+                    "qdisc",
+                    "add",
+                    "dev",
+                    there.as_str(),
+                ][..],
+                &tbf,
+            ]
+            .concat(),
+        );
+    }
+
     /// Pids of ratelab processes running in host `index`'s network namespace.
     pub fn ratelab_processes(&self, index: usize) -> Vec<String> {
         let output = Command::new("ip")

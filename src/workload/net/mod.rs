@@ -19,6 +19,9 @@ mod socket;
 mod stream;
 mod summary;
 
+/// Bytes in lowercase hex, as key files hold them.
+pub use auth::hex as key_hex;
+
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::Arc;
