@@ -35,6 +35,8 @@ pub struct Shared<'a> {
     pub display: &'a ProgressDisplay,
     /// Sampling interval.
     pub interval: Duration,
+    /// The wall-clock moment the group starts once set up (a fleet's agreed instant).
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 /// Runs the members of one group at once; returns how the group ended: the first real
@@ -45,6 +47,7 @@ pub fn run_group(
     shared: Shared,
 ) -> anyhow::Result<()> {
     let interval = shared.interval;
+    let start_at = shared.start_at;
     let chosen: Vec<(Member, &mut Box<dyn Workload>)> = workloads
         .iter_mut()
         .enumerate()
@@ -83,7 +86,9 @@ pub fn run_group(
         }
         // The workers hold the only senders left: the channel closes when all have ended.
         drop(events);
-        let start = gate.open(spawned).unwrap_or_else(Instant::now);
+        let start = gate
+            .open_at(spawned, start_at, &|| ledger.cancel.is_set())
+            .unwrap_or_else(Instant::now);
         let mut sampler = Sampler::new(
             start,
             interval,

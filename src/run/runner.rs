@@ -69,13 +69,7 @@ pub fn execute(
         return Err(workload::Error::Interrupted.into());
     }
     let mut doc = begin(&mut spec, &workloads)?;
-    let mut outcome = match spec.start_at {
-        Some(at) => wait_until(at, &cancel),
-        None => Ok(()),
-    };
-    if outcome.is_ok() {
-        outcome = run_groups(&mut spec, &mut workloads, &mut doc, &cancel);
-    }
+    let mut outcome = run_groups(&mut spec, &mut workloads, &mut doc, &cancel);
     let together: Option<Vec<usize>> = spec
         .schedule
         .shared()
@@ -152,6 +146,8 @@ fn run_groups(
             store: spec.store.as_mut(),
             display: &display,
             interval: spec.interval,
+            // Only the first group waits for an agreed start: the others follow it.
+            start_at: spec.start_at.filter(|_| part == 0),
         };
         outcome = run_group(group, workloads, shared);
         // Each group cleans up before the next: workloads run alone first must not hold
@@ -180,17 +176,6 @@ fn run_groups(
         outcome = Err(workload::Error::Interrupted.into());
     }
     outcome
-}
-
-/// Waits until `at` on the wall clock, or until a signal.
-fn wait_until(at: SystemTime, cancel: &Cancel) -> anyhow::Result<()> {
-    while let Ok(left) = at.duration_since(SystemTime::now()) {
-        if cancel.is_set() {
-            return Err(workload::Error::Interrupted.into());
-        }
-        std::thread::sleep(left.min(Duration::from_millis(20)));
-    }
-    Ok(())
 }
 
 /// Keeps the first thing that went wrong as the run's reason.

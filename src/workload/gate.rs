@@ -64,9 +64,30 @@ impl Gate {
     /// Waits until `threads` have arrived, then takes the start just before it lets them
     /// go and returns it; `None` as soon as the start is called off instead.
     pub fn open(&self, threads: usize) -> Option<Instant> {
+        self.open_at(threads, None, &|| false)
+    }
+
+    /// As [`Gate::open`], but once every thread is set up, holds the start until `at` on
+    /// the wall clock (a fleet's agreed instant), or until `stop` says so.
+    pub fn open_at(
+        &self,
+        threads: usize,
+        at: Option<std::time::SystemTime>,
+        stop: &dyn Fn() -> bool,
+    ) -> Option<Instant> {
         let mut state = self.lock();
         while state.arrived < threads && state.outcome.is_none() {
             state = self.changed.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+        if let Some(at) = at {
+            drop(state);
+            while let Ok(left) = at.duration_since(std::time::SystemTime::now()) {
+                if stop() {
+                    break;
+                }
+                std::thread::sleep(left.min(std::time::Duration::from_millis(10)));
+            }
+            state = self.lock();
         }
         if state.outcome.is_none() {
             state.outcome = Some(Outcome::Opened(Instant::now()));
