@@ -12,7 +12,6 @@ use super::scenario::{Maker, ScenarioKind};
 use super::values::{parse_host_port, parse_rate, parse_seconds, parse_size, parse_time};
 use super::{Command, MeasureArgs};
 use crate::exit::{Exit, UsageError};
-use crate::fleet;
 use crate::run::Schedule;
 use crate::workload::net::{
     DEFAULT_PORT, Direction, Key, KeyError, Limits, MAX_BLOCK_BYTES, NetKind, NetPlan, NetWorkload,
@@ -47,11 +46,6 @@ pub struct NetArgs {
     /// The host running `ratelab net serve`: HOST, HOST:PORT or [IPv6]:PORT (5301 unless given).
     #[arg(value_name = "HOST", required = true, value_parser = parse_host_port)]
     pub host: Option<(String, Option<u16>)>,
-    /// Start the server on HOST over ssh first (`ssh DEST`, or `ssh HOST` when no DEST
-    /// is given; RATELAB_SSH chooses the command): `net serve --once` bound to HOST's
-    /// address, with a key made for this test handed over on ssh's stdin.
-    #[arg(long, value_name = "DEST", num_args = 0..=1, default_missing_value = "", conflicts_with = "key_file")]
-    pub ssh: Option<String>,
     /// The client's options.
     #[command(flatten)]
     pub client: ClientArgs,
@@ -97,6 +91,11 @@ pub struct ClientArgs {
     /// A file holding a key shared with the server, proven without sending it.
     #[arg(long, value_name = "PATH")]
     pub key_file: Option<PathBuf>,
+    /// Start the server on HOST over ssh first (`ssh DEST`, or `ssh HOST` when no DEST
+    /// is given; RATELAB_SSH chooses the command): `net serve --once` bound to HOST's
+    /// address, with a key made for this test handed over on ssh's stdin.
+    #[arg(long, value_name = "DEST", num_args = 0..=1, default_missing_value = "", conflicts_with = "key_file")]
+    pub ssh: Option<String>,
     /// The link's speed, when sysfs does not know it (10Gbit/s, 1.25GB/s).
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     pub link_rate: Option<f64>,
@@ -188,70 +187,15 @@ pub fn run(args: NetArgs) -> anyhow::Result<Exit> {
         None => {
             let (host, port) = args.host.expect("clap requires HOST without serve");
             let output = args.client.output.clone();
-            let mut plan = args.client.plan(host, port)?;
-            let Some(destination) = args.ssh else {
-                return super::measure(
-                    NetKind::NAME,
-                    &output,
-                    vec![Box::new(NetWorkload::new(plan))],
-                    Schedule::together(1, &[]),
-                );
-            };
-            // The key lives in a file only this user reads, beside no one's command line.
-            let dir = tempfile::tempdir().context("cannot make a folder for the test's key")?;
-            let key_file = dir.path().join("key");
-            let key = crate::workload::net::key_hex(&rand::random::<[u8; 32]>());
-            std::fs::write(&key_file, format!("{key}\n"))
-                .with_context(|| format!("cannot write {}", key_file.display()))?;
-            plan.key = true;
-            plan.key_file = Some(key_file);
-            let far = fleet::Host {
-                name: plan.host.clone(),
-                ssh: if destination.is_empty() {
-                    plan.host.clone()
-                } else {
-                    destination
-                },
-            };
-            let bind = resolve(&plan.host, plan.port)?;
-            let say = |text: &str| {
-                if !output.quiet {
-                    eprintln!("{text}")
-                }
-            };
-            let server = fleet::serve(&far, bind, plan.port, &key, &say).map_err(|reason| {
-                crate::workload::Error::Peer {
-                    peer: far.ssh.clone(),
-                    reason,
-                }
-            })?;
-            let result = super::measure(
+            let plan = args.client.plan(host, port)?;
+            super::measure(
                 NetKind::NAME,
                 &output,
                 vec![Box::new(NetWorkload::new(plan))],
                 Schedule::together(1, &[]),
-            );
-            server.finish();
-            result
+            )
         }
     }
-}
-
-/// The address `host` names, as the far end must bind it.
-fn resolve(host: &str, port: u16) -> anyhow::Result<std::net::IpAddr> {
-    use std::net::ToSocketAddrs;
-    (host, port)
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut found| found.next())
-        .map(|address| address.ip())
-        .ok_or_else(|| {
-            crate::workload::Error::Peer {
-                peer: host.to_string(),
-                reason: "cannot resolve it to an address for the server to bind".into(),
-            }
-            .into()
-        })
 }
 
 impl ClientArgs {
@@ -293,7 +237,6 @@ impl ClientArgs {
         }
         let interval = self.output.interval.unwrap_or(DEFAULT_REPORT_INTERVAL);
         let plan = NetPlan {
-            host,
             port: host_port.or(self.port).unwrap_or(DEFAULT_PORT),
             streams: self.parallel,
             direction: if self.bidir {
@@ -313,6 +256,14 @@ impl ClientArgs {
             key: self.key_file.is_some(),
             own_server: false,
             key_file: self.key_file.clone(),
+            ssh: self
+                .ssh
+                .as_ref()
+                .map(|destination| match destination.as_str() {
+                    "" => host.clone(),
+                    given => given.to_string(),
+                }),
+            host,
         };
         if let (Some(_), Some(flag)) = (host_port, self.port) {
             return Err(UsageError(format!(

@@ -7,7 +7,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::{Host, ssh};
+use super::Host;
+use crate::platform::remote::ssh;
 
 /// Exchanges over the connection: the first ones pay for the shell's start.
 const EXCHANGES: usize = 12;

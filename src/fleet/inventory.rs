@@ -8,16 +8,7 @@ use serde::Deserialize;
 
 use crate::exit::UsageError;
 
-/// One host of a fleet.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Host {
-    /// Its name in reports; the destination when none is given.
-    #[serde(default)]
-    pub name: String,
-    /// The ssh destination (`user@host`, `ssh://user@host:port`, a Host of ssh_config).
-    pub ssh: String,
-}
+pub use crate::platform::remote::Host;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

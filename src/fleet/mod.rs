@@ -4,23 +4,17 @@
 //! of ours listens anywhere: ssh, its keys and its config do the reaching.
 
 mod clock;
-mod deploy;
 pub mod inventory;
-mod remote;
-mod serve;
-pub mod ssh;
 mod together;
-
-pub use serve::{RemoteServer, serve};
 
 pub use together::run_together;
 
 use std::time::Duration;
 
 use crate::document::RunDocument;
+pub use crate::platform::remote::Host;
+use crate::platform::remote::{Ended, RemoteRun, deploy, ssh};
 use crate::workload::Cancel;
-pub use inventory::Host;
-use remote::RemoteRun;
 
 /// How often a running host is looked at.
 const POLL: Duration = Duration::from_millis(50);
@@ -50,7 +44,7 @@ pub fn run_on(host: &Host, verb: &[String], say: &dyn Fn(&str), cancel: &Cancel)
     match start(host, &binary, verb, None, say) {
         Ok(mut run) => {
             follow(std::slice::from_mut(&mut run), say, cancel);
-            run.finish()
+            outcome(run.finish())
         }
         Err(reason) => Outcome::Failed(reason),
     }
@@ -92,20 +86,21 @@ fn follow(runs: &mut [RemoteRun], say: &dyn Fn(&str), cancel: &Cancel) {
     }
 }
 
-/// The last non-empty line a program wrote, for a reason in one line.
-fn last_line(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes)
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("(it said nothing)")
-        .trim()
-        .to_string()
-}
-
-/// Reads all of a child's pipe, for the deploy steps.
-fn read_all(mut pipe: impl std::io::Read) -> String {
-    let mut text = String::new();
-    let _ = pipe.read_to_string(&mut text);
-    text
+/// What a host's run came to: its run document, or why there is none.
+fn outcome(ended: Ended) -> Outcome {
+    if ended.code == Some(ssh::SSH_FAILED) {
+        return Outcome::Failed(format!("ssh failed mid-run: {}", ended.last_error_line));
+    }
+    // A run that started prints its document even when it stops early.
+    match serde_json::from_slice::<RunDocument>(&ended.stdout) {
+        Ok(doc) => Outcome::Ran(Box::new(doc)),
+        Err(_) => Outcome::Failed(format!(
+            "ratelab {} exited {} there without a run document: {}",
+            ended.verb,
+            ended
+                .code
+                .map_or("on a signal".to_string(), |c| c.to_string()),
+            ended.last_error_line
+        )),
+    }
 }

@@ -4,8 +4,9 @@
 //! between them are stored with every run.
 
 use super::clock::{self, Offset};
-use super::{Host, Outcome, deploy, follow, start};
+use super::{Host, Outcome, follow, outcome, start};
 use crate::document::FleetStart;
+use crate::platform::remote::deploy;
 use crate::workload::Cancel;
 
 /// Seconds between the agreed instant and now, for every run to be set up by then:
@@ -59,7 +60,7 @@ pub fn run_together(
         }
     }
     follow(&mut runs, say, cancel);
-    let mut finished = runs.into_iter().map(|run| run.finish());
+    let mut finished = runs.into_iter().map(|run| outcome(run.finish()));
     let mut outcomes: Vec<Outcome> = outcomes
         .into_iter()
         .map(|o| o.unwrap_or_else(|| finished.next().expect("one outcome per run")))

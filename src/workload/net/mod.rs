@@ -32,6 +32,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::platform::remote::{self, RemoteServer};
 pub use auth::{Key, KeyError};
 pub use context::NetContext;
 pub use item::{NetItem, Scope, Side};
@@ -83,6 +84,10 @@ pub struct NetPlan {
     /// The key file, when one is given (not stored).
     #[serde(skip)]
     pub key_file: Option<PathBuf>,
+    /// The ssh destination the server was started over for this test (`--ssh`), with a
+    /// key made for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssh: Option<String>,
 }
 
 impl NetPlan {
@@ -114,6 +119,7 @@ impl NetPlan {
             key: false,
             own_server: true,
             key_file: None,
+            ssh: None,
         }
     }
 
@@ -188,6 +194,8 @@ pub struct NetWorkload {
     alone_of: Option<usize>,
     address: Option<SocketAddr>,
     own_server: Option<OwnServer>,
+    /// The server started over ssh for this test, and the folder holding its key.
+    far_end: Option<(RemoteServer, tempfile::TempDir)>,
     key: Option<Key>,
     control: Option<Control>,
     connections: Vec<Connection>,
@@ -204,6 +212,7 @@ impl NetWorkload {
             alone_of: None,
             address: None,
             own_server: None,
+            far_end: None,
             key: None,
             control: None,
             connections: Vec::new(),
@@ -273,6 +282,9 @@ impl Workload for NetWorkload {
     }
 
     fn prepare(&mut self) -> Result<(), Error> {
+        if let Some(destination) = self.plan.ssh.clone() {
+            self.start_far_end(&destination)?;
+        }
         let key = match &self.plan.key_file {
             Some(path) => Some(Key::read(path).map_err(|e| match e {
                 KeyError::Read { path, source } => Error::Target {
@@ -404,6 +416,47 @@ impl Workload for NetWorkload {
         self.connections.clear();
         self.control = None;
         self.own_server = None;
+        if let Some((server, _key)) = self.far_end.take() {
+            server.finish();
+        }
+        Ok(())
+    }
+}
+
+impl NetWorkload {
+    /// Starts `net serve --once` on the host over ssh (`destination`), bound to the
+    /// address the test uses, with a key made for this test: written here only to a file
+    /// in a private folder, handed over on ssh's stdin, never on a command line.
+    fn start_far_end(&mut self, destination: &str) -> Result<(), Error> {
+        let dir = tempfile::tempdir()
+            .map_err(|e| Error::io("make a folder for the key in", std::env::temp_dir(), e))?;
+        let key_file = dir.path().join("key");
+        let key = key_hex(&rand::random::<[u8; 32]>());
+        std::fs::write(&key_file, format!("{key}\n"))
+            .map_err(|e| Error::io("write", &key_file, e))?;
+        let bind = (self.plan.host.as_str(), self.plan.port)
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut found| found.next())
+            .ok_or_else(|| Error::Peer {
+                peer: self.peer(),
+                reason: "cannot resolve it to an address for the server to bind".into(),
+            })?
+            .ip();
+        let host = remote::Host {
+            name: self.plan.host.clone(),
+            ssh: destination.to_string(),
+        };
+        let server =
+            remote::serve(&host, bind, self.plan.port, &key, &|_| {}).map_err(|reason| {
+                Error::Peer {
+                    peer: format!("{} over ssh {destination}", self.peer()),
+                    reason,
+                }
+            })?;
+        self.plan.key = true;
+        self.plan.key_file = Some(key_file);
+        self.far_end = Some((server, dir));
         Ok(())
     }
 }

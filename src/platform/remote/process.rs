@@ -11,11 +11,24 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::{Host, Outcome, last_line, ssh};
-use crate::document::RunDocument;
+use super::{Host, last_line, ssh};
 
 /// The line the remote shell writes first, before it becomes ratelab.
 const PID_LINE: &str = "ratelab-fleet pid ";
+
+/// How a remote run ended.
+#[derive(Debug)]
+pub struct Ended {
+    /// What it printed on stdout (a run document with --json).
+    pub stdout: Vec<u8>,
+    /// The last line it, or ssh, wrote on stderr.
+    pub last_error_line: String,
+    /// ssh's exit code: the remote command's, or 255 for ssh's own failure; `None` on a
+    /// signal.
+    pub code: Option<i32>,
+    /// The verb it ran.
+    pub verb: String,
+}
 
 /// A verb started on a host.
 pub struct RemoteRun {
@@ -164,6 +177,14 @@ impl RemoteRun {
         !matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// Stops it if it still runs, and waits for its end.
+    pub fn stop_if_running(&mut self) {
+        if !self.ended() {
+            self.stop();
+        }
+        let _ = self.child.wait();
+    }
+
     /// Asks the remote run to stop as Ctrl-C would (SIGINT to its process group), once.
     pub fn stop(&mut self) {
         if std::mem::replace(&mut self.stopped, true) {
@@ -185,24 +206,16 @@ impl RemoteRun {
         }
     }
 
-    /// Waits for its end: the run document it sent back, or why there is none.
-    pub fn finish(mut self) -> Outcome {
+    /// Waits for its end: what it printed, and how it exited.
+    pub fn finish(mut self) -> Ended {
         let status = self.child.wait();
         let stdout = self.stdout.take().map(|t| t.join().unwrap_or_default());
         let stderr = self.stderr.take().map(|t| t.join().unwrap_or_default());
-        let stderr = last_line(stderr.unwrap_or_default().as_bytes());
-        let code = status.ok().and_then(|s| s.code());
-        if code == Some(ssh::SSH_FAILED) {
-            return Outcome::Failed(format!("ssh failed mid-run: {stderr}"));
-        }
-        // A run that started prints its document even when it stops early.
-        match serde_json::from_slice::<RunDocument>(&stdout.unwrap_or_default()) {
-            Ok(doc) => Outcome::Ran(Box::new(doc)),
-            Err(_) => Outcome::Failed(format!(
-                "ratelab {} exited {} there without a run document: {stderr}",
-                self.verb,
-                code.map_or("on a signal".to_string(), |c| c.to_string())
-            )),
+        Ended {
+            stdout: stdout.unwrap_or_default(),
+            last_error_line: last_line(stderr.unwrap_or_default().as_bytes()),
+            code: status.ok().and_then(|s| s.code()),
+            verb: self.verb,
         }
     }
 }

@@ -6,7 +6,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use super::remote::RemoteRun;
+use super::process::RemoteRun;
 use super::{Host, deploy};
 
 /// Longest wait for the server to listen: copying ratelab there comes first.
@@ -14,7 +14,7 @@ const LISTEN_WITHIN: Duration = Duration::from_secs(20);
 /// How long a server that served its one test may take to exit before it is stopped.
 const EXIT_WITHIN: Duration = Duration::from_secs(5);
 
-/// A `net serve --once` running on a host for one test.
+/// The far end of one network test.
 pub struct RemoteServer {
     run: RemoteRun,
 }
@@ -63,6 +63,7 @@ pub fn serve(
     }
 }
 
+/// A `net serve --once` running on a host for one test.
 impl RemoteServer {
     /// Lets the server exit after its test, stopping it if it does not.
     pub fn finish(mut self) {
@@ -70,9 +71,14 @@ impl RemoteServer {
         while !self.run.ended() && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
-        if !self.run.ended() {
-            self.run.stop();
-        }
-        let _ = self.run.finish();
+        self.run.stop_if_running();
+    }
+}
+
+impl Drop for RemoteServer {
+    /// A run that ends early (another workload failed before this one's test) still
+    /// leaves no server waiting on the host.
+    fn drop(&mut self) {
+        self.run.stop_if_running();
     }
 }
