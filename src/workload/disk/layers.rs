@@ -47,6 +47,15 @@ pub fn read_below(layers: &[Layer]) -> Option<u64> {
     })
 }
 
+/// What the processes serving `layers` read during a read of `size` bytes that began
+/// when they had read `before` bytes: a fraction of the size, at most 1 (the image's own
+/// tables are read beside the data); `None` when no layer names such a process.
+pub fn read_below_fraction(before: Option<u64>, layers: &[Layer], size: u64) -> Option<f64> {
+    before
+        .zip(read_below(layers))
+        .map(|(before, after)| (after.saturating_sub(before) as f64 / size.max(1) as f64).min(1.0))
+}
+
 /// Evicts every layer as `how` says and measures what each still holds: its resident
 /// bytes over the `size` bytes about to be read, at most 1. The whole layer counts, as
 /// where in it the file lies is not known: an upper bound, never an underestimate.

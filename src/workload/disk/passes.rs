@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::cache::{self, Eviction};
 use super::engine::{Engine, ReadJob, Transfer, WriteJob};
 use super::item::{DiskItem, LayerResidency, Op};
-use super::layers::{Layer, evict_and_measure, read_below};
+use super::layers::{Layer, evict_and_measure, read_below, read_below_fraction};
 use super::plan::{DIRECT_ALIGN, ReadMode};
 use super::workdir::{self, KeptFile, WorkDir};
 use super::{DiskWorkload, series};
@@ -222,12 +222,7 @@ impl DiskWorkload {
             until,
             Some(&layers),
         )?;
-        // Capped: the image's own tables are read beside the data.
-        let read_below_fraction = below_before
-            .zip(read_below(&layers))
-            .map(|(before, after)| {
-                (after.saturating_sub(before) as f64 / kept.size_bytes.max(1) as f64).min(1.0)
-            });
+        let read_below_fraction = read_below_fraction(below_before, &layers, kept.size_bytes);
         let item = DiskItem {
             cached_fraction_before: Some(fraction.file),
             layers: fraction.layers,

@@ -107,8 +107,11 @@ impl Turn<'_> {
                 cancel: ctx.cancel.clone(),
                 sink: ctx.sink.for_record(index),
             };
-            let mut task =
-                TaskWorkload::new(task_at(self.plan, task, self.index, &self.folder), None);
+            let mut plan = task_at(self.plan, task, self.index, &self.folder);
+            for layer in plan.layers.iter_mut().filter(|l| l.name == "image") {
+                layer.reader_pid = container.and_then(Container::daemon_pid);
+            }
+            let mut task = TaskWorkload::new(plan, None);
             let ran = task
                 .prepare()
                 .and_then(|()| {

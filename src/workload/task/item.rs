@@ -32,6 +32,11 @@ pub struct TaskItem {
     /// What each layer below the input held before it was read (a disk image's files).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub layers: Vec<LayerResidency>,
+    /// Inside a qcow2 image: what qemu-storage-daemon read from the image during the step,
+    /// over the input's bytes, at most 1 (`read`, `total`). Below 1, a cache between
+    /// served the rest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_below_fraction: Option<f64>,
     /// Whether the input was read with O_DIRECT (`read`, `total`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direct: Option<bool>,
@@ -61,6 +66,7 @@ impl TaskItem {
             output_bytes: None,
             cached_fraction_before: None,
             layers: Vec::new(),
+            read_below_fraction: None,
             direct: None,
             round_trip_ok: None,
         }

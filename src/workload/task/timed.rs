@@ -2,6 +2,7 @@
 //! the whole task at once with its output checked against the original, each step
 //! sending its item as it ends.
 
+use crate::workload::disk::layers::{read_below, read_below_fraction};
 use std::time::Instant;
 
 use super::steps::{self, Direction, Transform, Uncached};
@@ -38,12 +39,14 @@ impl TaskWorkload {
             input_path.display()
         ));
         let (memory, _) = self.memory.as_mut().expect("made in setup");
+        let below = read_below(&self.plan.layers);
         let reader = Uncached::open(&input_path, input_size, self.made, &self.plan.layers)?;
         // The whole buffer: its length is whole pages, as reads with O_DIRECT need.
         let seconds = steps::read(ctx, &reader, memory.as_mut_slice())?;
         ctx.sink.item(&TaskItem {
             cached_fraction_before: Some(reader.cached_fraction_before),
             layers: reader.layers.clone(),
+            read_below_fraction: read_below_fraction(below, &self.plan.layers, input_size),
             direct: Some(reader.direct),
             ..TaskItem::timed("read", how.threads, input_size, size, seconds)
         });
@@ -128,6 +131,7 @@ impl TaskWorkload {
         ctx.sink
             .status(format!("{} threads: the whole task", how.threads));
         let workdir = self.workdir.as_mut().expect("made in setup");
+        let below = read_below(&self.plan.layers);
         let reader = Uncached::open(&input_path, input_size, self.made, &self.plan.layers)?;
         let (fraction, direct, layers) = (
             reader.cached_fraction_before,
@@ -142,6 +146,7 @@ impl TaskWorkload {
             workdir,
             &task_name,
         )?;
+        let read_below_fraction = read_below_fraction(below, &self.plan.layers, input_size);
         ctx.sink
             .status(format!("{} threads: check the round trip", how.threads));
         let decode = compress.then_some(how.codec);
@@ -151,6 +156,7 @@ impl TaskWorkload {
             output_bytes: Some(whole.output_bytes),
             cached_fraction_before: Some(fraction),
             layers,
+            read_below_fraction,
             direct: Some(direct),
             round_trip_ok: Some(round_trip_ok),
             ..TaskItem::timed("total", how.threads, size, size, whole.seconds)

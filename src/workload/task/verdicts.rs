@@ -79,7 +79,9 @@ fn cached_input(w: &Stored<TaskKind>) -> Option<String> {
                 .cached_fraction_before
                 .filter(|_| i.direct == Some(false) || in_memory);
             let layers = i.layers.iter().map(|l| l.cached_fraction_before);
-            own.into_iter().chain(layers).reduce(f64::max)
+            // What the image's daemon did not read came from a cache between.
+            let unread = i.read_below_fraction.map(|f| 1.0 - f);
+            own.into_iter().chain(layers).chain(unread).reduce(f64::max)
         })
         .find(|&f| f > 0.5)?;
     Some(format!(
