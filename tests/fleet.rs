@@ -26,6 +26,73 @@ fn fleet(hosts: &Hosts, args: &[String], db: &std::path::Path) -> Output {
         .unwrap()
 }
 
+/// Runs a fleet of a 30 s cpu test with `args` on `hosts` (its own process group, as a
+/// shell runs it), waits until ratelab runs on each host of `running`, then `settle`
+/// more, and presses Ctrl-C (SIGINT to the group). Checks it exits 130 well before the
+/// test's end and leaves no ratelab on any host; returns its stderr.
+fn interrupt(
+    hosts: &Hosts,
+    count: usize,
+    args: &[&str],
+    db: &std::path::Path,
+    running: &[usize],
+    settle: std::time::Duration,
+) -> String {
+    use std::os::unix::process::CommandExt;
+    let mut command = ratelab();
+    command
+        .env("RATELAB_SSH", hosts.ssh())
+        .arg("fleet")
+        .args(args);
+    for index in 0..count {
+        command.args(["--host", &hosts.destination(index)]);
+    }
+    let child = command
+        .arg("--db")
+        .arg(db)
+        .args([
+            "--",
+            "cpu",
+            "--test",
+            "int",
+            "--threads",
+            "1",
+            "--seconds",
+            "30",
+        ])
+        .process_group(0)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while running
+        .iter()
+        .any(|&i| hosts.ratelab_processes(i).is_empty())
+    {
+        assert!(started.elapsed().as_secs() < 30, "the runs never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(settle);
+    // Ctrl-C in a terminal signals the whole foreground process group.
+    let group = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process_group(group, rustix::process::Signal::INT).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(
+        started.elapsed().as_secs() < 25,
+        "it waited for the runs to end: {stderr}"
+    );
+    for index in 0..count {
+        assert!(
+            hosts.ratelab_processes(index).is_empty(),
+            "ratelab left on host {index}"
+        );
+    }
+    stderr
+}
+
 #[test]
 fn a_verb_runs_on_each_host_and_a_host_that_is_down_is_reported() {
     if !root_or_skip(
@@ -197,58 +264,12 @@ fn ctrl_c_during_a_together_run_stops_every_host_and_stores_them_incomplete() {
     if !root_or_skip(test, NEEDS) {
         return;
     }
-    use std::os::unix::process::CommandExt;
     let hosts = Hosts::new(3, &[]);
     let dir = common::disk_tempdir();
     let db = dir.path().join("fleet.db");
-    let mut command = ratelab();
-    command
-        .env("RATELAB_SSH", hosts.ssh())
-        .args(["fleet", "--together"]);
-    for index in 0..3 {
-        command.args(["--host", &hosts.destination(index)]);
-    }
-    let child = command
-        .arg("--db")
-        .arg(&db)
-        .args([
-            "--",
-            "cpu",
-            "--test",
-            "int",
-            "--threads",
-            "1",
-            "--seconds",
-            "30",
-        ])
-        .process_group(0)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = std::time::Instant::now();
-    while (0..3).any(|i| hosts.ratelab_processes(i).is_empty()) {
-        assert!(started.elapsed().as_secs() < 30, "the runs never started");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    // Past the agreed instant: every run is measuring.
-    std::thread::sleep(std::time::Duration::from_millis(2500));
-    // Ctrl-C in a terminal signals the whole foreground process group.
-    let group = rustix::process::Pid::from_child(&child);
-    rustix::process::kill_process_group(group, rustix::process::Signal::INT).unwrap();
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(130), "{stderr}");
-    assert!(
-        started.elapsed().as_secs() < 25,
-        "it waited for the runs to end: {stderr}"
-    );
-    for index in 0..3 {
-        assert!(
-            hosts.ratelab_processes(index).is_empty(),
-            "ratelab left on host {index}"
-        );
-    }
+    // Past the agreed instant (2 s after the start): every run is measuring.
+    let settle = std::time::Duration::from_millis(2500);
+    interrupt(&hosts, 3, &["--together"], &db, &[0, 1, 2], settle);
     let runs = stored_runs(&db);
     let runs = runs.as_array().unwrap();
     assert_eq!(runs.len(), 3, "{runs:?}");
@@ -264,61 +285,11 @@ fn ctrl_c_stops_the_remote_run_which_comes_back_incomplete() {
     ) {
         return;
     }
-    use std::os::unix::process::CommandExt;
     let hosts = Hosts::new(2, &[]);
     let dir = common::disk_tempdir();
     let db = dir.path().join("fleet.db");
-    let child = ratelab()
-        .env("RATELAB_SSH", hosts.ssh())
-        .args([
-            "fleet",
-            "--host",
-            &hosts.destination(0),
-            "--host",
-            &hosts.destination(1),
-        ])
-        .arg("--db")
-        .arg(&db)
-        .args([
-            "--",
-            "cpu",
-            "--test",
-            "int",
-            "--threads",
-            "1",
-            "--seconds",
-            "30",
-        ])
-        .process_group(0)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = std::time::Instant::now();
-    while hosts.ratelab_processes(0).is_empty() {
-        assert!(
-            started.elapsed().as_secs() < 30,
-            "the run never started on host-1"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    // Ctrl-C in a terminal signals the whole foreground process group.
-    let group = rustix::process::Pid::from_child(&child);
-    rustix::process::kill_process_group(group, rustix::process::Signal::INT).unwrap();
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(130), "{stderr}");
-    assert!(
-        started.elapsed().as_secs() < 20,
-        "it waited for the run to end: {stderr}"
-    );
-    for index in 0..2 {
-        assert!(
-            hosts.ratelab_processes(index).is_empty(),
-            "ratelab left on host {index}"
-        );
-    }
+    let settle = std::time::Duration::from_millis(500);
+    let stderr = interrupt(&hosts, 2, &[], &db, &[0], settle);
     assert!(stderr.contains("not run: interrupted"), "{stderr}");
     let runs = stored_runs(&db);
     let runs = runs.as_array().unwrap();

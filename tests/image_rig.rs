@@ -65,6 +65,15 @@ fn files_in(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Asserts that nothing of an image run is left under `dir`: no loop device, mount or
+/// daemon of its work folder, and no file. `what` names the case in the message.
+fn assert_clean(dir: &Path, what: &str) {
+    let left = leftovers(dir);
+    assert!(left.is_empty(), "{what}: {left:?}");
+    let files = files_in(dir);
+    assert!(files.is_empty(), "{what}: {files:?}");
+}
+
 /// Waits until a container of ours is mounted under `dir`.
 fn wait_for_container(dir: &Path) {
     let started = Instant::now();
@@ -216,16 +225,7 @@ fn containers_on_a_slow_disk_stay_under_its_limit_and_prove_every_layer_evicted(
     }
     let costs = doc["workloads"][0]["items"].as_array().unwrap();
     assert_eq!(costs.len(), 2 * 3, "one item per place and round");
-    assert!(
-        leftovers(disk.path()).is_empty(),
-        "{:?}",
-        leftovers(disk.path())
-    );
-    assert!(
-        files_in(disk.path()).is_empty(),
-        "{:?}",
-        files_in(disk.path())
-    );
+    assert_clean(disk.path(), "after the run");
 }
 
 /// Starts an image run with a qcow2 container in its own process group, as a shell
@@ -270,16 +270,7 @@ fn ctrl_c_or_sigterm_mid_run_leaves_nothing_and_stores_the_run_incomplete() {
         let output = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(130), "{signal:?}: {stderr}");
-        assert!(
-            leftovers(dir.path()).is_empty(),
-            "{signal:?}: {:?}",
-            leftovers(dir.path())
-        );
-        assert!(
-            files_in(dir.path()).is_empty(),
-            "{signal:?}: {:?}",
-            files_in(dir.path())
-        );
+        assert_clean(dir.path(), &format!("{signal:?}"));
         let doc = stored_run(&db, 1);
         assert_eq!(doc["status"], "incomplete");
         assert_eq!(doc["incomplete_reason"], "interrupted");
@@ -320,16 +311,7 @@ fn profile_images_adds_a_raw_and_a_qcow2_container_beside_the_first_target() {
         assert_eq!(record["measured_by"], image, "{}", record["kind"]);
         assert!(!record["items"].as_array().unwrap().is_empty());
     }
-    assert!(
-        leftovers(dir.path()).is_empty(),
-        "{:?}",
-        leftovers(dir.path())
-    );
-    assert!(
-        files_in(dir.path()).is_empty(),
-        "{:?}",
-        files_in(dir.path())
-    );
+    assert_clean(dir.path(), "after the profile");
 }
 
 #[test]
@@ -361,16 +343,7 @@ fn a_daemon_dying_mid_run_fails_the_run_and_leaves_nothing() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(3), "{stderr}");
     assert!(stderr.contains("stored as incomplete"), "{stderr}");
-    assert!(
-        leftovers(dir.path()).is_empty(),
-        "{:?}",
-        leftovers(dir.path())
-    );
-    assert!(
-        files_in(dir.path()).is_empty(),
-        "{:?}",
-        files_in(dir.path())
-    );
+    assert_clean(dir.path(), "after the daemon died");
     let doc = stored_run(&db, 1);
     assert_eq!(doc["status"], "incomplete");
     assert!(
