@@ -142,11 +142,6 @@ impl ImageArgs {
     }
 }
 
-/// What the series and the task hold inside a container at once, at most.
-fn held_bytes(series: &DiskPlan, task: Option<&TaskPlan>) -> u64 {
-    series.sizes_bytes.iter().sum::<u64>() + task.map_or(0, |_| 3 * TASK_BYTES)
-}
-
 /// Room for what a container holds, twice over, in whole GiB, at least 1 GiB.
 fn default_image_size(held: u64) -> u64 {
     (2 * held).max(1 << 30).next_multiple_of(1 << 30)
@@ -181,7 +176,7 @@ pub(super) fn for_profile(
         repeat: 3,
         ..DiskPlan::new(target.to_path_buf(), sizes.0, rand::random())
     };
-    let image_size_bytes = default_image_size(held_bytes(&series, None));
+    let image_size_bytes = default_image_size(image::held_bytes(&series, None));
     let containers = [Format::RawSparse, Format::Qcow2]
         .into_iter()
         .map(|format| ContainerSpec {
@@ -224,11 +219,8 @@ pub fn run(args: ImageArgs) -> anyhow::Result<Exit> {
         seed,
         layers: Vec::new(),
     });
-    let held: u64 =
-        series.sizes_bytes.iter().sum::<u64>() + task.as_ref().map_or(0, |_| 3 * TASK_BYTES);
-    let image_size = args
-        .image_size
-        .unwrap_or_else(|| (2 * held).max(1 << 30).next_multiple_of(1 << 30));
+    let held = image::held_bytes(&series, task.as_ref());
+    let image_size = args.image_size.unwrap_or_else(|| default_image_size(held));
     if image_size < held + (held >> 3) {
         return Err(UsageError(format!(
             "--image-size {} cannot hold the series and the task ({} and room for the filesystem): give a larger --image-size or smaller --sizes",

@@ -197,19 +197,8 @@ impl Workload for DiskWorkload {
         if self.plan.sustained().is_some() {
             return 0;
         }
-        // Saturating: this only sizes a progress bar.
-        let series: u64 = self
-            .plan
-            .sizes_bytes
-            .iter()
-            .fold(0, |sum, &size| sum.saturating_add(size));
-        let reads = if self.plan.phase.reads() {
-            self.plan.read_modes.len() as u64
-        } else {
-            0
-        };
-        let copies = u64::from(self.plan.phase.writes()) + reads;
-        series.saturating_mul(copies).saturating_mul(self.passes())
+        let (written, read) = self.plan.pass_bytes();
+        written.saturating_add(read).saturating_mul(self.passes())
     }
 
     fn prepare(&mut self) -> Result<(), Error> {

@@ -189,6 +189,26 @@ impl DiskPlan {
         }
     }
 
+    /// Bytes one pass of the series writes (its writes and rewrites) and reads (each read
+    /// mode); saturating, as these size progress bars and tallies.
+    pub fn pass_bytes(&self) -> (u64, u64) {
+        let series = self
+            .sizes_bytes
+            .iter()
+            .fold(0u64, |sum, &size| sum.saturating_add(size));
+        let writes = if self.phase.writes() {
+            1 + u64::from(self.rewrite)
+        } else {
+            0
+        };
+        let reads = if self.phase.reads() {
+            self.read_modes.len() as u64
+        } else {
+            0
+        };
+        (series.saturating_mul(writes), series.saturating_mul(reads))
+    }
+
     /// Whether any I/O of the plan uses O_DIRECT, which needs aligned block sizes.
     pub fn uses_direct(&self) -> bool {
         (self.phase.writes() && self.direct_writes)

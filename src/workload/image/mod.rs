@@ -80,18 +80,12 @@ pub fn workloads(plan: ImagePlan, first: usize) -> Vec<Box<dyn Workload>> {
 
 /// The short name of container `index` (from 1) in file names: `c2-qcow2-64k`.
 fn container_name(plan: &ImagePlan, index: usize) -> String {
-    let spec = &plan.containers[index - 1];
-    let slug: String = spec
-        .label()
-        .to_lowercase()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+    let label = plan.containers[index - 1].label().to_lowercase();
+    let words: Vec<&str> = label
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|word| !word.is_empty())
         .collect();
-    let mut slug = slug.replace("--", "-");
-    while slug.contains("--") {
-        slug = slug.replace("--", "-");
-    }
-    format!("c{index}-{}", slug.trim_matches('-'))
+    format!("c{index}-{}", words.join("-"))
 }
 
 /// The folder place `index` runs in: the host folder, or a container's mount point.
@@ -145,17 +139,21 @@ fn paths(plan: &ImagePlan, index: usize) -> container::Paths {
     )
 }
 
+/// The most a place holds at once: a pass's files, and the task's input, its output
+/// and the write step's copy.
+pub fn held_bytes(series: &DiskPlan, task: Option<&TaskPlan>) -> u64 {
+    let files: u64 = series.sizes_bytes.iter().sum();
+    files
+        + task
+            .and_then(|t| t.make_file_bytes)
+            .map_or(0, |bytes| bytes * 3)
+}
+
 impl ImageWorkload {
     /// The bytes a container must be able to hold: the series' files and the task's.
     fn needed_bytes(&self) -> u64 {
         let plan = &self.params.plan;
-        let series: u64 = plan.series.sizes_bytes.iter().sum();
-        let task = plan
-            .task
-            .as_ref()
-            .and_then(|t| t.make_file_bytes)
-            .map_or(0, |bytes| bytes * 3);
-        series + task
+        held_bytes(&plan.series, plan.task.as_ref())
     }
 }
 
@@ -174,9 +172,8 @@ impl Workload for ImageWorkload {
 
     fn planned_bytes(&self) -> u64 {
         let plan = &self.params.plan.series;
-        let series: u64 = plan.sizes_bytes.iter().sum();
-        let copies = 1 + plan.read_modes.len() as u64 + u64::from(plan.rewrite);
-        series * copies * u64::from(plan.repeat) * self.params.places.len() as u64
+        let (written, read) = plan.pass_bytes();
+        (written + read) * u64::from(plan.repeat) * self.params.places.len() as u64
     }
 
     fn prepare(&mut self) -> Result<(), Error> {

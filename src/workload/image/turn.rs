@@ -124,18 +124,15 @@ impl Turn<'_> {
             ran?;
             cleaned?;
         }
-        let series = &self.plan.series;
-        let per_pass: u64 = series.sizes_bytes.iter().sum();
-        let writes = 1 + u64::from(series.rewrite);
-        let reads = series.read_modes.len() as u64;
+        let (written, read) = self.plan.series.pass_bytes();
         Ok(ImageItem {
             place: self.index,
             round: self.round,
             setup_seconds,
             loop_direct_io: container.map(Container::direct_io),
             host_device,
-            written_bytes: per_pass * writes,
-            moved_bytes: per_pass * (writes + reads),
+            written_bytes: written,
+            moved_bytes: written + read,
             device_written_bytes: written_before
                 .zip(written_after)
                 .map(|(before, after)| after.saturating_sub(before)),

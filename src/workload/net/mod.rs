@@ -282,9 +282,15 @@ impl Workload for NetWorkload {
     }
 
     fn prepare(&mut self) -> Result<(), Error> {
-        if let Some(destination) = self.plan.ssh.clone() {
-            self.start_far_end(&destination)?;
-        }
+        // A server started over ssh binds the address the test connects to.
+        let resolved = match self.plan.ssh.clone() {
+            Some(destination) => {
+                let address = self.resolve()?;
+                self.start_far_end(&destination, address.ip())?;
+                Some(address)
+            }
+            None => None,
+        };
         let key = match &self.plan.key_file {
             Some(path) => Some(Key::read(path).map_err(|e| match e {
                 KeyError::Read { path, source } => Error::Target {
@@ -301,17 +307,10 @@ impl Workload for NetWorkload {
             self.own_server = Some(server);
             address
         } else {
-            (self.plan.host.as_str(), self.plan.port)
-                .to_socket_addrs()
-                .map_err(|e| Error::Peer {
-                    peer: self.peer(),
-                    reason: format!("cannot resolve the host: {e}"),
-                })?
-                .next()
-                .ok_or_else(|| Error::Peer {
-                    peer: self.peer(),
-                    reason: "the host has no address".into(),
-                })?
+            match resolved {
+                Some(address) => address,
+                None => self.resolve()?,
+            }
         };
         self.address = Some(address);
         // A first handshake says now whether the server is there, takes the key and
@@ -424,25 +423,31 @@ impl Workload for NetWorkload {
 }
 
 impl NetWorkload {
-    /// Starts `net serve --once` on the host over ssh (`destination`), bound to the
-    /// address the test uses, with a key made for this test: written here only to a file
+    /// Starts `net serve --once` on the host over ssh (`destination`), bound to `bind`,
+    /// the address the test uses, with a key made for this test: written here only to a file
     /// in a private folder, handed over on ssh's stdin, never on a command line.
-    fn start_far_end(&mut self, destination: &str) -> Result<(), Error> {
+    /// The server's address, as the host and port name it.
+    fn resolve(&self) -> Result<SocketAddr, Error> {
+        (self.plan.host.as_str(), self.plan.port)
+            .to_socket_addrs()
+            .map_err(|e| Error::Peer {
+                peer: self.peer(),
+                reason: format!("cannot resolve the host: {e}"),
+            })?
+            .next()
+            .ok_or_else(|| Error::Peer {
+                peer: self.peer(),
+                reason: "the host has no address".into(),
+            })
+    }
+
+    fn start_far_end(&mut self, destination: &str, bind: std::net::IpAddr) -> Result<(), Error> {
         let dir = tempfile::tempdir()
             .map_err(|e| Error::io("make a folder for the key in", std::env::temp_dir(), e))?;
         let key_file = dir.path().join("key");
         let key = key_hex(&rand::random::<[u8; 32]>());
         std::fs::write(&key_file, format!("{key}\n"))
             .map_err(|e| Error::io("write", &key_file, e))?;
-        let bind = (self.plan.host.as_str(), self.plan.port)
-            .to_socket_addrs()
-            .ok()
-            .and_then(|mut found| found.next())
-            .ok_or_else(|| Error::Peer {
-                peer: self.peer(),
-                reason: "cannot resolve it to an address for the server to bind".into(),
-            })?
-            .ip();
         let host = remote::Host {
             name: self.plan.host.clone(),
             ssh: destination.to_string(),
