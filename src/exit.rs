@@ -62,7 +62,9 @@ pub fn code_for(err: &anyhow::Error) -> Exit {
         }
         if let Some(err) = cause.downcast_ref::<store::Error>() {
             return match err {
-                store::Error::NotFound(_) | store::Error::NoDataFolder => Exit::Usage,
+                store::Error::NotFound(_)
+                | store::Error::NoDataFolder
+                | store::Error::Address { .. } => Exit::Usage,
                 _ => Exit::Environment,
             };
         }

@@ -12,7 +12,7 @@ use crate::document::RunStatus;
 use crate::exit::{Exit, UsageError};
 use crate::platform::cores;
 use crate::run::{DEFAULT_INTERVAL, Schedule};
-use crate::store::{RunQuery, Store};
+use crate::store::{Address, RunQuery, Store};
 use crate::workload::cpu::kernels::{self, DEFAULT_TESTS};
 use crate::workload::cpu::{
     Baseline, BaselineRate, Budget, CpuKind, CpuPlan, CpuWorkload, SchedClass,
@@ -187,18 +187,16 @@ fn baseline(
     asked: Option<i64>,
     cpus: &Option<Vec<usize>>,
 ) -> anyhow::Result<Option<Baseline>> {
-    let path = Store::path(output.db.as_deref())?;
-    if !path.exists() {
+    let at = Address::of(output.db.path.as_deref())?;
+    if !at.exists() {
         return match asked {
-            Some(id) => Err(UsageError(format!(
-                "--baseline {id}: no results database at {}",
-                path.display()
-            ))
-            .into()),
+            Some(id) => {
+                Err(UsageError(format!("--baseline {id}: no results database at {at}")).into())
+            }
             None => Ok(None),
         };
     }
-    let store = Store::open(&path)?;
+    let store = at.open()?;
     let cores = |cpus: &Option<Vec<usize>>| match cpus {
         Some(list) => format!("cpus {list:?}"),
         None => "all cpus".to_string(),

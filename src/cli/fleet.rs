@@ -8,11 +8,11 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::{Args, Parser};
 
-use super::Cli;
+use super::{Cli, DbArg};
 use crate::exit::{Exit, UsageError};
 use crate::fleet::{self, Outcome, inventory};
 use crate::report;
-use crate::store::Store;
+use crate::store::Address;
 use crate::workload::Cancel;
 
 /// Options of `ratelab fleet`.
@@ -41,9 +41,9 @@ pub struct FleetArgs {
     /// over ssh first), instead of one host after another.
     #[arg(long)]
     pub together: bool,
-    /// Results database [default: $XDG_DATA_HOME/ratelab/results.db].
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// Where runs are stored.
+    #[command(flatten)]
+    pub db: DbArg,
     /// The verb and its flags, after `--`: `-- profile --quick`.
     #[arg(last = true, required = true, value_name = "VERB")]
     pub verb: Vec<String>,
@@ -58,7 +58,7 @@ const MEASURING: &[&str] = &[
 pub fn run(args: FleetArgs) -> anyhow::Result<Exit> {
     check_verb(&args.verb)?;
     let hosts = inventory::hosts(args.inventory.as_deref(), &args.hosts)?;
-    let mut store = Store::open(&Store::path(args.db.as_deref())?)?;
+    let mut store = Address::of(args.db.path.as_deref())?.open()?;
     let cancel = Cancel::on_signals().context("cannot install signal handlers")?;
     let say = |text: &str| eprintln!("{text}");
     let outcomes: Vec<Outcome> = if args.together {

@@ -30,7 +30,7 @@ use crate::exit::Exit;
 use crate::report::layout::Detail;
 use crate::report::{self, Format};
 use crate::run::{RunSpec, Schedule};
-use crate::store::Store;
+use crate::store::{Address, Store};
 use crate::workload::Workload;
 
 /// ratelab: which step limits the rate of the work you wait for, and by how much.
@@ -88,15 +88,34 @@ pub enum Command {
     Man,
 }
 
+/// The one `--db` flag of every verb that stores or reads runs.
+#[derive(Debug, Clone, Args)]
+pub struct DbArg {
+    /// Results database: a file, or postgres://… for a store a team shares [default: $XDG_DATA_HOME/ratelab/results.db].
+    #[arg(
+        long = "db",
+        value_name = "PATH|URL",
+        env = "RATELAB_DB",
+        hide_env_values = true,
+        global = true,
+        long_help = "Results database: a SQLite file [default: $XDG_DATA_HOME/ratelab/results.db], \
+                     or postgres://USER@HOST:PORT/DB for a PostgreSQL store a team shares. A \
+                     server's password comes from the URL, PGPASSWORD or ~/.pgpass (PGPASSFILE), \
+                     and is never printed; PGHOST, PGPORT, PGUSER and PGDATABASE fill what the \
+                     URL leaves out, as for psql. The server is reached without TLS."
+    )]
+    pub path: Option<PathBuf>,
+}
+
 /// Options every measuring verb takes.
 #[derive(Debug, Clone, Args)]
 pub struct MeasureArgs {
     /// Print the run as one JSON document on stdout, and nothing else there.
     #[arg(long)]
     pub json: bool,
-    /// Results database [default: $XDG_DATA_HOME/ratelab/results.db].
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// Where runs are stored.
+    #[command(flatten)]
+    pub db: DbArg,
     /// A label stored with the run, to find and compare it later.
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
@@ -117,7 +136,7 @@ impl MeasureArgs {
         if self.no_store {
             return Ok(None);
         }
-        Ok(Some(Store::open(&Store::path(self.db.as_deref())?)?))
+        Ok(Some(Address::of(self.db.path.as_deref())?.open()?))
     }
 }
 

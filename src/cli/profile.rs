@@ -20,7 +20,7 @@ use crate::document::RunDocument;
 use crate::exit::{Exit, UsageError};
 use crate::report::layout::Detail;
 use crate::run::{Member, Schedule};
-use crate::store::{RunQuery, Store};
+use crate::store::{Address, RunQuery, Store};
 use crate::workload::Error;
 use crate::workload::Workload;
 use crate::workload::cpu::kernels::DEFAULT_TESTS;
@@ -197,7 +197,7 @@ pub(super) fn thread_counts(cpus: usize) -> Vec<usize> {
 
 /// The newest complete profile of this machine (by host name) in the database.
 fn last_profile(output: &MeasureArgs) -> Option<RunDocument> {
-    let store = Store::open_existing(output.db.as_deref())?;
+    let store = Store::open_existing(output.db.path.as_deref())?;
     let query = RunQuery {
         hostname: Some(crate::platform::probe_machine().hostname),
         limit: Some(1),
@@ -271,7 +271,7 @@ pub(super) fn write_report(
     };
     let page = match doc.run_id {
         Some(id) => {
-            let store = Store::open(&Store::path(output.db.as_deref())?)?;
+            let store = Address::of(output.db.path.as_deref())?.open()?;
             let stored = store
                 .load_run(id)
                 .context("cannot read the run back for its report")?;
@@ -297,11 +297,7 @@ pub(super) fn write_report(
 
 /// `reports/` beside the results database.
 fn reports_folder(output: &MeasureArgs) -> anyhow::Result<PathBuf> {
-    let db = Store::path(output.db.as_deref())?;
-    Ok(db
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .map_or_else(|| PathBuf::from("reports"), |p| p.join("reports")))
+    Ok(Address::of(output.db.path.as_deref())?.reports_folder())
 }
 
 #[cfg(test)]

@@ -50,7 +50,7 @@ pub fn run(args: QuickArgs) -> anyhow::Result<Exit> {
 /// none (or no database to look in).
 fn baseline(output: &MeasureArgs, target: &Path) -> Option<QuickBaseline> {
     let target = std::fs::canonicalize(target).ok()?.display().to_string();
-    let store = Store::open_existing(output.db.as_deref())?;
+    let store = Store::open_existing(output.db.path.as_deref())?;
     let query = RunQuery {
         target: Some(target),
         limit: Some(BASELINE_RUNS),

@@ -1,25 +1,26 @@
 //! `ratelab results list|show|compare|report|export`: views of stored runs.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use clap::{Args, Subcommand, ValueEnum};
 
+use super::DbArg;
 use crate::analysis::compare::{Comparison, Sampled, compare};
 use crate::document::RunDocument;
 use crate::exit::Exit;
 use crate::report::layout::Detail;
 use crate::report::{self, Format};
-use crate::store::{RunListing, RunQuery, Store};
+use crate::store::{Address, RunListing, RunQuery, Store};
 use crate::vocab::Table;
 use crate::workload;
 
 /// Options of `ratelab results`.
 #[derive(Debug, Args)]
 pub struct ResultsArgs {
-    /// Results database [default: $XDG_DATA_HOME/ratelab/results.db].
-    #[arg(long, value_name = "PATH", global = true)]
-    pub db: Option<PathBuf>,
+    /// Where runs are stored.
+    #[command(flatten)]
+    pub db: DbArg,
     /// What to do.
     #[command(subcommand)]
     pub action: Action,
@@ -272,26 +273,25 @@ fn split_offset(text: &str) -> Option<(&str, i64)> {
 
 /// Runs `ratelab results`.
 pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
-    let path = Store::path(args.db.as_deref())?;
+    let at = Address::of(args.db.path.as_deref())?;
     let action = match args.action {
         Action::Import { file } => {
             // Importing is how a new store may start.
-            let mut store = Store::open(&path)?;
+            let mut store = at.open()?;
             report::emit(&super::import::import(&mut store, &file)?, None)?;
             return Ok(Exit::Success);
         }
         other => other,
     };
-    if !path.exists() {
+    if !at.exists() {
         return Err(crate::exit::UsageError(format!(
-            "no results database at {} (runs are stored there by default; use --db PATH for another)",
-            path.display()
+            "no results database at {at} (runs are stored there by default; use --db PATH for another)"
         ))
         .into());
     }
-    let store = Store::open(&path)?;
+    let store = at.open()?;
     let (bytes, out) = match action {
-        Action::List { json, filter } => (list(&store, &path, &filter, json)?, None),
+        Action::List { json, filter } => (list(&store, &filter, json)?, None),
         Action::Show {
             run_id,
             json,
@@ -338,7 +338,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
 }
 
 /// `results list`: the runs the filter admits, as a table or JSON.
-fn list(store: &Store, path: &Path, filter: &ListFilter, json: bool) -> anyhow::Result<Vec<u8>> {
+fn list(store: &Store, filter: &ListFilter, json: bool) -> anyhow::Result<Vec<u8>> {
     let runs = store.find_runs(&filter.query())?;
     if json {
         let mut bytes = serde_json::to_vec_pretty(&runs)?;
@@ -346,10 +346,14 @@ fn list(store: &Store, path: &Path, filter: &ListFilter, json: bool) -> anyhow::
         return Ok(bytes);
     }
     let title = if filter.is_empty() {
-        format!("{} runs in {}", runs.len(), path.display())
+        format!("{} runs in {}", runs.len(), store.address())
     } else {
         let total = store.list_runs()?.len();
-        format!("{} of {total} runs in {} match", runs.len(), path.display())
+        format!(
+            "{} of {total} runs in {} match",
+            runs.len(),
+            store.address()
+        )
     };
     Ok(format!(
         "{}\n",

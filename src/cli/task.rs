@@ -165,7 +165,7 @@ fn compress(args: CompressArgs) -> anyhow::Result<Exit> {
 /// What the newest stored disk runs of the folders a task reads and writes measured,
 /// each part absent when no run covers it; `None` when no run covers either.
 pub fn disk_runs(output: &MeasureArgs, read_folder: Option<&Path>, out: &Path) -> Option<DiskRuns> {
-    let store = Store::open_existing(output.db.as_deref())?;
+    let store = Store::open_existing(output.db.path.as_deref())?;
     let read_folder = read_folder
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));

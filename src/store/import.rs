@@ -2,9 +2,9 @@
 //! UUID wherever it goes, so importing the same runs twice stores them once; a run
 //! stored before runs had a UUID is known by one derived from what it is.
 
-use rusqlite::{OptionalExtension, params};
 use sha2::{Digest, Sha256};
 
+use super::write::{insert_items, insert_run, store_end};
 use super::{Error, Store};
 use crate::document::RunDocument;
 
@@ -40,47 +40,22 @@ impl Store {
     /// that identity is here already; returns the new run's id, or `None` when it was
     /// here. The run is stored whole or not at all.
     pub fn import_run(&mut self, doc: &RunDocument) -> Result<Option<i64>, Error> {
-        let uuid = identity(doc);
-        let sql = |e| super::sql_err(&self.path, e);
-        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(sql)?;
-        let result = self.import_in_transaction(doc, uuid);
-        let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
-        let ended = self
-            .conn
-            .execute_batch(end)
-            .map_err(|e| super::sql_err(&self.path, e));
-        let imported = result?;
-        ended?;
-        Ok(imported)
-    }
-
-    fn import_in_transaction(
-        &mut self,
-        doc: &RunDocument,
-        uuid: String,
-    ) -> Result<Option<i64>, Error> {
-        let here: Option<i64> = self
-            .conn
-            .query_row(
-                "SELECT id FROM runs WHERE run_uuid = ?1",
-                params![uuid],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(|e| super::sql_err(&self.path, e))?;
-        if here.is_some() {
-            return Ok(None);
-        }
         let mut copy = RunDocument {
-            run_uuid: Some(uuid),
+            run_uuid: Some(identity(doc)),
             ..doc.clone()
         };
-        let id = self.begin_run(&copy)?;
-        for (index, workload) in copy.workloads.iter().enumerate() {
-            self.append_items(id, index, 0, &workload.items)?;
-        }
-        copy.run_id = Some(id);
-        self.finish_run(&copy)?;
-        Ok(Some(id))
+        self.atomically(|db| {
+            // A run already here conflicts on its UUID and inserts nothing, even when
+            // another process imports the same run at the same moment.
+            let Some(id) = insert_run(db, &copy).map_err(|e| self.sql(e))? else {
+                return Ok(None);
+            };
+            for (index, workload) in copy.workloads.iter().enumerate() {
+                insert_items(db, id, index, 0, &workload.items).map_err(|e| self.sql(e))?;
+            }
+            copy.run_id = Some(id);
+            store_end(db, &copy).map_err(|e| self.sql(e))?;
+            Ok(Some(id))
+        })
     }
 }

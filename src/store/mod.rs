@@ -1,35 +1,48 @@
-//! The results database: every run, its machine, every item and verdict, in SQLite
-//! (WAL mode, versioned migrations). Each stage of a run is its own transaction, so a
+//! The results database: every run, its machine, every item and verdict. SQLite on a
+//! file is the default (WAL mode, versioned migrations); `--db postgres://…` keeps them
+//! on a PostgreSQL server a team shares, with the same migrations and queries behind
+//! one trait ([`database::Database`]). Each stage of a run is its own transaction, so a
 //! crash or Ctrl-C loses nothing stored before it, and other runs are never touched.
 
+mod database;
 mod import;
 mod migrations;
+mod pgpass;
+mod postgres;
 mod query;
 mod read;
+mod sqlite;
 mod write;
 
 pub use import::identity;
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
-
-use rusqlite::Connection;
 
 pub use query::RunQuery;
 
 use crate::document::RunStatus;
+use database::{Database, DbError};
 
 /// What went wrong with the results database.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The database file could not be opened or created.
-    #[error("cannot open the results database {path}")]
+    /// `--db` (or RATELAB_DB) names a server in a way that cannot be used.
+    #[error("invalid results database {text} for --db: {reason}")]
+    Address {
+        /// The value given, without its password.
+        text: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The database could not be opened, created or reached.
+    #[error("cannot open the results database {at}")]
     Open {
-        /// The path at fault.
-        path: PathBuf,
-        /// What SQLite said.
+        /// The database at fault.
+        at: Address,
+        /// What the database said.
         #[source]
-        source: rusqlite::Error,
+        source: DbError,
     },
     /// Its folder could not be created.
     #[error("cannot create the folder of the results database {path}")]
@@ -41,35 +54,35 @@ pub enum Error {
         source: std::io::Error,
     },
     /// The schema could not be brought up to date.
-    #[error("cannot upgrade the results database {path} to schema version {version}")]
+    #[error("cannot upgrade the results database {at} to schema version {version}")]
     Migrate {
-        /// The path at fault.
-        path: PathBuf,
+        /// The database at fault.
+        at: Address,
         /// The version whose migration failed.
         version: usize,
-        /// What SQLite said.
+        /// What the database said.
         #[source]
-        source: rusqlite::Error,
+        source: DbError,
     },
     /// A newer ratelab wrote the database, in a schema this one does not know.
     #[error(
-        "the results database {path} was written by a newer ratelab (schema version {found}; this one reads up to {})",
+        "the results database {at} was written by a newer ratelab (schema version {found}; this one reads up to {})",
         migrations::LATEST
     )]
     TooNew {
-        /// The path at fault.
-        path: PathBuf,
+        /// The database at fault.
+        at: Address,
         /// The version the database has.
         found: i64,
     },
     /// A query failed.
-    #[error("results database {path}")]
+    #[error("results database {at}")]
     Sql {
-        /// The path at fault.
-        path: PathBuf,
-        /// What SQLite said.
+        /// The database at fault.
+        at: Address,
+        /// What the database said.
         #[source]
-        source: rusqlite::Error,
+        source: DbError,
     },
     /// Neither $XDG_DATA_HOME nor $HOME says where results go.
     #[error(
@@ -113,96 +126,134 @@ pub struct RunListing {
     pub status: RunStatus,
 }
 
+/// Where a results database is: a SQLite file, or a PostgreSQL server.
+#[derive(Debug, Clone)]
+pub enum Address {
+    /// A SQLite file.
+    File(PathBuf),
+    /// A PostgreSQL database, resolved with the environment and the password file.
+    Postgres(Box<postgres::Server>),
+}
+
+impl std::fmt::Display for Address {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Address::File(path) => write!(f, "{}", path.display()),
+            Address::Postgres(server) => f.write_str(server.shown()),
+        }
+    }
+}
+
+impl Address {
+    /// The database `--db` (or RATELAB_DB) names, or where results go without it:
+    /// `$XDG_DATA_HOME/ratelab/results.db`.
+    pub fn of(chosen: Option<&Path>) -> Result<Address, Error> {
+        let Some(chosen) = chosen else {
+            return dirs::data_dir()
+                .map(|dir| Address::File(dir.join("ratelab").join("results.db")))
+                .ok_or(Error::NoDataFolder);
+        };
+        match chosen.to_str().filter(|text| postgres::is_url(text)) {
+            Some(url) => postgres::Server::resolve(url)
+                .map(|server| Address::Postgres(Box::new(server)))
+                .map_err(|reason| Error::Address {
+                    text: postgres::redacted(url),
+                    reason,
+                }),
+            None => Ok(Address::File(chosen.to_path_buf())),
+        }
+    }
+
+    /// Whether the database is there to be read: a file that exists, or any server
+    /// (whether it answers is for opening to say).
+    pub fn exists(&self) -> bool {
+        match self {
+            Address::File(path) => path.exists(),
+            Address::Postgres(_) => true,
+        }
+    }
+
+    /// The folder HTML reports go to by default: `reports/` beside a database file, or
+    /// beside where a file would be for a server.
+    pub fn reports_folder(&self) -> PathBuf {
+        let beside = |db: &Path| {
+            db.parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map_or_else(|| PathBuf::from("reports"), |p| p.join("reports"))
+        };
+        match self {
+            Address::File(path) => beside(path),
+            Address::Postgres(_) => dirs::data_dir()
+                .map_or_else(|| PathBuf::from("reports"), |d| d.join("ratelab/reports")),
+        }
+    }
+
+    /// Opens (creating a file if needed) and migrates the database.
+    pub fn open(&self) -> Result<Store, Error> {
+        let open_err = |source| Error::Open {
+            at: self.clone(),
+            source,
+        };
+        let mut db: Box<dyn Database> = match self {
+            Address::File(path) => {
+                if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(folder).map_err(|source| Error::Folder {
+                        path: folder.to_path_buf(),
+                        source,
+                    })?;
+                }
+                Box::new(sqlite::Sqlite::open(path).map_err(|e| open_err(e.into()))?)
+            }
+            Address::Postgres(server) => Box::new(server.connect().map_err(open_err)?),
+        };
+        migrations::to_latest(db.as_mut(), self)?;
+        Ok(Store {
+            db: RefCell::new(db),
+            at: self.clone(),
+        })
+    }
+}
+
 /// An open results database.
 pub struct Store {
-    pub(crate) conn: Connection,
-    pub(crate) path: PathBuf,
+    db: RefCell<Box<dyn Database>>,
+    at: Address,
 }
 
 impl Store {
-    /// The database `--db` names, or where results go without it:
-    /// `$XDG_DATA_HOME/ratelab/results.db`.
-    pub fn path(chosen: Option<&Path>) -> Result<PathBuf, Error> {
-        match chosen {
-            Some(path) => Ok(path.to_path_buf()),
-            None => dirs::data_dir()
-                .map(|dir| dir.join("ratelab").join("results.db"))
-                .ok_or(Error::NoDataFolder),
-        }
-    }
-
     /// The database `--db` names (or the default one) if it exists and opens, to look
     /// up earlier runs; never creates one.
     pub fn open_existing(chosen: Option<&Path>) -> Option<Store> {
-        let path = Store::path(chosen).ok()?;
-        path.exists().then(|| Store::open(&path).ok()).flatten()
+        let at = Address::of(chosen).ok()?;
+        at.exists().then(|| at.open().ok()).flatten()
     }
 
-    /// Opens (creating if needed) and migrates the database at `path`.
+    /// Opens (creating if needed) and migrates the database file at `path`.
     pub fn open(path: &Path) -> Result<Store, Error> {
-        if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(folder).map_err(|source| Error::Folder {
-                path: folder.to_path_buf(),
-                source,
-            })?;
-        }
-        let open_err = |source| Error::Open {
-            path: path.to_path_buf(),
-            source,
-        };
-        let mut conn = Connection::open(path).map_err(open_err)?;
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
-        wal(&conn).map_err(open_err)?;
-        conn.pragma_update(None, "foreign_keys", "ON")
-            .map_err(open_err)?;
-        // Every transaction of the store writes: taking the write lock at BEGIN lets the
-        // busy timeout wait for it, where a read lock upgraded later would fail at once.
-        conn.set_transaction_behavior(rusqlite::TransactionBehavior::Immediate);
-        migrations::to_latest(&mut conn, path)?;
-        Ok(Store {
-            conn,
-            path: path.to_path_buf(),
-        })
+        Address::File(path.to_path_buf()).open()
     }
 
-    pub(crate) fn sql(&self, source: rusqlite::Error) -> Error {
-        Error::Sql {
-            path: self.path.clone(),
-            source,
-        }
+    /// Where the database is.
+    pub fn address(&self) -> &Address {
+        &self.at
     }
-}
 
-/// How long a process waits for another one's write lock (a migration, a stage of a
-/// run) before it gives up: each holds it for milliseconds, but a loaded machine can
-/// deschedule the holder.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+    /// Runs `work` on the database in one transaction: all of it is stored, or none.
+    fn atomically<T>(
+        &self,
+        work: impl FnOnce(&mut dyn Database) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let mut db = self.db.borrow_mut();
+        database::atomically(db.as_mut(), |e| sql_err(&self.at, e), work)
+    }
 
-/// Puts the database in WAL mode, so readers never wait for writers. Several processes
-/// creating one database at once race to convert it; SQLite can answer SQLITE_BUSY to
-/// the losers without calling the busy handler, so this tries again until the timeout,
-/// and a database another process already converted needs no change at all.
-fn wal(conn: &Connection) -> rusqlite::Result<()> {
-    let started = Instant::now();
-    loop {
-        let result = conn
-            .query_row("PRAGMA journal_mode", [], |row| row.get::<_, String>(0))
-            .and_then(|mode| {
-                if mode.eq_ignore_ascii_case("wal") {
-                    Ok(())
-                } else {
-                    conn.pragma_update(None, "journal_mode", "WAL")
-                }
-            });
-        match result {
-            Err(rusqlite::Error::SqliteFailure(err, _))
-                if err.code == rusqlite::ErrorCode::DatabaseBusy
-                    && started.elapsed() < BUSY_TIMEOUT =>
-            {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            other => return other,
-        }
+    /// Runs `work` on the database, outside any transaction of the store's own.
+    fn reading<T, E>(&self, work: impl FnOnce(&mut dyn Database) -> Result<T, E>) -> Result<T, E> {
+        work(self.db.borrow_mut().as_mut())
+    }
+
+    pub(crate) fn sql(&self, source: DbError) -> Error {
+        sql_err(&self.at, source)
     }
 }
 
@@ -222,10 +273,10 @@ pub(crate) fn fixture() -> (tempfile::TempDir, Store) {
     (dir, store)
 }
 
-/// A query error on the database at `path`.
-pub(crate) fn sql_err(path: &Path, source: rusqlite::Error) -> Error {
+/// A query error on the database at `at`.
+pub(crate) fn sql_err(at: &Address, source: DbError) -> Error {
     Error::Sql {
-        path: path.to_path_buf(),
+        at: at.clone(),
         source,
     }
 }

@@ -2,9 +2,7 @@
 //! machine, earlier checks of a target, storage series of a folder) and the filters of
 //! `results list`, answered in SQL so that no run is loaded to be looked at.
 
-use rusqlite::params_from_iter;
-use rusqlite::types::Value as SqlValue;
-
+use super::database::{Dialect, Row, SqlValue};
 use super::{Error, RunListing, Store};
 use crate::document::RunStatus;
 
@@ -49,58 +47,89 @@ impl RunQuery {
         }
     }
 
-    /// The SQL condition and its parameters.
-    fn condition(&self) -> (String, Vec<SqlValue>) {
+    /// The SQL condition in `dialect`, and its parameters.
+    fn condition(&self, dialect: Dialect) -> (String, Vec<SqlValue>) {
         let mut clauses: Vec<String> = Vec::new();
         let mut values: Vec<SqlValue> = Vec::new();
-        let mut push = |clause: String, given: Vec<String>| {
-            clauses.push(clause);
+        // `clause` takes the numbers of its parameters, in the order they are given.
+        let mut push = |clause: &dyn Fn(&[usize]) -> String, given: Vec<String>| {
+            let marks: Vec<usize> = (values.len() + 1..=values.len() + given.len()).collect();
+            clauses.push(clause(&marks));
             values.extend(given.into_iter().map(SqlValue::Text));
         };
+        let list = |marks: &[usize]| {
+            marks
+                .iter()
+                .map(|n| format!("?{n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         if !self.verbs.is_empty() {
-            let marks = vec!["?"; self.verbs.len()].join(", ");
-            push(format!("r.verb IN ({marks})"), self.verbs.clone());
+            push(&|m| format!("r.verb IN ({})", list(m)), self.verbs.clone());
         }
         if let Some(status) = self.status {
-            push("r.status = ?".into(), vec![status.as_str().into()]);
+            push(
+                &|m| format!("r.status = ?{}", m[0]),
+                vec![status.as_str().into()],
+            );
         }
         if let Some(host) = &self.hostname {
-            push("r.hostname = ?".into(), vec![host.clone()]);
+            push(&|m| format!("r.hostname = ?{}", m[0]), vec![host.clone()]);
         }
         if let Some(text) = &self.machine_contains {
+            let cpu = format!(
+                "coalesce({}, '')",
+                dialect.json_text("r.machine", "cpu_model")
+            );
             push(
-                "(instr(lower(r.hostname), lower(?)) > 0 \
-                 OR instr(lower(coalesce(json_extract(r.machine, '$.cpu_model'), '')), lower(?)) > 0)"
-                    .into(),
+                &|m| {
+                    format!(
+                        "({} OR {})",
+                        dialect.contains("r.hostname", m[0], true),
+                        dialect.contains(&cpu, m[1], true)
+                    )
+                },
                 vec![text.clone(), text.clone()],
             );
         }
-        let workload = |condition: &str| {
+        let workload = |condition: String| {
             format!("EXISTS (SELECT 1 FROM workloads w WHERE w.run_id = r.id AND {condition})")
         };
         if let Some(kind) = &self.kind {
-            push(workload("w.kind = ?"), vec![kind.clone()]);
+            push(
+                &|m| workload(format!("w.kind = ?{}", m[0])),
+                vec![kind.clone()],
+            );
         }
         if let Some(target) = &self.target {
-            push(workload("w.target = ?"), vec![target.clone()]);
+            push(
+                &|m| workload(format!("w.target = ?{}", m[0])),
+                vec![target.clone()],
+            );
         }
         if let Some(text) = &self.target_contains {
-            push(workload("instr(w.target, ?) > 0"), vec![text.clone()]);
+            push(
+                &|m| workload(dialect.contains("w.target", m[0], false)),
+                vec![text.clone()],
+            );
         }
         if let Some(text) = &self.label_contains {
-            push("instr(r.label, ?) > 0".into(), vec![text.clone()]);
+            push(
+                &|m| dialect.contains("r.label", m[0], false),
+                vec![text.clone()],
+            );
         }
         if let Some(at) = &self.started_from {
-            push("r.started_at >= ?".into(), vec![at.clone()]);
+            push(&|m| format!("r.started_at >= ?{}", m[0]), vec![at.clone()]);
         }
         if let Some(at) = &self.started_until {
-            push("r.started_at <= ?".into(), vec![at.clone()]);
+            push(&|m| format!("r.started_at <= ?{}", m[0]), vec![at.clone()]);
         }
         if let Some(at) = &self.started_before {
-            push("r.started_at < ?".into(), vec![at.clone()]);
+            push(&|m| format!("r.started_at < ?{}", m[0]), vec![at.clone()]);
         }
         let condition = if clauses.is_empty() {
-            "1".to_string()
+            "1 = 1".to_string()
         } else {
             clauses.join(" AND ")
         };
@@ -111,38 +140,38 @@ impl RunQuery {
 impl Store {
     /// The runs `query` asks for, newest first unless it asks for the oldest.
     pub fn find_runs(&self, query: &RunQuery) -> Result<Vec<RunListing>, Error> {
-        let (condition, values) = query.condition();
-        let order = if query.oldest_first { "ASC" } else { "DESC" };
-        let limit = query.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
-        let mut statement = self
-            .conn
-            .prepare(&format!(
-                "SELECT r.id, r.started_at, r.verb, r.label, r.status,
-                        (SELECT group_concat(target, char(10)) FROM
-                           (SELECT target FROM workloads w WHERE w.run_id = r.id ORDER BY idx)),
-                        r.run_uuid, r.hostname
-                 FROM runs r WHERE {condition} ORDER BY r.id {order}{limit}"
-            ))
-            .map_err(|e| self.sql(e))?;
-        let rows = statement
-            .query_map(params_from_iter(values), |row| {
-                let targets: Option<String> = row.get(5)?;
-                let status: String = row.get(4)?;
-                Ok(RunListing {
-                    run_id: row.get(0)?,
-                    run_uuid: row.get(6)?,
-                    started_at: row.get(1)?,
-                    machine: row.get(7)?,
-                    verb: row.get(2)?,
-                    label: row.get(3)?,
-                    status: RunStatus::parse(&status).unwrap_or(RunStatus::Incomplete),
-                    targets: targets
-                        .map(|t| t.lines().map(str::to_string).collect())
-                        .unwrap_or_default(),
-                })
+        let rows = self.reading(|db| {
+            let dialect = db.dialect();
+            let (condition, values) = query.condition(dialect);
+            let order = if query.oldest_first { "ASC" } else { "DESC" };
+            let limit = query.limit.map_or(String::new(), |n| format!(" LIMIT {n}"));
+            let targets = dialect.lines("target", "workloads w", "w.run_id = r.id", "idx");
+            db.query(
+                &format!(
+                    "SELECT r.id, r.started_at, r.verb, r.label, r.status, {targets}, r.run_uuid, r.hostname
+                     FROM runs r WHERE {condition} ORDER BY r.id {order}{limit}"
+                ),
+                &values,
+            )
+        });
+        let listing = |row: &Row| {
+            let status = row.text(4)?;
+            Ok(RunListing {
+                run_id: row.int(0)?,
+                run_uuid: row.opt_text(6)?,
+                started_at: row.text(1)?,
+                machine: row.text(7)?,
+                verb: row.text(2)?,
+                label: row.opt_text(3)?,
+                status: RunStatus::parse(&status).unwrap_or(RunStatus::Incomplete),
+                targets: row
+                    .opt_text(5)?
+                    .map(|t| t.lines().map(str::to_string).collect())
+                    .unwrap_or_default(),
             })
-            .map_err(|e| self.sql(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.sql(e))
+        };
+        rows.and_then(|rows| rows.iter().map(listing).collect())
+            .map_err(|e| self.sql(e))
     }
 
     /// Every run, newest first.

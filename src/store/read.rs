@@ -1,42 +1,42 @@
 //! Reading runs back: the list of runs, and a whole run as its document.
 
-use rusqlite::{OptionalExtension, params};
 use serde_json::Value;
 
+use super::database::DbError;
 use super::{Error, Store};
 use crate::document::{RunDocument, RunStatus, Severity, Verdict, WorkloadRecord};
 
 impl Store {
     /// Loads a whole run as its document.
     pub fn load_run(&self, run_id: i64) -> Result<RunDocument, Error> {
-        let row = self
-            .conn
-            .query_row(
+        let rows = self.reading(|db| {
+            db.query(
                 "SELECT verb, label, status, incomplete_reason, started_at, finished_at, ratelab_version,
                         machine, contention, runner_cpu_seconds, runner_wall_seconds, run_uuid, fleet
                  FROM runs WHERE id = ?1",
-                params![run_id],
-                |r| {
-                    Ok(StoredRun {
-                        verb: r.get(0)?,
-                        label: r.get(1)?,
-                        status: r.get(2)?,
-                        incomplete_reason: r.get(3)?,
-                        started_at: r.get(4)?,
-                        finished_at: r.get(5)?,
-                        version: r.get(6)?,
-                        machine: r.get(7)?,
-                        contention: r.get(8)?,
-                        runner_cpu_seconds: r.get(9)?,
-                        runner_wall_seconds: r.get(10)?,
-                        run_uuid: r.get(11)?,
-                        fleet: r.get(12)?,
-                    })
-                },
+                &[run_id.into()],
             )
-            .optional()
-            .map_err(|e| self.sql(e))?
-            .ok_or(Error::NotFound(run_id))?;
+            .map_err(|e| self.sql(e))
+        })?;
+        let r = rows.first().ok_or(Error::NotFound(run_id))?;
+        let row = (|| {
+            Ok::<_, DbError>(StoredRun {
+                verb: r.text(0)?,
+                label: r.opt_text(1)?,
+                status: r.text(2)?,
+                incomplete_reason: r.opt_text(3)?,
+                started_at: r.text(4)?,
+                finished_at: r.opt_text(5)?,
+                version: r.text(6)?,
+                machine: r.text(7)?,
+                contention: r.opt_text(8)?,
+                runner_cpu_seconds: r.opt_real(9)?,
+                runner_wall_seconds: r.opt_real(10)?,
+                run_uuid: r.opt_text(11)?,
+                fleet: r.opt_text(12)?,
+            })
+        })()
+        .map_err(|e| self.sql(e))?;
         Ok(RunDocument {
             run_id: Some(run_id),
             run_uuid: row.run_uuid,
@@ -65,50 +65,56 @@ impl Store {
     }
 
     fn load_workloads(&self, run_id: i64) -> Result<Vec<WorkloadRecord>, Error> {
-        let mut query = self
-            .conn
-            .prepare(
-                "SELECT idx, kind, target, params, context, summary, series, alone_of, warnings, measured_by
-                 FROM workloads WHERE run_id = ?1 ORDER BY idx",
-            )
+        let (rows, bodies) = self
+            .reading(|db| {
+                let rows = db.query(
+                    "SELECT idx, kind, target, params, context, summary, series, alone_of, warnings, measured_by
+                     FROM workloads WHERE run_id = ?1 ORDER BY idx",
+                    &[run_id.into()],
+                )?;
+                let bodies = db.query(
+                    "SELECT workload_idx, body FROM items WHERE run_id = ?1 ORDER BY workload_idx, seq",
+                    &[run_id.into()],
+                )?;
+                Ok((rows, bodies))
+            })
             .map_err(|e| self.sql(e))?;
-        let rows: Vec<StoredWorkload> = query
-            .query_map(params![run_id], |r| {
+        let rows: Vec<StoredWorkload> = rows
+            .iter()
+            .map(|r| {
                 Ok(StoredWorkload {
-                    idx: r.get(0)?,
-                    kind: r.get(1)?,
-                    target: r.get(2)?,
-                    params: r.get(3)?,
-                    context: r.get(4)?,
-                    summary: r.get(5)?,
-                    series: r.get(6)?,
-                    alone_of: r.get(7)?,
-                    warnings: r.get(8)?,
-                    measured_by: r.get(9)?,
+                    idx: r.int(0)?,
+                    kind: r.text(1)?,
+                    target: r.text(2)?,
+                    params: r.text(3)?,
+                    context: r.text(4)?,
+                    summary: r.opt_text(5)?,
+                    series: r.opt_text(6)?,
+                    alone_of: r.opt_int(7)?,
+                    warnings: r.opt_text(8)?,
+                    measured_by: r.opt_int(9)?,
                 })
             })
-            .map_err(|e| self.sql(e))?
-            .collect::<Result<_, _>>()
+            .collect::<Result<_, DbError>>()
             .map_err(|e| self.sql(e))?;
-        let mut items_query = self
-            .conn
-            .prepare("SELECT body FROM items WHERE run_id = ?1 AND workload_idx = ?2 ORDER BY seq")
-            .map_err(|e| self.sql(e))?;
+        let mut items: Vec<(i64, Value)> = Vec::with_capacity(bodies.len());
+        for body in &bodies {
+            let (idx, text) =
+                (|| Ok::<_, DbError>((body.int(0)?, body.text(1)?)))().map_err(|e| self.sql(e))?;
+            items.push((idx, parse(run_id, "item", &text)?));
+        }
         let mut workloads = Vec::with_capacity(rows.len());
         for row in rows {
-            let bodies: Vec<String> = items_query
-                .query_map(params![run_id, row.idx], |r| r.get(0))
-                .map_err(|e| self.sql(e))?
-                .collect::<Result<_, _>>()
-                .map_err(|e| self.sql(e))?;
-            let items: Result<Vec<Value>, Error> =
-                bodies.iter().map(|b| parse(run_id, "item", b)).collect();
             workloads.push(WorkloadRecord {
                 kind: row.kind,
                 target: row.target,
                 params: parse(run_id, "params", &row.params)?,
                 context: parse(run_id, "context", &row.context)?,
-                items: items?,
+                items: items
+                    .iter()
+                    .filter(|(idx, _)| *idx == row.idx)
+                    .map(|(_, item)| item.clone())
+                    .collect(),
                 summary: row
                     .summary
                     .map(|s| parse(run_id, "summary", &s))
@@ -131,19 +137,18 @@ impl Store {
     }
 
     fn load_verdicts(&self, run_id: i64) -> Result<Vec<Verdict>, Error> {
-        let mut query = self
-            .conn
-            .prepare("SELECT code, severity, message, workload_idx FROM verdicts WHERE run_id = ?1 ORDER BY seq")
-            .map_err(|e| self.sql(e))?;
-        let rows: Vec<(String, String, String, Option<i64>)> = query
-            .query_map(params![run_id], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-            })
-            .map_err(|e| self.sql(e))?
-            .collect::<Result<_, _>>()
-            .map_err(|e| self.sql(e))?;
-        rows.into_iter()
-            .map(|(code, severity, message, workload)| {
+        let rows = self.reading(|db| {
+            db.query(
+                "SELECT code, severity, message, workload_idx FROM verdicts WHERE run_id = ?1 ORDER BY seq",
+                &[run_id.into()],
+            )
+            .map_err(|e| self.sql(e))
+        })?;
+        rows.iter()
+            .map(|r| {
+                let (code, severity, message, workload) =
+                    (|| Ok::<_, DbError>((r.text(0)?, r.text(1)?, r.text(2)?, r.opt_int(3)?)))()
+                        .map_err(|e| self.sql(e))?;
                 Ok(Verdict {
                     code,
                     severity: serde_json::from_value::<Severity>(Value::String(severity.clone()))

@@ -1,51 +1,27 @@
 //! Writing runs: a run begins incomplete, its items arrive stage by stage, and its end
 //! (status, summaries, verdicts) is one last transaction.
 
-use rusqlite::params;
 use serde_json::Value;
 
-use super::{Error, Store, sql_err, to_json};
+use super::database::{Database, DbError};
+use super::{Error, Store, to_json};
 use crate::document::RunDocument;
 
 impl Store {
     /// Stores a run that is starting, marked incomplete until [`Store::finish_run`].
     pub fn begin_run(&mut self, doc: &RunDocument) -> Result<i64, Error> {
-        let tx = self.conn.savepoint().map_err(|e| sql_err(&self.path, e))?;
-        tx.execute(
-            "INSERT INTO runs (verb, label, status, incomplete_reason, started_at, ratelab_version, hostname, machine, run_uuid, fleet)
-             VALUES (?1, ?2, 'incomplete', 'did not finish', ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![
-                doc.verb,
-                doc.label,
-                doc.started_at,
-                doc.ratelab_version,
-                doc.machine.hostname,
-                to_json(&doc.machine),
-                doc.run_uuid,
-                doc.fleet.as_ref().map(to_json)
-            ],
-        )
-        .map_err(|e| sql_err(&self.path, e))?;
-        let run_id = tx.last_insert_rowid();
-        for (index, workload) in doc.workloads.iter().enumerate() {
-            tx.execute(
-                "INSERT INTO workloads (run_id, idx, kind, target, params, context, alone_of, measured_by)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![
-                    run_id,
-                    index as i64,
-                    workload.kind,
-                    workload.target,
-                    to_json(&workload.params),
-                    to_json(&workload.context),
-                    workload.alone_of.map(|i| i as i64),
-                    workload.measured_by.map(|i| i as i64)
-                ],
-            )
-            .map_err(|e| sql_err(&self.path, e))?;
-        }
-        tx.commit().map_err(|e| sql_err(&self.path, e))?;
-        Ok(run_id)
+        self.atomically(|db| {
+            insert_run(db, doc)
+                .and_then(|id| {
+                    id.ok_or_else(|| {
+                        DbError::new(format!(
+                            "a run with uuid {} is stored already",
+                            doc.run_uuid.as_deref().unwrap_or_default()
+                        ))
+                    })
+                })
+                .map_err(|e| self.sql(e))
+        })
     }
 
     /// Appends items of one workload, numbered from `first_seq`, in one transaction.
@@ -56,75 +32,124 @@ impl Store {
         first_seq: usize,
         items: &[Value],
     ) -> Result<(), Error> {
-        let tx = self.conn.savepoint().map_err(|e| sql_err(&self.path, e))?;
-        {
-            let mut insert = tx
-                .prepare_cached("INSERT INTO items (run_id, workload_idx, seq, op, body) VALUES (?1, ?2, ?3, ?4, ?5)")
-                .map_err(|e| sql_err(&self.path, e))?;
-            for (offset, item) in items.iter().enumerate() {
-                insert
-                    .execute(params![
-                        run_id,
-                        workload as i64,
-                        (first_seq + offset) as i64,
-                        item.get("op").and_then(Value::as_str),
-                        item.to_string()
-                    ])
-                    .map_err(|e| sql_err(&self.path, e))?;
-            }
-        }
-        tx.commit().map_err(|e| sql_err(&self.path, e))
+        self.atomically(|db| {
+            insert_items(db, run_id, workload, first_seq, items).map_err(|e| self.sql(e))
+        })
     }
 
     /// Stores the end of a run: status, contexts, summaries and verdicts.
     pub fn finish_run(&mut self, doc: &RunDocument) -> Result<(), Error> {
-        let run_id = doc.run_id.expect("a stored run has an id");
-        let tx = self.conn.savepoint().map_err(|e| sql_err(&self.path, e))?;
-        tx.execute(
-            "UPDATE runs SET status = ?2, incomplete_reason = ?3, finished_at = ?4, contention = ?5,
-                 runner_cpu_seconds = ?6, runner_wall_seconds = ?7 WHERE id = ?1",
-            params![
-                run_id,
-                doc.status.as_str(),
-                doc.incomplete_reason,
-                doc.finished_at,
-                doc.contention.as_ref().map(to_json),
-                doc.runner_cpu_seconds,
-                doc.runner_wall_seconds
-            ],
-        )
-        .map_err(|e| sql_err(&self.path, e))?;
-        for (index, workload) in doc.workloads.iter().enumerate() {
-            tx.execute(
-                "UPDATE workloads SET context = ?3, summary = ?4, series = ?5, warnings = ?6
-                 WHERE run_id = ?1 AND idx = ?2",
-                params![
-                    run_id,
-                    index as i64,
-                    to_json(&workload.context),
-                    to_json(&workload.summary),
-                    workload.series.as_ref().map(to_json),
-                    to_json(&workload.warnings)
-                ],
-            )
-            .map_err(|e| sql_err(&self.path, e))?;
-        }
-        tx.execute("DELETE FROM verdicts WHERE run_id = ?1", params![run_id])
-            .map_err(|e| sql_err(&self.path, e))?;
-        for (seq, verdict) in doc.verdicts.iter().enumerate() {
-            tx.execute(
-                "INSERT INTO verdicts (run_id, seq, code, severity, message, workload_idx) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    run_id,
-                    seq as i64,
-                    verdict.code,
-                    to_json(&verdict.severity).trim_matches('"'),
-                    verdict.message,
-                    verdict.workload.map(|w| w as i64)
-                ],
-            )
-            .map_err(|e| sql_err(&self.path, e))?;
-        }
-        tx.commit().map_err(|e| sql_err(&self.path, e))
+        self.atomically(|db| store_end(db, doc).map_err(|e| self.sql(e)))
     }
+}
+
+/// Inserts a run that is starting and its workloads; returns its id, or `None` when a
+/// run with its UUID is here already (and then inserts nothing).
+pub(super) fn insert_run(db: &mut dyn Database, doc: &RunDocument) -> Result<Option<i64>, DbError> {
+    let rows = db.query(
+        "INSERT INTO runs (verb, label, status, incomplete_reason, started_at, ratelab_version, hostname, machine, run_uuid, fleet)
+         VALUES (?1, ?2, 'incomplete', 'did not finish', ?3, ?4, ?5, ?6, ?7, ?8)
+         ON CONFLICT (run_uuid) DO NOTHING RETURNING id",
+        &[
+            doc.verb.as_str().into(),
+            doc.label.as_deref().into(),
+            doc.started_at.as_str().into(),
+            doc.ratelab_version.as_str().into(),
+            doc.machine.hostname.as_str().into(),
+            to_json(&doc.machine).into(),
+            doc.run_uuid.as_deref().into(),
+            doc.fleet.as_ref().map(to_json).into(),
+        ],
+    )?;
+    let Some(row) = rows.first() else {
+        return Ok(None);
+    };
+    let run_id = row.int(0)?;
+    for (index, workload) in doc.workloads.iter().enumerate() {
+        db.execute(
+            "INSERT INTO workloads (run_id, idx, kind, target, params, context, alone_of, measured_by)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            &[
+                run_id.into(),
+                (index as i64).into(),
+                workload.kind.as_str().into(),
+                workload.target.as_str().into(),
+                to_json(&workload.params).into(),
+                to_json(&workload.context).into(),
+                workload.alone_of.map(|i| i as i64).into(),
+                workload.measured_by.map(|i| i as i64).into(),
+            ],
+        )?;
+    }
+    Ok(Some(run_id))
+}
+
+/// Inserts items of one workload, numbered from `first_seq`.
+pub(super) fn insert_items(
+    db: &mut dyn Database,
+    run_id: i64,
+    workload: usize,
+    first_seq: usize,
+    items: &[Value],
+) -> Result<(), DbError> {
+    for (offset, item) in items.iter().enumerate() {
+        db.execute(
+            "INSERT INTO items (run_id, workload_idx, seq, op, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+            &[
+                run_id.into(),
+                (workload as i64).into(),
+                ((first_seq + offset) as i64).into(),
+                item.get("op").and_then(Value::as_str).into(),
+                item.to_string().into(),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// Stores the end of a run: status, contexts, summaries and verdicts.
+pub(super) fn store_end(db: &mut dyn Database, doc: &RunDocument) -> Result<(), DbError> {
+    let run_id = doc.run_id.expect("a stored run has an id");
+    db.execute(
+        "UPDATE runs SET status = ?2, incomplete_reason = ?3, finished_at = ?4, contention = ?5,
+             runner_cpu_seconds = ?6, runner_wall_seconds = ?7 WHERE id = ?1",
+        &[
+            run_id.into(),
+            doc.status.as_str().into(),
+            doc.incomplete_reason.as_deref().into(),
+            doc.finished_at.as_deref().into(),
+            doc.contention.as_ref().map(to_json).into(),
+            doc.runner_cpu_seconds.into(),
+            doc.runner_wall_seconds.into(),
+        ],
+    )?;
+    for (index, workload) in doc.workloads.iter().enumerate() {
+        db.execute(
+            "UPDATE workloads SET context = ?3, summary = ?4, series = ?5, warnings = ?6
+             WHERE run_id = ?1 AND idx = ?2",
+            &[
+                run_id.into(),
+                (index as i64).into(),
+                to_json(&workload.context).into(),
+                to_json(&workload.summary).into(),
+                workload.series.as_ref().map(to_json).into(),
+                to_json(&workload.warnings).into(),
+            ],
+        )?;
+    }
+    db.execute("DELETE FROM verdicts WHERE run_id = ?1", &[run_id.into()])?;
+    for (seq, verdict) in doc.verdicts.iter().enumerate() {
+        db.execute(
+            "INSERT INTO verdicts (run_id, seq, code, severity, message, workload_idx) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            &[
+                run_id.into(),
+                (seq as i64).into(),
+                verdict.code.as_str().into(),
+                to_json(&verdict.severity).trim_matches('"').into(),
+                verdict.message.as_str().into(),
+                verdict.workload.map(|w| w as i64).into(),
+            ],
+        )?;
+    }
+    Ok(())
 }

@@ -6,6 +6,7 @@
 pub mod golden;
 pub mod net_server;
 pub mod netns;
+pub mod postgres;
 pub mod rig;
 pub mod ssh_hosts;
 
