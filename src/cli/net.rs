@@ -85,7 +85,7 @@ pub struct ClientArgs {
     /// Bytes per write or read call.
     #[arg(short = 'l', long, value_name = "SIZE", default_value = "128K", value_parser = parse_size)]
     pub block_size: u64,
-    /// The server's port, when HOST does not give it [default: 5301].
+    /// The server's port, when HOST does not give it [default: 5301; 5201 with --iperf3].
     #[arg(short = 'p', long, value_name = "N")]
     pub port: Option<u16>,
     /// A file holding a key shared with the server, proven without sending it.
@@ -96,6 +96,20 @@ pub struct ClientArgs {
     /// address, with a key made for this test handed over on ssh's stdin.
     #[arg(long, value_name = "DEST", num_args = 0..=1, default_missing_value = "", conflicts_with = "key_file")]
     pub ssh: Option<String>,
+    /// The server is iperf3's (`iperf3 -s`, port 5201 unless given): the test speaks
+    /// iperf3's protocol, and the server's results are stored as the remote end.
+    #[arg(
+        long,
+        conflicts_with_all = ["key_file", "ssh"],
+        long_help = "The server is iperf3's (`iperf3 -s`, 3.x; port 5201 unless given): the test \
+                     speaks iperf3's TCP protocol, with -P, -R, --bidir, -t, -n, -l, -w and -M \
+                     as iperf3 -c takes them. The server's own results (bytes and retransmits \
+                     per stream, its CPU) are stored as the remote end, so the receiver figure \
+                     of a forward test is the server's, as iperf3 prints it. iperf3 sends no \
+                     interval figures, so the remote end has totals only. UDP (iperf3 -u) is \
+                     not spoken, nor iperf3's --username authentication."
+    )]
+    pub iperf3: bool,
     /// The link's speed, when sysfs does not know it (10Gbit/s, 1.25GB/s).
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     pub link_rate: Option<f64>,
@@ -237,7 +251,11 @@ impl ClientArgs {
         }
         let interval = self.output.interval.unwrap_or(DEFAULT_REPORT_INTERVAL);
         let plan = NetPlan {
-            port: host_port.or(self.port).unwrap_or(DEFAULT_PORT),
+            port: host_port.or(self.port).unwrap_or(if self.iperf3 {
+                crate::workload::net::iperf3::wire::DEFAULT_PORT
+            } else {
+                DEFAULT_PORT
+            }),
             streams: self.parallel,
             direction: if self.bidir {
                 Direction::Bidir
@@ -263,6 +281,7 @@ impl ClientArgs {
                     "" => host.clone(),
                     given => given.to_string(),
                 }),
+            iperf3: self.iperf3,
             host,
         };
         if let (Some(_), Some(flag)) = (host_port, self.port) {

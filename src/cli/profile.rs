@@ -61,6 +61,9 @@ pub struct ProfileArgs {
     /// (HOST, HOST:PORT or [IPv6]:PORT; port 5301 by default).
     #[arg(long, value_name = "HOST", value_parser = parse_host_port)]
     pub peer: Option<(String, Option<u16>)>,
+    /// --peer runs `iperf3 -s` (port 5201 by default), spoken to in iperf3's protocol.
+    #[arg(long, requires = "peer")]
+    pub iperf3: bool,
     /// Also measure disk images in the first target: a raw-sparse and a qcow2 container
     /// (64 KiB clusters) beside the folder, as `ratelab image` does (needs root).
     #[arg(long)]
@@ -84,7 +87,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
     let mut workloads = storage(&targets, args.quick)?;
     let cpu_index = workloads.len();
     workloads.extend(cores(cpus, args.quick));
-    workloads.push(network(args.peer.as_ref(), cpus, args.quick));
+    workloads.push(network(args.peer.as_ref(), args.iperf3, cpus, args.quick));
     workloads.push(task(&targets[0], cpus, args.quick));
     // Each part alone, but the monitor runs beside the cpu tests; an image run's records
     // come after it and are never scheduled (it measures them).
@@ -150,16 +153,27 @@ fn cores(cpus: usize, quick: bool) -> [Box<dyn Workload>; 2] {
     ]
 }
 
-/// A TCP test over loopback against a server ratelab runs itself, or to `peer`.
-fn network(peer: Option<&(String, Option<u16>)>, cpus: usize, quick: bool) -> Box<dyn Workload> {
+/// A TCP test over loopback against a server ratelab runs itself, or to `peer` (an
+/// iperf3 server when `iperf3`).
+fn network(
+    peer: Option<&(String, Option<u16>)>,
+    iperf3: bool,
+    cpus: usize,
+    quick: bool,
+) -> Box<dyn Workload> {
     let seconds = Duration::from_secs(if quick { 3 } else { 10 });
     // A sender and a receiver thread per stream: one stream per two CPUs.
     let streams = (cpus / 2).clamp(1, 16) as u32;
     let net = match peer {
         Some((host, port)) => NetPlan {
             host: host.clone(),
-            port: port.unwrap_or(DEFAULT_PORT),
+            port: port.unwrap_or(if iperf3 {
+                crate::workload::net::iperf3::wire::DEFAULT_PORT
+            } else {
+                DEFAULT_PORT
+            }),
             own_server: false,
+            iperf3,
             ..NetPlan::loopback(seconds, streams)
         },
         None => NetPlan::loopback(seconds, streams),

@@ -9,6 +9,7 @@ mod brief;
 mod client;
 mod context;
 mod foreign;
+pub mod iperf3;
 mod item;
 mod kind;
 mod protocol;
@@ -88,6 +89,9 @@ pub struct NetPlan {
     /// key made for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ssh: Option<String>,
+    /// Whether the server is iperf3's (`--iperf3`), spoken to in iperf3's protocol.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub iperf3: bool,
 }
 
 impl NetPlan {
@@ -120,6 +124,7 @@ impl NetPlan {
             own_server: true,
             key_file: None,
             ssh: None,
+            iperf3: false,
         }
     }
 
@@ -198,6 +203,8 @@ pub struct NetWorkload {
     far_end: Option<(RemoteServer, tempfile::TempDir)>,
     key: Option<Key>,
     control: Option<Control>,
+    /// The control connection to an iperf3 server, once set up.
+    iperf3: Option<iperf3::Iperf3Control>,
     connections: Vec<Connection>,
     nic: Option<Nic>,
     mss_bytes: Option<u64>,
@@ -215,6 +222,7 @@ impl NetWorkload {
             far_end: None,
             key: None,
             control: None,
+            iperf3: None,
             connections: Vec::new(),
             nic: None,
             mss_bytes: None,
@@ -313,6 +321,17 @@ impl Workload for NetWorkload {
             }
         };
         self.address = Some(address);
+        if self.plan.iperf3 {
+            // Any connection to an iperf3 server is a test to it, so the test's own opens
+            // now: a server that is busy, is not iperf3's or refuses the parameters says
+            // so before anything runs. It then waits for the streams, which open in run.
+            self.iperf3 = Some(iperf3::Iperf3Control::open(
+                address,
+                &self.peer(),
+                &self.plan,
+            )?);
+            return Ok(());
+        }
         // A first handshake says now whether the server is there, takes the key and
         // allows the test; the test's own connection opens in setup, when its group
         // is about to start, since a server does not wait long for a silent client.
@@ -326,6 +345,10 @@ impl Workload for NetWorkload {
 
     fn setup(&mut self, _ctx: &Context) -> Result<(), Error> {
         let address = self.address.expect("prepared");
+        if self.plan.iperf3 {
+            // The streams open in run: their last one starts the test at the server.
+            return Ok(());
+        }
         let control = Control::open(address, &self.peer(), self.key.as_ref())?;
         self.connections = control.start(&self.plan.request(), self.plan.mss_bytes)?;
         self.control = Some(control);
@@ -342,6 +365,9 @@ impl Workload for NetWorkload {
     }
 
     fn run(&mut self, ctx: &Context) -> Result<(), Error> {
+        if let Some(control) = self.iperf3.take() {
+            return self.run_iperf3(&control, ctx);
+        }
         let control = self.control.as_ref().expect("prepared");
         let request = self.plan.request();
         control.go()?;
@@ -365,6 +391,7 @@ impl Workload for NetWorkload {
             hard_stop,
             Some(ctx.sink.progress()),
             &|| ctx.cancel.is_set(),
+            stream::Ending::Drain,
         );
         for stream in &local.streams {
             if stream.role == Role::Send {
@@ -414,6 +441,7 @@ impl Workload for NetWorkload {
     fn cleanup(&mut self) -> Result<(), Error> {
         self.connections.clear();
         self.control = None;
+        self.iperf3 = None;
         self.own_server = None;
         if let Some((server, _key)) = self.far_end.take() {
             server.finish();
@@ -423,9 +451,46 @@ impl Workload for NetWorkload {
 }
 
 impl NetWorkload {
-    /// Starts `net serve --once` on the host over ssh (`destination`), bound to `bind`,
-    /// the address the test uses, with a key made for this test: written here only to a file
-    /// in a private folder, handed over on ssh's stdin, never on a command line.
+    /// A test against an iperf3 server: this end's streams as items, then the server's
+    /// results as the remote end's.
+    fn run_iperf3(&mut self, control: &iperf3::Iperf3Control, ctx: &Context) -> Result<(), Error> {
+        ctx.sink.status(format!(
+            "{} stream{} {:?} to iperf3 at {}",
+            self.plan.streams,
+            if self.plan.streams == 1 { "" } else { "s" },
+            self.plan.direction,
+            self.peer()
+        ));
+        if let Some(first) = control.first_local_address() {
+            self.nic = nics::nic_of(first);
+        }
+        let outcome = iperf3::run(control, &self.plan, ctx)?;
+        for stream in &outcome.local.streams {
+            self.mss_bytes = stream.mss_bytes.or(self.mss_bytes);
+            self.mtu_bytes = stream.mtu_bytes.or(self.mtu_bytes);
+        }
+        for item in item::items_of_report(
+            &outcome.local,
+            Side::Local,
+            self.plan.direction,
+            self.plan.streams,
+        ) {
+            ctx.sink.item(&item);
+        }
+        let (remote, theirs) = outcome.remote?;
+        for item in iperf3::remote_items(&remote, &theirs, self.plan.direction, self.plan.streams) {
+            ctx.sink.item(&item);
+        }
+        ctx.sink.stage_done("test");
+        match outcome.local.streams.iter().find_map(|s| s.error.clone()) {
+            Some(first) => Err(Error::Peer {
+                peer: self.peer(),
+                reason: first,
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// The server's address, as the host and port name it.
     fn resolve(&self) -> Result<SocketAddr, Error> {
         (self.plan.host.as_str(), self.plan.port)
@@ -441,6 +506,9 @@ impl NetWorkload {
             })
     }
 
+    /// Starts `net serve --once` on the host over ssh (`destination`), bound to `bind`,
+    /// the address the test uses, with a key made for this test: written here only to a
+    /// file in a private folder, handed over on ssh's stdin, never on a command line.
     fn start_far_end(&mut self, destination: &str, bind: std::net::IpAddr) -> Result<(), Error> {
         let dir = tempfile::tempdir()
             .map_err(|e| Error::io("make a folder for the key in", std::env::temp_dir(), e))?;

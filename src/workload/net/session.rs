@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::protocol::TestRequest;
 use super::report::{Role, SideReport};
-use super::stream::{self, StreamJob, Until};
+use super::stream::{self, Ending, StreamJob, Until};
 use crate::workload::Progress;
 
 /// Time past a test's planned end before an end gives up on its peer.
@@ -45,7 +45,8 @@ impl Connection {
 }
 
 /// Runs `connections` from `start` as `request` says, until they end, `hard_stop`
-/// passes, or `cancelled` says so; `progress` counts bytes for the runner's sampler.
+/// passes, or `cancelled` says so; `progress` counts bytes for the runner's sampler, and
+/// `ending` says how the streams' end is agreed with the peer.
 pub fn run(
     connections: Vec<Connection>,
     request: &TestRequest,
@@ -53,6 +54,7 @@ pub fn run(
     hard_stop: Instant,
     progress: Option<&Progress>,
     cancelled: &dyn Fn() -> bool,
+    ending: Ending<'_>,
 ) -> SideReport {
     let until = match (request.duration_ms, request.bytes_per_stream) {
         (_, Some(bytes)) => Until::Bytes(bytes),
@@ -84,6 +86,7 @@ pub fn run(
                     start,
                     stop: &stop,
                     progress,
+                    ending,
                 };
                 scope.spawn(move || stream::run(job))
             })

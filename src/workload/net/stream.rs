@@ -4,7 +4,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::report::{Interval, Role, StreamReport};
@@ -24,6 +24,31 @@ pub enum Until {
     Deadline(Instant),
     /// After this many bytes.
     Bytes(u64),
+}
+
+/// How the end of a test is agreed with the peer.
+#[derive(Debug, Clone, Copy)]
+pub enum Ending<'a> {
+    /// ratelab's: a sender shuts its half and waits for the receiver to close, and a
+    /// receiver reads to the end of the stream, so every byte sent is counted by both.
+    Drain,
+    /// iperf3's: the client ends the test over the control connection. Each stream end
+    /// counts up to its deadline (a sender also up to its bytes) or until the count is
+    /// enough, and says so; a receiver then reads on without counting until it is
+    /// stopped, so the peer's writes never block before it sees the test's end.
+    Handover(&'a Handover),
+}
+
+/// What one end's streams and the thread that ends an iperf3 test share.
+#[derive(Debug, Default)]
+pub struct Handover {
+    /// Streams whose count is done.
+    pub done: AtomicUsize,
+    /// Bytes the receiving streams counted, all together (iperf3 bounds a test's bytes
+    /// over every stream, not per stream).
+    pub received: AtomicU64,
+    /// Set to end every stream's count now.
+    pub enough: AtomicBool,
 }
 
 /// One stream's work.
@@ -50,6 +75,8 @@ pub struct StreamJob<'a> {
     pub stop: &'a AtomicBool,
     /// Counters the runner samples, at the end that runs under the runner.
     pub progress: Option<&'a Progress>,
+    /// How the test's end is agreed.
+    pub ending: Ending<'a>,
 }
 
 /// Interval bookkeeping shared by both loops.
@@ -163,6 +190,11 @@ fn send(job: &StreamJob<'_>, buffer: &[u8]) -> Outcome {
         if job.stop.load(Ordering::Relaxed) || now >= job.hard_stop {
             break;
         }
+        if let Ending::Handover(handover) = job.ending
+            && handover.enough.load(Ordering::Relaxed)
+        {
+            break;
+        }
         match socket.write(&buffer[..want]) {
             Ok(n) => {
                 sent += n as u64;
@@ -181,8 +213,12 @@ fn send(job: &StreamJob<'_>, buffer: &[u8]) -> Outcome {
         ticker.tick(now, sent, &job.socket);
     }
     let intervals = ticker.finish(last_write, sent, &job.socket);
-    if error.is_none() {
-        error = drain(job);
+    match job.ending {
+        Ending::Drain if error.is_none() => error = drain(job),
+        Ending::Drain => {}
+        Ending::Handover(handover) => {
+            handover.done.fetch_add(1, Ordering::Relaxed);
+        }
     }
     (sent, last_write, intervals, error)
 }
@@ -229,6 +265,7 @@ fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {
     }
     let mut now;
     let mut last_read = job.start;
+    let mut handed_over = false;
     loop {
         if job.stop.load(Ordering::Relaxed) {
             break;
@@ -243,12 +280,23 @@ fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {
                 if let Some(progress) = job.progress {
                     progress.add(n as u64);
                 }
+                if let Ending::Handover(handover) = job.ending {
+                    handover.received.fetch_add(n as u64, Ordering::Relaxed);
+                }
                 now = Instant::now();
                 last_read = now;
             }
             Err(e) if timed_out(&e) || e.kind() == ErrorKind::Interrupted => now = Instant::now(),
             Err(e) => {
                 error = Some(format!("stream {}: receive: {e}", job.stream));
+                break;
+            }
+        }
+        if let Ending::Handover(handover) = job.ending {
+            let past = matches!(job.until, Until::Deadline(deadline) if now >= deadline);
+            if past || handover.enough.load(Ordering::Relaxed) {
+                handover.done.fetch_add(1, Ordering::Relaxed);
+                handed_over = true;
                 break;
             }
         }
@@ -262,6 +310,27 @@ fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {
         ticker.tick(now, received, &job.socket);
     }
     let intervals = ticker.finish(last_read, received, &job.socket);
+    if handed_over {
+        discard(job, buffer);
+    } else if let Ending::Handover(handover) = job.ending {
+        // Stopped, failed or closed before its count was done: the test is over for it.
+        handover.done.fetch_add(1, Ordering::Relaxed);
+    }
     let _ = job.socket.shutdown(Shutdown::Both);
     (received, last_read, intervals, error)
+}
+
+/// Reads and drops what still comes once the stream's count is done, until the test
+/// stops it, the peer closes, or the hard stop passes.
+fn discard(job: &StreamJob<'_>, buffer: &mut [u8]) {
+    let mut socket = &job.socket;
+    while !job.stop.load(Ordering::Relaxed) && Instant::now() < job.hard_stop {
+        match socket.read(buffer) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if timed_out(&e) || e.kind() == ErrorKind::Interrupted => {}
+            // A peer that closes at the test's end may reset: nothing counted is lost.
+            Err(_) => return,
+        }
+    }
 }

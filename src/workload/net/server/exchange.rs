@@ -17,6 +17,7 @@ use crate::workload::net::protocol::{
 use crate::workload::net::report::{Role, SideReport};
 use crate::workload::net::session::{self, Connection, GRACE};
 use crate::workload::net::socket;
+use crate::workload::net::stream::Ending;
 
 /// Longest wait for a connection's first message: a client speaks as soon as it connects.
 const FIRST_MESSAGE_TIMEOUT: Duration = Duration::from_secs(3);
@@ -349,9 +350,15 @@ fn test(
         matches!(connection.peek(&mut byte), Ok(0))
             || matches!(&connection.peek(&mut byte), Err(e) if e.kind() != std::io::ErrorKind::WouldBlock)
     };
-    let report = session::run(connections, request, start, hard_stop, None, &|| {
-        stopping() || client_gone()
-    });
+    let report = session::run(
+        connections,
+        request,
+        start,
+        hard_stop,
+        None,
+        &|| stopping() || client_gone(),
+        Ending::Drain,
+    );
     let _ = connection.set_nonblocking(false);
     if stopping() {
         // What this end measured goes nowhere: the client keeps what its end measured.

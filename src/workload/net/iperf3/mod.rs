@@ -1,0 +1,146 @@
+//! iperf3's TCP protocol, so a ratelab end tests a link whose other end runs iperf3
+//! (`net HOST --iperf3` against `iperf3 -s`). The wire format and its decoders are pure
+//! (`wire`); the client drives one test (`client`); the streams are ratelab's own
+//! loops, ended as iperf3 ends a test: by the client, over the control connection.
+
+mod client;
+pub mod wire;
+
+pub use client::Iperf3Control;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::item::{self, NetItem, Scope, Side};
+use super::report::{Role, SideReport};
+use super::session::{self, GRACE};
+use super::stream::{Ending, Handover};
+use super::{NetPlan, protocol::Direction};
+use crate::workload::{Context, Error};
+
+/// What one test against an iperf3 server measured.
+pub struct Outcome {
+    /// This end's streams.
+    pub local: SideReport,
+    /// The server's, from its results; an error when they did not come.
+    pub remote: Result<(SideReport, wire::Results), Error>,
+}
+
+/// Runs the test `control` set up: opens the streams, moves data from TEST_START until
+/// every stream's count is done (or Ctrl-C), sends TEST_END, and exchanges results.
+pub fn run(control: &Iperf3Control, plan: &NetPlan, ctx: &Context) -> Result<Outcome, Error> {
+    let connections = control.connect_streams(plan)?;
+    let start = control.started()?;
+    let request = plan.request();
+    let planned = request.duration_ms.unwrap_or(3_600_000);
+    let hard_stop = start + Duration::from_millis(planned) + GRACE;
+    let expected = connections.len();
+    let receivers = connections.iter().any(|c| c.role == Role::Receive);
+    let handover = Handover::default();
+    let stop = AtomicBool::new(false);
+    let usage_before = process_cpu();
+    let (local, ended) = std::thread::scope(|scope| {
+        let streams = scope.spawn(|| {
+            session::run(
+                connections,
+                &request,
+                start,
+                hard_stop,
+                Some(ctx.sink.progress()),
+                &|| stop.load(Ordering::Relaxed) || ctx.cancel.is_set(),
+                Ending::Handover(&handover),
+            )
+        });
+        while handover.done.load(Ordering::Relaxed) < expected
+            && !ctx.cancel.is_set()
+            && !streams.is_finished()
+            && Instant::now() < hard_stop
+        {
+            // A test of so many bytes ends when its receivers have them all together, as
+            // iperf3's client counts them: at once, though a receiver waiting for more
+            // learns it only at its next poll.
+            if let Some(total) = plan.bytes
+                && receivers
+                && handover.received.load(Ordering::Relaxed) >= total
+            {
+                handover.enough.store(true, Ordering::Relaxed);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // The receivers read on, uncounted, until the server has stopped sending.
+        let ended = if ctx.cancel.is_set() {
+            control.terminate();
+            Ok(())
+        } else {
+            control.end().and_then(|()| control.exchange_asked())
+        };
+        stop.store(true, Ordering::Relaxed);
+        let local = streams.join().expect("the stream threads do not panic");
+        (local, ended)
+    });
+    if ctx.cancel.is_set() {
+        return Ok(Outcome {
+            local,
+            remote: Err(Error::Interrupted),
+        });
+    }
+    let user_share = user_share(usage_before, process_cpu());
+    let remote = ended.and_then(|()| {
+        let theirs = control.exchange(&client::our_results(&local, user_share))?;
+        let report =
+            client::remote_report(&theirs, plan.direction, plan.streams).map_err(|reason| {
+                Error::Peer {
+                    peer: plan.host_port(),
+                    reason,
+                }
+            })?;
+        Ok((report, theirs))
+    });
+    Ok(Outcome { local, remote })
+}
+
+/// The items of the server's end: its streams' totals, its retransmissions as it
+/// counted them (none where it received), and its CPU time.
+pub fn remote_items(
+    report: &SideReport,
+    theirs: &wire::Results,
+    direction: Direction,
+    streams: u32,
+) -> Vec<NetItem> {
+    let mut items = item::items_of_report(report, Side::Remote, direction, streams);
+    for stream_item in items.iter_mut().filter(|i| i.scope == Scope::Stream) {
+        let id = stream_item.stream.map(wire::stream_id);
+        let result = theirs.streams.iter().find(|s| Some(s.id) == id);
+        stream_item.retransmits = result.and_then(|s| u64::try_from(s.retransmits).ok());
+        // iperf3 gives its CPU time for the whole end, not per stream.
+        stream_item.cpu_seconds = None;
+    }
+    items
+}
+
+/// This process's user and system CPU seconds.
+fn process_cpu() -> (f64, f64) {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
+    if rc != 0 {
+        return (0.0, 0.0);
+    }
+    // SAFETY: filled by the successful call above (and zeroed before it).
+    let usage = unsafe { usage.assume_init() };
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (seconds(usage.ru_utime), seconds(usage.ru_stime))
+}
+
+/// The user part of the CPU time spent between two readings (iperf3 reports its CPU
+/// split so; the total comes from the stream threads alone).
+fn user_share(before: (f64, f64), after: (f64, f64)) -> f64 {
+    let user = (after.0 - before.0).max(0.0);
+    let system = (after.1 - before.1).max(0.0);
+    if user + system > 0.0 {
+        user / (user + system)
+    } else {
+        0.0
+    }
+}

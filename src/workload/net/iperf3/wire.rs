@@ -1,0 +1,457 @@
+//! iperf3's control protocol on the wire (iperf 3.x, src/iperf_api.h and iperf_api.c):
+//! one signed state byte at a time, JSON messages behind a 4-byte big-endian length,
+//! a 37-byte cookie that names the test on every connection. Written from iperf3's
+//! documented behaviour and its source as a reference; the decoders are pure functions
+//! over bytes, so they are fuzzed without a socket.
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::workload::net::protocol::DecodeError;
+
+/// The port an iperf3 server listens on unless told otherwise.
+pub const DEFAULT_PORT: u16 = 5201;
+
+/// Bytes of a cookie: 36 characters and a NUL (iperf.h, COOKIE_SIZE).
+pub const COOKIE_BYTES: usize = 37;
+
+/// Largest parameter message a server accepts (iperf 3.18's limit).
+pub const MAX_PARAMS_BYTES: usize = 8 << 10;
+
+/// Largest results message either end accepts: one entry per stream, and a server's
+/// own output when the client asks for it.
+pub const MAX_RESULTS_BYTES: usize = 4 << 20;
+
+/// The version this end announces as `client_version`.
+pub const CLIENT_VERSION: &str = "3.12";
+
+/// A state byte (a signed char on the wire).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Server: the streams are all here; the test starts.
+    TestStart,
+    /// Server: move data now.
+    TestRunning,
+    /// Client: the test is over.
+    TestEnd,
+    /// Server: send the test's parameters.
+    ParamExchange,
+    /// Server: open the data connections.
+    CreateStreams,
+    /// Server: it was stopped by a signal.
+    ServerTerminate,
+    /// Client: it was stopped by a signal.
+    ClientTerminate,
+    /// Server: send your results; mine follow.
+    ExchangeResults,
+    /// Server: the results are exchanged.
+    DisplayResults,
+    /// Client: done; the connection closes.
+    IperfDone,
+    /// Server: busy with another test.
+    AccessDenied,
+    /// Server: an error, whose two codes follow.
+    ServerError,
+    /// A byte no state has.
+    Unknown(i8),
+}
+
+impl State {
+    /// The state a byte names.
+    pub fn from_byte(byte: u8) -> State {
+        match byte as i8 {
+            1 => State::TestStart,
+            2 => State::TestRunning,
+            4 => State::TestEnd,
+            9 => State::ParamExchange,
+            10 => State::CreateStreams,
+            11 => State::ServerTerminate,
+            12 => State::ClientTerminate,
+            13 => State::ExchangeResults,
+            14 => State::DisplayResults,
+            16 => State::IperfDone,
+            -1 => State::AccessDenied,
+            -2 => State::ServerError,
+            other => State::Unknown(other),
+        }
+    }
+
+    /// The byte that carries the state.
+    pub fn byte(self) -> u8 {
+        (match self {
+            State::TestStart => 1,
+            State::TestRunning => 2,
+            State::TestEnd => 4,
+            State::ParamExchange => 9,
+            State::CreateStreams => 10,
+            State::ServerTerminate => 11,
+            State::ClientTerminate => 12,
+            State::ExchangeResults => 13,
+            State::DisplayResults => 14,
+            State::IperfDone => 16,
+            State::AccessDenied => -1,
+            State::ServerError => -2,
+            State::Unknown(byte) => byte,
+        }) as u8
+    }
+}
+
+/// A fresh cookie: 36 characters of iperf3's alphabet and a NUL.
+pub fn cookie() -> [u8; COOKIE_BYTES] {
+    const ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
+    let random: [u8; COOKIE_BYTES - 1] = rand::random();
+    let mut cookie = [0u8; COOKIE_BYTES];
+    for (slot, byte) in cookie.iter_mut().zip(random) {
+        *slot = ALPHABET[usize::from(byte) % ALPHABET.len()];
+    }
+    cookie
+}
+
+/// Whether `bytes` can begin an iperf3 client's first message, a cookie: ratelab's own
+/// frames begin with a length whose first byte is 0, a cookie with a letter or digit.
+pub fn looks_like_cookie(bytes: &[u8]) -> bool {
+    !bytes.is_empty()
+        && bytes
+            .iter()
+            .take(COOKIE_BYTES - 1)
+            .all(|b| b.is_ascii_lowercase() || (b'2'..=b'7').contains(b))
+        && bytes.get(COOKIE_BYTES - 1).is_none_or(|&b| b == 0)
+}
+
+/// The JSON of one message behind its length.
+pub fn frame<T: Serialize>(message: &T) -> Vec<u8> {
+    let body = serde_json::to_vec(message).expect("messages serialise");
+    let mut frame = Vec::with_capacity(4 + body.len());
+    frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    frame.extend_from_slice(&body);
+    frame
+}
+
+/// Decodes one message of type `T` from the front of `bytes`: the message and the bytes
+/// it took.
+pub fn decode<T: for<'de> Deserialize<'de>>(
+    bytes: &[u8],
+    limit: usize,
+) -> Result<(T, usize), DecodeError> {
+    let Some(prefix) = bytes.get(..4) else {
+        return Err(DecodeError::Incomplete {
+            have: bytes.len(),
+            need: 4,
+        });
+    };
+    let length = u32::from_be_bytes(prefix.try_into().expect("4 bytes")) as usize;
+    if length > limit {
+        return Err(DecodeError::Oversized { length, limit });
+    }
+    if length == 0 {
+        return Err(DecodeError::Malformed("an empty message".into()));
+    }
+    let Some(body) = bytes.get(4..4 + length) else {
+        return Err(DecodeError::Incomplete {
+            have: bytes.len(),
+            need: 4 + length,
+        });
+    };
+    let message =
+        serde_json::from_slice(body).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+    Ok((message, 4 + length))
+}
+
+/// A test's parameters, as a client sends them after PARAM_EXCHANGE. iperf3 reads a
+/// flag by its presence, so a flag that is off is left out, never sent as `false`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Params {
+    /// TCP (the only protocol spoken here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<bool>,
+    /// UDP, which is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<bool>,
+    /// SCTP, which is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sctp: Option<bool>,
+    /// Seconds at the start left out of the results.
+    #[serde(default, deserialize_with = "lenient")]
+    pub omit: i64,
+    /// Seconds the test runs; 0 when bytes or blocks bound it.
+    #[serde(default = "ten", deserialize_with = "lenient")]
+    pub time: i64,
+    /// Bytes the senders send in all; 0 when unbounded.
+    #[serde(default, deserialize_with = "lenient")]
+    pub num: i64,
+    /// Blocks the senders send in all; 0 when unbounded.
+    #[serde(default, deserialize_with = "lenient")]
+    pub blockcount: i64,
+    /// TCP_MAXSEG of the data connections.
+    #[serde(
+        rename = "MSS",
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_some"
+    )]
+    pub mss: Option<i64>,
+    /// TCP_NODELAY on the data connections.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodelay: Option<bool>,
+    /// Streams per direction.
+    #[serde(default = "one", deserialize_with = "lenient")]
+    pub parallel: i64,
+    /// The server sends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverse: Option<bool>,
+    /// Both send, on separate streams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bidirectional: Option<bool>,
+    /// SO_SNDBUF and SO_RCVBUF of the data connections.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_some"
+    )]
+    pub window: Option<i64>,
+    /// Bytes per write and read.
+    #[serde(default = "block", deserialize_with = "lenient")]
+    pub len: i64,
+    /// The sender's pacing rate in bits per second; 0 unpaced.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_some"
+    )]
+    pub bandwidth: Option<i64>,
+    /// The client's pacing timer in microseconds.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_some"
+    )]
+    pub pacing_timer: Option<i64>,
+    /// The client asks for the server's own output with the results.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_some"
+    )]
+    pub get_server_output: Option<i64>,
+    /// An RSA-encrypted user and password, which this end does not check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authtoken: Option<String>,
+    /// The client's version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_version: Option<String>,
+}
+
+fn ten() -> i64 {
+    10
+}
+
+fn one() -> i64 {
+    1
+}
+
+fn block() -> i64 {
+    128 << 10
+}
+
+impl Params {
+    /// Streams per direction, and whether the client and the server send.
+    pub fn roles(&self) -> (bool, bool) {
+        if self.bidirectional.is_some() {
+            (true, true)
+        } else if self.reverse.is_some() {
+            (false, true)
+        } else {
+            (true, false)
+        }
+    }
+}
+
+/// One end's results, as each end sends them after EXCHANGE_RESULTS.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    /// The end's CPU time over the test's wall time, in percent.
+    pub cpu_util_total: f64,
+    /// Its user part.
+    pub cpu_util_user: f64,
+    /// Its system part.
+    pub cpu_util_system: f64,
+    /// 1 when this end sent and counts retransmissions, 0 when it sent and cannot, -1
+    /// when it only received.
+    #[serde(deserialize_with = "lenient")]
+    pub sender_has_retransmits: i64,
+    /// The congestion control its streams used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion_used: Option<String>,
+    /// Per stream.
+    pub streams: Vec<StreamResult>,
+    /// The server's own text output, when the client asked for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_output_text: Option<String>,
+}
+
+/// One stream's end, in the results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamResult {
+    /// The stream's id (see [`stream_id`]).
+    #[serde(deserialize_with = "lenient")]
+    pub id: i64,
+    /// Bytes this end sent or received on it.
+    #[serde(deserialize_with = "lenient")]
+    pub bytes: i64,
+    /// Segments this end retransmitted; -1 when it did not send.
+    #[serde(deserialize_with = "lenient")]
+    pub retransmits: i64,
+    /// UDP's jitter, 0 for TCP.
+    pub jitter: f64,
+    /// UDP's lost datagrams, 0 for TCP.
+    #[serde(deserialize_with = "lenient")]
+    pub errors: i64,
+    /// UDP's datagrams, 0 for TCP.
+    #[serde(deserialize_with = "lenient")]
+    pub packets: i64,
+    /// Seconds from the test's start to the stream's start (always 0).
+    #[serde(default)]
+    pub start_time: f64,
+    /// Seconds from the test's start to the stream's last figure.
+    #[serde(default)]
+    pub end_time: f64,
+}
+
+/// The id iperf3 gives the stream made `index`-th (from 0): 1, then 3, 4, 5, … (as
+/// iperf_add_stream counts them, a quirk both ends keep).
+pub fn stream_id(index: u32) -> i64 {
+    if index == 0 { 1 } else { i64::from(index) + 2 }
+}
+
+/// An integer as iperf3 writes one: iperf 3.12 and 3.13 print -1 as 2^64 - 1, and a
+/// number may come as a float.
+fn lenient<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+    let value = serde_json::Number::deserialize(deserializer)?;
+    if let Some(v) = value.as_i64() {
+        Ok(v)
+    } else if let Some(v) = value.as_u64() {
+        Ok(v as i64)
+    } else {
+        let v = value.as_f64().unwrap_or_default();
+        if v.is_finite() && v.abs() < 9.0e18 {
+            Ok(v as i64)
+        } else {
+            Err(serde::de::Error::custom(format!(
+                "{value} is not an integer"
+            )))
+        }
+    }
+}
+
+fn lenient_some<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<i64>, D::Error> {
+    lenient(deserializer).map(Some)
+}
+
+/// The two codes after a SERVER_ERROR byte, as iperf3 names them (src/iperf_error.c);
+/// iperf 3.12 sends only the first on a failed authorization.
+pub fn server_error_text(code: i32, errno: Option<i32>) -> String {
+    let what = match code {
+        1 => "the server refused the parameters".to_string(),
+        27 => "the test's bandwidth is above the server's limit".to_string(),
+        111 => "the server cannot listen for the streams".to_string(),
+        121 => "the server is busy running a test".to_string(),
+        141 => "the server cannot set the socket buffer size (--window)".to_string(),
+        142 => {
+            "the server checks a user and password (iperf3 --username), which ratelab does not send"
+                .to_string()
+        }
+        202 => "the server cannot start a stream listener".to_string(),
+        other => format!("iperf3 error code {other}"),
+    };
+    match errno.filter(|&e| e != 0) {
+        Some(e) => format!("{what}: {}", std::io::Error::from_raw_os_error(e)),
+        None => what,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_bytes_are_signed_and_round_trip() {
+        for byte in [1u8, 2, 4, 9, 10, 11, 12, 13, 14, 16, 0xff, 0xfe, 7, 0] {
+            assert_eq!(State::from_byte(byte).byte(), byte);
+        }
+        assert_eq!(State::from_byte(0xff), State::AccessDenied);
+        assert_eq!(State::from_byte(0xfe), State::ServerError);
+        assert_eq!(State::from_byte(7), State::Unknown(7));
+    }
+
+    #[test]
+    fn a_cookie_is_36_characters_and_a_nul_and_is_told_from_a_frame() {
+        let c = cookie();
+        assert_eq!(c[36], 0);
+        assert!(looks_like_cookie(&c));
+        assert!(looks_like_cookie(&c[..5]));
+        assert!(!looks_like_cookie(&[0, 0, 0, 40, b'{']));
+        assert!(!looks_like_cookie(b"GET / HTTP/1.1"));
+        assert!(!looks_like_cookie(&[]));
+    }
+
+    #[test]
+    fn the_params_of_a_3_12_client_read_back() {
+        let sent = br#"{"tcp":true,"omit":0,"time":2,"num":0,"blockcount":0,"parallel":2,"reverse":true,"len":131072,"pacing_timer":1000,"get_server_output":1,"client_version":"3.12"}"#;
+        let mut bytes = (sent.len() as u32).to_be_bytes().to_vec();
+        bytes.extend_from_slice(sent);
+        let (params, used): (Params, usize) = decode(&bytes, MAX_PARAMS_BYTES).unwrap();
+        assert_eq!(used, bytes.len());
+        assert_eq!((params.time, params.parallel, params.len), (2, 2, 131072));
+        assert_eq!(params.roles(), (false, true));
+        assert_eq!(params.get_server_output, Some(1));
+        // Nothing given: iperf3's defaults (10 s, one stream, 128 KiB, forward).
+        let (empty, _): (Params, usize) = decode(&frame(&serde_json::json!({})), 64).unwrap();
+        assert_eq!((empty.time, empty.parallel, empty.len), (10, 1, 131072));
+        assert_eq!(empty.roles(), (true, false));
+    }
+
+    #[test]
+    fn a_flag_that_is_off_is_left_out() {
+        let params = Params {
+            tcp: Some(true),
+            time: 1,
+            parallel: 1,
+            len: 1,
+            ..Params::default()
+        };
+        let text = String::from_utf8(frame(&params)[4..].to_vec()).unwrap();
+        assert!(!text.contains("reverse"), "{text}");
+        assert!(!text.contains("MSS"), "{text}");
+    }
+
+    #[test]
+    fn results_of_iperf_3_12_read_minus_one_as_printed() {
+        let text = br#"{"cpu_util_total":28.5,"cpu_util_user":0.9,"cpu_util_system":27.6,"sender_has_retransmits":18446744073709551615,"congestion_used":"bbr","streams":[{"id":1,"bytes":2912944022,"retransmits":18446744073709551615,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":2.000847}]}"#;
+        let mut bytes = (text.len() as u32).to_be_bytes().to_vec();
+        bytes.extend_from_slice(text);
+        let (results, _): (Results, usize) = decode(&bytes, MAX_RESULTS_BYTES).unwrap();
+        assert_eq!(results.sender_has_retransmits, -1);
+        assert_eq!(results.streams[0].retransmits, -1);
+        assert_eq!(results.streams[0].bytes, 2_912_944_022);
+    }
+
+    #[test]
+    fn frames_over_the_limit_empty_or_short_are_refused() {
+        assert!(matches!(
+            decode::<Params>(&[0, 1, 0, 0], 64),
+            Err(DecodeError::Oversized { .. })
+        ));
+        assert!(matches!(
+            decode::<Params>(&[0, 0, 0, 0], 64),
+            Err(DecodeError::Malformed(_))
+        ));
+        assert!(matches!(
+            decode::<Params>(&[0, 0, 0, 9, b'{'], 64),
+            Err(DecodeError::Incomplete { need: 13, .. })
+        ));
+    }
+
+    #[test]
+    fn stream_ids_skip_two() {
+        assert_eq!((0..4).map(stream_id).collect::<Vec<_>>(), vec![1, 3, 4, 5]);
+    }
+}
