@@ -1,7 +1,8 @@
 //! ratelab speaking iperf3's protocol: `net HOST --iperf3` against the real `iperf3 -s`.
 //! On a shaped veth between two namespaces its receiver figure must agree with `iperf3
 //! -c`'s on the same link in the same test, and with the link's goodput limit; on
-//! loopback a busy iperf3 server and a server that is not iperf3's are named.
+//! loopback a busy iperf3 server and a server that is not iperf3's are named, and
+//! ratelab's own server answers the iperf3 client as well.
 
 mod common;
 
@@ -150,15 +151,41 @@ fn a_busy_iperf3_server_and_a_server_that_is_not_iperf3_are_named() {
     let _ = server.kill();
     let _ = server.wait();
 
-    // ratelab's own server answers a cookie with nothing iperf3 would say.
-    let mut native = common::net_server::Server::start(&[]);
+    // A server that is not iperf3's (here one that answers like HTTP) is named as such.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let http = listener.local_addr().unwrap().port();
+    let answering = std::thread::spawn(move || {
+        if let Ok((mut connection, _)) = listener.accept() {
+            use std::io::{Read, Write};
+            let mut cookie = [0u8; 37];
+            let _ = connection.read_exact(&mut cookie);
+            let _ = connection.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n");
+        }
+    });
     common::refused(
         common::ratelab()
             .args(["net", "127.0.0.1", "--iperf3", "-t", "1", "-p"])
-            .arg(native.address().port().to_string())
+            .arg(http.to_string())
             .arg("--no-store"),
         3,
-        &["iperf3"],
+        &["is this an iperf3 server?"],
+    );
+    answering.join().unwrap();
+    // ratelab's own server speaks iperf3 too: both ends of the test are ratelab's.
+    let mut native = common::net_server::Server::start(&["--no-store"]);
+    run_json(
+        common::ratelab()
+            .args([
+                "net",
+                "127.0.0.1",
+                "--iperf3",
+                "-t",
+                "1",
+                "--json",
+                "--no-store",
+                "-p",
+            ])
+            .arg(native.address().port().to_string()),
     );
     native.assert_alive();
     // Flags iperf3 has no use for are refused before anything is sent.

@@ -130,15 +130,20 @@ both ends; the key never crosses the wire), and the server proves it too. Events
 on stderr.\n\n\
 Ctrl-C or SIGTERM stops the server: a test that is running ends at once, its client is told \
 the server stopped (it stores its run as incomplete with that reason), and the server exits \
-with 130. A second signal exits at once."
+with 130. A second signal exits at once.\n\n\
+iperf3 clients (`iperf3 -c HOST -p 5301`, or port 5201 with --iperf3) are served too, told \
+apart by their first bytes: forward, -R, --bidir, -P, -t, -n, -l and -w, within the same \
+bounds; they see their usual output, and each of their tests is stored here as a run with \
+both ends (--db, --no-store). They cannot prove a key: with --key-file they are refused \
+unless --iperf3 is given. UDP (-u), -O and -b are refused as not implemented."
 )]
 pub struct ServeArgs {
     /// Address to listen on (:: for every IPv6 and IPv4 address).
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0")]
     pub bind: IpAddr,
-    /// Port to listen on.
-    #[arg(short = 'p', long, value_name = "N", default_value_t = DEFAULT_PORT)]
-    pub port: u16,
+    /// Port to listen on [default: 5301; 5201 with --iperf3].
+    #[arg(short = 'p', long, value_name = "N")]
+    pub port: Option<u16>,
     /// Tests that may run at once; other clients hear "busy".
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub max_tests: usize,
@@ -160,6 +165,16 @@ pub struct ServeArgs {
     /// Exit after serving one test.
     #[arg(short = '1', long)]
     pub once: bool,
+    /// Serve as iperf3 does: on port 5201 unless --port says, and to iperf3 clients even
+    /// with --key-file (they cannot prove a key).
+    #[arg(long)]
+    pub iperf3: bool,
+    /// Where the runs of iperf3 clients' tests are stored.
+    #[command(flatten)]
+    pub db: super::DbArg,
+    /// Do not store iperf3 clients' tests.
+    #[arg(long)]
+    pub no_store: bool,
 }
 
 /// How a `kind = "net"` entry of a scenario becomes a workload.
@@ -282,6 +297,7 @@ impl ClientArgs {
                     given => given.to_string(),
                 }),
             iperf3: self.iperf3,
+            served: false,
             host,
         };
         if let (Some(_), Some(flag)) = (host_port, self.port) {
@@ -292,6 +308,35 @@ impl ClientArgs {
         }
         Ok(plan)
     }
+}
+
+/// Stores the run of each test served to an iperf3 client in the database `db` names,
+/// opened for each run (so a server no iperf3 client tests makes no database), and
+/// logs where it went.
+fn recorder(
+    db: &super::DbArg,
+    log: crate::workload::net::Log,
+) -> anyhow::Result<crate::workload::net::Recorder> {
+    let at = crate::store::Address::of(db.path.as_deref())?;
+    let store = std::sync::Mutex::new(None::<crate::store::Store>);
+    Ok(Arc::new(move |doc| {
+        let mut store = store.lock().unwrap_or_else(|p| p.into_inner());
+        if store.is_none() {
+            match at.open() {
+                Ok(opened) => *store = Some(opened),
+                Err(e) => return log(&format!("the iperf3 test is not stored: {e:#}")),
+            }
+        }
+        match store.as_mut().map(|s| s.import_run(&doc)) {
+            Some(Ok(Some(id))) => log(&format!("stored as run {id} in {at}")),
+            Some(Ok(None)) => {}
+            Some(Err(e)) => log(&format!(
+                "the iperf3 test is not stored: {}",
+                anyhow::Error::new(e)
+            )),
+            None => {}
+        }
+    }))
 }
 
 fn run_server(args: ServeArgs) -> anyhow::Result<Exit> {
@@ -320,7 +365,14 @@ fn run_server(args: ServeArgs) -> anyhow::Result<Exit> {
         None => None,
     };
     let config = ServeConfig {
-        bind: SocketAddr::new(args.bind, args.port),
+        bind: SocketAddr::new(
+            args.bind,
+            args.port.unwrap_or(if args.iperf3 {
+                crate::workload::net::iperf3::wire::DEFAULT_PORT
+            } else {
+                DEFAULT_PORT
+            }),
+        ),
         limits: Limits {
             max_streams: args.max_streams,
             max_duration_ms: args.max_duration.as_millis() as u64,
@@ -330,6 +382,7 @@ fn run_server(args: ServeArgs) -> anyhow::Result<Exit> {
         key,
         idle_timeout: args.idle_timeout,
         once: args.once,
+        iperf3_without_key: args.iperf3,
     };
     let log: crate::workload::net::Log = Arc::new(|line: &str| {
         eprintln!(
@@ -337,8 +390,11 @@ fn run_server(args: ServeArgs) -> anyhow::Result<Exit> {
             humantime::format_rfc3339_seconds(std::time::SystemTime::now())
         );
     });
-    let server = Server::bind(config.clone(), Arc::clone(&log))
+    let mut server = Server::bind(config.clone(), Arc::clone(&log))
         .with_context(|| format!("cannot listen on {}", config.bind))?;
+    if !args.no_store {
+        server = server.recording(recorder(&args.db, Arc::clone(&log))?);
+    }
     let address = server
         .local_addr()
         .context("cannot read the listening address")?;
@@ -349,10 +405,10 @@ fn run_server(args: ServeArgs) -> anyhow::Result<Exit> {
         config.limits.max_streams,
         config.limits.max_duration_ms / 1000,
         config.limits.max_bytes,
-        if config.key.is_some() {
-            ", key required"
-        } else {
-            ""
+        match (config.key.is_some(), config.iperf3_without_key) {
+            (true, true) => ", key required (iperf3 clients served without one)",
+            (true, false) => ", key required (iperf3 clients refused)",
+            (false, _) => "",
         }
     ));
     let cancel = Cancel::on_signals().context("cannot install signal handlers")?;

@@ -41,7 +41,7 @@ pub use kind::NetKind;
 pub use protocol::{
     DecodeError, Direction, Limits, MAX_REQUEST_BYTES, Message, PROTOCOL, decode, encode,
 };
-pub use server::{Log, MAX_BLOCK_BYTES, ServeConfig, Server};
+pub use server::{Log, MAX_BLOCK_BYTES, Recorder, ServeConfig, Server};
 pub use summary::{CpuFractions, DirectionTotals, NetSummary, Totals};
 
 use self::client::Control;
@@ -92,6 +92,10 @@ pub struct NetPlan {
     /// Whether the server is iperf3's (`--iperf3`), spoken to in iperf3's protocol.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub iperf3: bool,
+    /// Whether this end served the test (to an iperf3 client, whose host is `host`), so
+    /// the local end is the server's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub served: bool,
 }
 
 impl NetPlan {
@@ -125,6 +129,7 @@ impl NetPlan {
             key_file: None,
             ssh: None,
             iperf3: false,
+            served: false,
         }
     }
 
@@ -162,6 +167,7 @@ impl OwnServer {
             key: None,
             idle_timeout: Duration::from_secs(600),
             once: false,
+            iperf3_without_key: false,
         };
         let server = Server::bind(config, Arc::new(|_: &str| {}))
             .map_err(|e| Error::io("listen on", "127.0.0.1", e))?;

@@ -263,13 +263,15 @@ pub fn our_results(local: &SideReport, user_share: f64) -> Results {
     }
 }
 
-/// The server's results as the test's remote end: per stream its bytes over its time
-/// (no intervals: iperf3 does not send them), and its CPU time. Streams are matched by
-/// iperf3's ids; one the test did not open is refused.
+/// The far end's results as the test's remote end: per stream its bytes over its time
+/// (no intervals: iperf3 does not send them), and its CPU time. The far end is the
+/// server when `remote_is_server`, else the client. Streams are matched by iperf3's
+/// ids; one the test did not open is refused.
 pub fn remote_report(
     theirs: &Results,
     direction: Direction,
     streams: u32,
+    remote_is_server: bool,
 ) -> Result<SideReport, String> {
     let connections = direction.connections(streams);
     let mut reports = Vec::with_capacity(theirs.streams.len());
@@ -282,7 +284,7 @@ pub fn remote_report(
                     result.id
                 )
             })?;
-        let role = if direction.client_sends(stream, streams) {
+        let role = if direction.client_sends(stream, streams) == remote_is_server {
             Role::Receive
         } else {
             Role::Send
@@ -363,7 +365,7 @@ mod tests {
                 .collect(),
             server_output_text: None,
         };
-        let report = remote_report(&theirs, Direction::Bidir, 2).unwrap();
+        let report = remote_report(&theirs, Direction::Bidir, 2, true).unwrap();
         let roles: Vec<(u32, Role, u64)> = report
             .streams
             .iter()
@@ -379,7 +381,9 @@ mod tests {
             ]
         );
         assert!((report.cpu_seconds - 1.0).abs() < 1e-9);
-        let err = remote_report(&theirs, Direction::Forward, 1).unwrap_err();
+        let as_client = remote_report(&theirs, Direction::Bidir, 2, false).unwrap();
+        assert_eq!(as_client.streams[0].role, Role::Send);
+        let err = remote_report(&theirs, Direction::Forward, 1, true).unwrap_err();
         assert!(err.contains("stream id 3"), "{err}");
     }
 }

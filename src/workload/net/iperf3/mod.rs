@@ -6,7 +6,7 @@
 mod client;
 pub mod wire;
 
-pub use client::Iperf3Control;
+pub use client::{Iperf3Control, our_results, remote_report};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -88,13 +88,12 @@ pub fn run(control: &Iperf3Control, plan: &NetPlan, ctx: &Context) -> Result<Out
     let user_share = user_share(usage_before, process_cpu());
     let remote = ended.and_then(|()| {
         let theirs = control.exchange(&client::our_results(&local, user_share))?;
-        let report =
-            client::remote_report(&theirs, plan.direction, plan.streams).map_err(|reason| {
-                Error::Peer {
-                    peer: plan.host_port(),
-                    reason,
-                }
-            })?;
+        let report = client::remote_report(&theirs, plan.direction, plan.streams, true).map_err(
+            |reason| Error::Peer {
+                peer: plan.host_port(),
+                reason,
+            },
+        )?;
         Ok((report, theirs))
     });
     Ok(Outcome { local, remote })

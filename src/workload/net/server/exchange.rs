@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use super::{State, check, stop};
 use crate::workload::net::admission::Ticket;
 use crate::workload::net::auth::{self, Key};
+use crate::workload::net::iperf3::wire;
 use crate::workload::net::protocol::{
     self, MAX_REQUEST_BYTES, Message, PROTOCOL, STOPPING, TestRequest, WireError,
 };
@@ -23,7 +24,7 @@ use crate::workload::net::stream::Ending;
 const FIRST_MESSAGE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Frees a test slot when the test ends, however it ends.
-struct Slot<'a>(&'a AtomicUsize);
+pub(super) struct Slot<'a>(&'a AtomicUsize);
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
@@ -154,6 +155,19 @@ fn handle(
     ticket: Ticket,
 ) -> Result<(), Closed> {
     let timeout = state.config.idle_timeout;
+    // An iperf3 client opens with its cookie, a letter or digit; ratelab's frames with
+    // a length whose first byte is 0.
+    let mut first_byte = [0u8; 1];
+    let _ = connection.set_read_timeout(Some(timeout.min(FIRST_MESSAGE_TIMEOUT)));
+    if matches!(connection.peek(&mut first_byte), Ok(1)) && wire::looks_like_cookie(&first_byte) {
+        return super::iperf3::handle(
+            state,
+            connection,
+            peer,
+            ticket,
+            timeout.min(FIRST_MESSAGE_TIMEOUT),
+        );
+    }
     let first = protocol::receive(
         &connection,
         MAX_REQUEST_BYTES,
@@ -395,7 +409,7 @@ fn open_data(
 }
 
 /// Why no test can start now, if none can.
-fn busy(state: &State) -> Option<String> {
+pub(super) fn busy(state: &State) -> Option<String> {
     let running = state.running.load(Ordering::SeqCst);
     (running >= state.config.max_tests).then(|| {
         format!(
@@ -407,7 +421,7 @@ fn busy(state: &State) -> Option<String> {
 }
 
 /// A test slot, if one is free.
-fn take_slot(state: &State) -> Option<Slot<'_>> {
+pub(super) fn take_slot(state: &State) -> Option<Slot<'_>> {
     state
         .running
         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {

@@ -6,6 +6,7 @@
 //! is told to stop, its tests end at once and their clients hear why before it returns.
 
 mod exchange;
+mod iperf3;
 mod stop;
 
 use std::collections::HashMap;
@@ -42,7 +43,13 @@ pub struct ServeConfig {
     pub idle_timeout: Duration,
     /// Stop after one test has been served.
     pub once: bool,
+    /// Serve iperf3 clients even with a key, which they cannot prove (`--iperf3`).
+    pub iperf3_without_key: bool,
 }
+
+/// Where the run of each test served to an iperf3 client goes (ratelab's own clients
+/// store their runs themselves).
+pub type Recorder = Arc<dyn Fn(crate::document::RunDocument) + Send + Sync>;
 
 /// What the server tells its operator, one line per event.
 pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
@@ -63,6 +70,8 @@ struct State {
     routes: Mutex<HashMap<String, Sender<(u32, TcpStream)>>>,
     /// Set when the server is told to stop: running tests end and say so.
     stopping: AtomicBool,
+    /// Where iperf3 clients' tests are stored, if anywhere.
+    recorder: Option<Recorder>,
 }
 
 impl State {
@@ -89,8 +98,18 @@ impl Server {
                 served: AtomicUsize::new(0),
                 routes: Mutex::new(HashMap::new()),
                 stopping: AtomicBool::new(false),
+                recorder: None,
             }),
         })
+    }
+
+    /// The server, storing the run of each test it serves to an iperf3 client through
+    /// `recorder`.
+    pub fn recording(mut self, recorder: Recorder) -> Server {
+        if let Some(state) = Arc::get_mut(&mut self.state) {
+            state.recorder = Some(recorder);
+        }
+        self
     }
 
     /// The address it listens on (with the port the system chose for port 0).
