@@ -253,7 +253,7 @@ fn block() -> i64 {
 }
 
 impl Params {
-    /// Streams per direction, and whether the client and the server send.
+    /// Whether the client sends, and whether the server sends.
     pub fn roles(&self) -> (bool, bool) {
         if self.bidirectional.is_some() {
             (true, true)
@@ -346,15 +346,19 @@ fn lenient_some<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<i64
     lenient(deserializer).map(Some)
 }
 
-/// The two codes after a SERVER_ERROR byte, as iperf3 names them (src/iperf_error.c);
-/// iperf 3.12 sends only the first on a failed authorization.
+/// What the codes after a SERVER_ERROR byte mean (iperf3's src/iperf_api.h and
+/// iperf_error.c); iperf 3.12 sends only the first on a failed authorization.
 pub fn server_error_text(code: i32, errno: Option<i32>) -> String {
     let what = match code {
-        1 => "the server refused the parameters".to_string(),
-        27 => "the test's bandwidth is above the server's limit".to_string(),
-        111 => "the server cannot listen for the streams".to_string(),
+        5 => "the test is longer than the server allows".to_string(),
+        6 => "more streams than the server allows".to_string(),
+        7 => "a larger block (-l) than the server allows".to_string(),
+        10 => "a larger MSS (-M) than the server allows".to_string(),
+        13 => "the server does not implement an option of this test".to_string(),
+        27 => "more bandwidth than the server allows".to_string(),
         121 => "the server is busy running a test".to_string(),
-        141 => "the server cannot set the socket buffer size (--window)".to_string(),
+        124 | 141 => "the server cannot set the socket buffer size (--window)".to_string(),
+        131 => "the server does not know the protocol".to_string(),
         142 => {
             "the server checks a user and password (iperf3 --username), which ratelab does not send"
                 .to_string()
