@@ -100,18 +100,30 @@ fn net_iperf3_agrees_with_iperf3_c_on_a_shaped_link() {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
+/// A process killed when the test ends, however it ends.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// An iperf3 server on a free loopback port, with the port.
-fn iperf3_server() -> (Child, u16) {
+fn iperf3_server() -> (Killed, u16) {
     let port = {
         let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         probe.local_addr().unwrap().port()
     };
-    let mut child = Command::new("iperf3")
-        .args(["-s", "-B", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start iperf3 -s");
+    let child = Killed(
+        Command::new("iperf3")
+            .args(["-s", "-B", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start iperf3 -s"),
+    );
     for _ in 0..100 {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
             // That connection was a client to it: let the server forget it.
@@ -120,8 +132,6 @@ fn iperf3_server() -> (Child, u16) {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let _ = child.kill();
-    let _ = child.wait();
     panic!("iperf3 -s did not listen on {port}");
 }
 
@@ -131,12 +141,14 @@ fn a_busy_iperf3_server_and_a_server_that_is_not_iperf3_are_named() {
     if !common::have_or_skip(test, "iperf3") {
         return;
     }
-    let (mut server, port) = iperf3_server();
-    let mut busy = Command::new("iperf3")
-        .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "5"])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (server, port) = iperf3_server();
+    let busy = Killed(
+        Command::new("iperf3")
+            .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "5"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     std::thread::sleep(Duration::from_millis(700));
     common::refused(
         common::ratelab()
@@ -146,10 +158,8 @@ fn a_busy_iperf3_server_and_a_server_that_is_not_iperf3_are_named() {
         3,
         &["busy running a test"],
     );
-    let _ = busy.kill();
-    let _ = busy.wait();
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(busy);
+    drop(server);
 
     // A server that is not iperf3's (here one that answers like HTTP) is named as such.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -156,6 +156,8 @@ fn moved(report: &SideReport, role: Role) -> u64 {
 
 /// What an iperf3 test served here measured.
 struct Served {
+    /// This end's address on the connection, to find the interface the test used.
+    local_ip: Option<std::net::IpAddr>,
     request: TestRequest,
     plan: NetPlan,
     local: SideReport,
@@ -267,6 +269,7 @@ fn test(
     let _ = read_exact(connection, &mut done, timeout);
     let plan = plan_of(peer, &params, &request);
     Ok(Served {
+        local_ip: connection.local_addr().ok().map(|a| a.ip()),
         request,
         plan,
         local,
@@ -547,7 +550,7 @@ fn document(peer: SocketAddr, done: &Served, started_at: String) -> RunDocument 
     let first = done.local.streams.first();
     let mss = first.and_then(|s| s.mss_bytes);
     let mtu = first.and_then(|s| s.mtu_bytes);
-    let nic = crate::platform::nics::nic_of(peer.ip());
+    let nic = done.local_ip.and_then(crate::platform::nics::nic_of);
     let link = nic
         .as_ref()
         .and_then(|n| n.speed_bits_per_sec)
