@@ -212,3 +212,55 @@ fn a_busy_iperf3_server_and_a_server_that_is_not_iperf3_are_named() {
         &["--key-file"],
     );
 }
+
+#[test]
+fn a_scenario_and_a_profile_test_the_network_to_an_iperf3_server() {
+    let test = "a_scenario_and_a_profile_test_the_network_to_an_iperf3_server";
+    if !common::have_or_skip(test, "iperf3") {
+        return;
+    }
+    let (_server, port) = iperf3_server();
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("s.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "[[workload]]\nkind = \"net\"\ntarget = \"127.0.0.1:{port}\"\niperf3 = true\ntime = \"1s\"\nreverse = true\n"
+        ),
+    )
+    .unwrap();
+    let doc =
+        run_json(
+            common::ratelab()
+                .arg("run")
+                .arg(&scenario)
+                .args(["--json", "--no-store", "-q"]),
+        );
+    let workload = &doc["workloads"][0];
+    assert_eq!(doc["status"], "complete", "{doc}");
+    assert_eq!(workload["params"]["iperf3"], true);
+    assert_eq!(workload["params"]["direction"], "reverse");
+    let remote_sent = workload["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|i| i["side"] == "remote" && i["op"] == "send" && i["bytes"].as_u64() > Some(0));
+    assert!(remote_sent, "no remote send item: {workload}");
+
+    let doc = run_json(
+        common::ratelab()
+            .args(["profile", "--quick", "--iperf3", "--peer"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--target")
+            .arg(dir.path())
+            .args(["--json", "--no-store", "-q"]),
+    );
+    let net = doc["workloads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["kind"] == "net")
+        .expect("a net workload");
+    assert_eq!(net["params"]["iperf3"], true, "{net}");
+    assert!(net["summary"]["receive"]["bytes_per_sec"].as_f64() > Some(0.0));
+}
