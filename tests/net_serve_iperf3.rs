@@ -12,7 +12,7 @@ use std::net::{Shutdown, TcpStream};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::net_server::{PATIENCE, Server};
+use common::net_server::{PATIENCE, Server, wait_closed};
 use common::{json, ratelab, run_json};
 
 /// iperf3 -c against `server` with `args`; must end within `limit`.
@@ -189,35 +189,6 @@ fn frame(body: &[u8]) -> Vec<u8> {
     frame
 }
 
-/// Reads what the server sends until it closes, within `limit`.
-fn until_closed(stream: &mut TcpStream, what: &str, limit: Duration) -> (Duration, Vec<u8>) {
-    let started = Instant::now();
-    let mut reply = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let left = limit.saturating_sub(started.elapsed());
-        assert!(
-            !left.is_zero(),
-            "the server kept {what} open past {limit:?}"
-        );
-        stream.set_read_timeout(Some(left)).unwrap();
-        match stream.read(&mut chunk) {
-            Ok(0) => return (started.elapsed(), reply),
-            Ok(n) => reply.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                panic!("the server kept {what} open past {limit:?}")
-            }
-            Err(_) => return (started.elapsed(), reply),
-        }
-    }
-}
-
 #[test]
 fn garbage_silence_and_trickling_in_iperf3s_framing_are_cut_off_and_the_server_serves_on() {
     let mut server = Server::start(&["--no-store", "--idle-timeout", "1s"]);
@@ -279,7 +250,7 @@ fn garbage_silence_and_trickling_in_iperf3s_framing_are_cut_off_and_the_server_s
         if close {
             let _ = stream.shutdown(Shutdown::Write);
         }
-        let (took, reply) = until_closed(&mut stream, what, Duration::from_secs(4));
+        let (took, reply) = wait_closed(&mut stream, what, Duration::from_secs(4));
         assert_eq!(reply, answer, "{what}: answered {reply:?}");
         if !close {
             assert!(
@@ -327,7 +298,7 @@ fn garbage_silence_and_trickling_in_iperf3s_framing_are_cut_off_and_the_server_s
     assert_eq!(started_bytes, [1, 2]);
     data.write_all(&[0u8; 65536]).unwrap();
     stream.write_all(&[7]).unwrap();
-    let (_, reply) = until_closed(
+    let (_, reply) = wait_closed(
         &mut stream,
         "a test sent state byte 7",
         Duration::from_secs(4),

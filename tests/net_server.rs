@@ -12,7 +12,7 @@ use std::process::{Child, Output, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use common::net_server::{PATIENCE, Server};
+use common::net_server::{PATIENCE, Server, wait_closed};
 use common::{json, ratelab};
 
 /// Bad connections thrown at the server in the flood test.
@@ -154,37 +154,6 @@ fn read_frame(stream: &mut TcpStream, limit: Duration) -> serde_json::Value {
         .read_exact(&mut body)
         .unwrap_or_else(|e| panic!("truncated frame from the server: {e}"));
     json(&body)
-}
-
-/// Waits for the server to close `stream` (named `what` in failures), reading whatever it sends first; returns
-/// the time that took and the bytes read. Fails if the stream is still open after `limit`.
-fn wait_closed(stream: &mut TcpStream, what: &str, limit: Duration) -> (Duration, Vec<u8>) {
-    let started = Instant::now();
-    let mut reply = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let left = limit.saturating_sub(started.elapsed());
-        assert!(
-            !left.is_zero(),
-            "the server kept {what} open past {limit:?}"
-        );
-        stream.set_read_timeout(Some(left)).unwrap();
-        match stream.read(&mut chunk) {
-            Ok(0) => return (started.elapsed(), reply),
-            Ok(n) => reply.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                panic!("the server kept {what} open past {limit:?}")
-            }
-            // A reset is a close too: the server dropped a socket with unread bytes.
-            Err(_) => return (started.elapsed(), reply),
-        }
-    }
 }
 
 /// The type and reason of the one frame in `reply`.

@@ -1,8 +1,8 @@
 //! A `ratelab net serve` on loopback for tests that need a server: started on a free
 //! port, its log collected, stopped by a signal or killed when dropped.
 
-use std::io::{BufRead, BufReader};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::io::{BufRead, BufReader, Read};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
 use std::process::{Child, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -183,6 +183,38 @@ impl Drop for Server {
         let _ = self.child.wait();
         if let Some(reader) = self.reader.take() {
             let _ = reader.join();
+        }
+    }
+}
+
+/// Waits for the server to close `stream` (named `what` in failures), reading whatever
+/// it sends first; returns the time that took and the bytes read. Fails if the stream
+/// is still open after `limit`.
+pub fn wait_closed(stream: &mut TcpStream, what: &str, limit: Duration) -> (Duration, Vec<u8>) {
+    let started = Instant::now();
+    let mut reply = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let left = limit.saturating_sub(started.elapsed());
+        assert!(
+            !left.is_zero(),
+            "the server kept {what} open past {limit:?}"
+        );
+        stream.set_read_timeout(Some(left)).unwrap();
+        match stream.read(&mut chunk) {
+            Ok(0) => return (started.elapsed(), reply),
+            Ok(n) => reply.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                panic!("the server kept {what} open past {limit:?}")
+            }
+            // A reset is a close too: the server dropped a socket with unread bytes.
+            Err(_) => return (started.elapsed(), reply),
         }
     }
 }

@@ -122,11 +122,7 @@ impl Control {
                     ANSWER_TIMEOUT,
                 )
                 .map_err(|e| self.fail(format!("data connection {stream}: {e}")))?;
-                let role = if request.direction.client_sends(stream, request.streams) {
-                    Role::Send
-                } else {
-                    Role::Receive
-                };
+                let role = Role::at_client(request.direction, stream, request.streams);
                 Ok(Connection::new(
                     stream,
                     role,

@@ -204,6 +204,15 @@ pub enum DecodeError {
 
 /// Decodes one frame from the front of `bytes`: the message and the bytes it took.
 pub fn decode(bytes: &[u8], limit: usize) -> Result<(Message, usize), DecodeError> {
+    let (body, used) = frame_body(bytes, limit)?;
+    let message =
+        serde_json::from_slice(body).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+    Ok((message, used))
+}
+
+/// The body of the frame at the front of `bytes` (a 4-byte big-endian length, then the
+/// body: ratelab's framing, and iperf3's), and the bytes the whole frame takes.
+pub fn frame_body(bytes: &[u8], limit: usize) -> Result<(&[u8], usize), DecodeError> {
     let Some(prefix) = bytes.get(..4) else {
         return Err(DecodeError::Incomplete {
             have: bytes.len(),
@@ -214,20 +223,24 @@ pub fn decode(bytes: &[u8], limit: usize) -> Result<(Message, usize), DecodeErro
     if length > limit {
         return Err(DecodeError::Oversized { length, limit });
     }
-    let Some(body) = bytes.get(4..4 + length) else {
-        return Err(DecodeError::Incomplete {
+    match bytes.get(4..4 + length) {
+        Some(body) => Ok((body, 4 + length)),
+        None => Err(DecodeError::Incomplete {
             have: bytes.len(),
             need: 4 + length,
-        });
-    };
-    let message =
-        serde_json::from_slice(body).map_err(|e| DecodeError::Malformed(e.to_string()))?;
-    Ok((message, 4 + length))
+        }),
+    }
 }
 
 /// The frame of `message`.
 pub fn encode(message: &Message) -> Vec<u8> {
-    let body = serde_json::to_vec(message).expect("messages serialise");
+    framed(message)
+}
+
+/// Any value as JSON behind its 4-byte big-endian length (ratelab's framing, and
+/// iperf3's).
+pub fn framed<T: Serialize>(value: &T) -> Vec<u8> {
+    let body = serde_json::to_vec(value).expect("messages serialise");
     let mut frame = Vec::with_capacity(4 + body.len());
     frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
     frame.extend_from_slice(&body);

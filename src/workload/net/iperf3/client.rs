@@ -75,11 +75,7 @@ impl Iperf3Control {
                 socket
                     .write_all(&self.cookie)
                     .map_err(|e| self.fail(format!("data connection {stream}: {e}")))?;
-                let role = if plan.direction.client_sends(stream, plan.streams) {
-                    Role::Send
-                } else {
-                    Role::Receive
-                };
+                let role = Role::at_client(plan.direction, stream, plan.streams);
                 Ok(Connection::new(
                     stream,
                     role,
@@ -284,10 +280,10 @@ pub fn remote_report(
                     result.id
                 )
             })?;
-        let role = if direction.client_sends(stream, streams) == remote_is_server {
-            Role::Receive
+        let role = if remote_is_server {
+            Role::at_server(direction, stream, streams)
         } else {
-            Role::Send
+            Role::at_client(direction, stream, streams)
         };
         reports.push(StreamReport {
             stream,

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::workload::net::protocol::DecodeError;
+use crate::workload::net::protocol::{self, DecodeError};
 
 /// The port an iperf3 server listens on unless told otherwise.
 pub const DEFAULT_PORT: u16 = 5201;
@@ -119,11 +119,7 @@ pub fn looks_like_cookie(bytes: &[u8]) -> bool {
 
 /// The JSON of one message behind its length.
 pub fn frame<T: Serialize>(message: &T) -> Vec<u8> {
-    let body = serde_json::to_vec(message).expect("messages serialise");
-    let mut frame = Vec::with_capacity(4 + body.len());
-    frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
-    frame.extend_from_slice(&body);
-    frame
+    protocol::framed(message)
 }
 
 /// Decodes one message of type `T` from the front of `bytes`: the message and the bytes
@@ -132,28 +128,13 @@ pub fn decode<T: for<'de> Deserialize<'de>>(
     bytes: &[u8],
     limit: usize,
 ) -> Result<(T, usize), DecodeError> {
-    let Some(prefix) = bytes.get(..4) else {
-        return Err(DecodeError::Incomplete {
-            have: bytes.len(),
-            need: 4,
-        });
-    };
-    let length = u32::from_be_bytes(prefix.try_into().expect("4 bytes")) as usize;
-    if length > limit {
-        return Err(DecodeError::Oversized { length, limit });
-    }
-    if length == 0 {
+    let (body, used) = protocol::frame_body(bytes, limit)?;
+    if body.is_empty() {
         return Err(DecodeError::Malformed("an empty message".into()));
     }
-    let Some(body) = bytes.get(4..4 + length) else {
-        return Err(DecodeError::Incomplete {
-            have: bytes.len(),
-            need: 4 + length,
-        });
-    };
     let message =
         serde_json::from_slice(body).map_err(|e| DecodeError::Malformed(e.to_string()))?;
-    Ok((message, 4 + length))
+    Ok((message, used))
 }
 
 /// A test's parameters, as a client sends them after PARAM_EXCHANGE. iperf3 reads a

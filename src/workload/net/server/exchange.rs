@@ -455,11 +455,7 @@ fn gather(
         if let Some(window) = request.window_bytes {
             let _ = socket::set_window(&socket, window);
         }
-        let role = if request.direction.client_sends(stream, request.streams) {
-            Role::Receive
-        } else {
-            Role::Send
-        };
+        let role = Role::at_server(request.direction, stream, request.streams);
         connections.push(Connection::new(
             stream,
             role,

@@ -379,11 +379,7 @@ fn arrive(
         if let Some(mss) = mss.and_then(|m| u32::try_from(m).ok()) {
             let _ = socket2::SockRef::from(&socket).set_tcp_mss(mss);
         }
-        let role = if request.direction.client_sends(stream, request.streams) {
-            Role::Receive
-        } else {
-            Role::Send
-        };
+        let role = Role::at_server(request.direction, stream, request.streams);
         connections.push(Connection::new(
             stream,
             role,
