@@ -17,7 +17,6 @@ use crate::workload::net::protocol::{
 };
 use crate::workload::net::report::{Role, SideReport};
 use crate::workload::net::session::{self, Connection, GRACE};
-use crate::workload::net::socket;
 use crate::workload::net::stream::Ending;
 
 /// Longest wait for a connection's first message: a client speaks as soon as it connects.
@@ -452,16 +451,7 @@ fn gather(
         if stream >= wanted || connections.iter().any(|c| c.stream == stream) {
             return Err(Closed::DataTaken(stream));
         }
-        if let Some(window) = request.window_bytes {
-            let _ = socket::set_window(&socket, window);
-        }
-        let role = Role::at_server(request.direction, stream, request.streams);
-        connections.push(Connection::new(
-            stream,
-            role,
-            socket,
-            request.block_bytes as usize,
-        ));
+        connections.push(Connection::at_server(request, stream, socket));
     }
     Ok(connections)
 }

@@ -26,7 +26,7 @@ use crate::workload::net::protocol::{DecodeError, Direction, TestRequest, WireEr
 use crate::workload::net::report::{Role, SideReport};
 use crate::workload::net::session::{self, Connection, GRACE};
 use crate::workload::net::stream::{Ending, Handover};
-use crate::workload::net::{NetContext, NetPlan, socket};
+use crate::workload::net::{NetContext, NetPlan};
 
 /// iperf3's error codes (src/iperf_api.h) this server answers with.
 mod code {
@@ -372,20 +372,11 @@ fn arrive(
                 timeout,
             })
         })?;
-        if let Some(window) = request.window_bytes {
-            let _ = socket::set_window(&socket, window);
-        }
         // The MSS of the far end's segments was agreed at the handshake; this bounds ours.
         if let Some(mss) = mss.and_then(|m| u32::try_from(m).ok()) {
             let _ = socket2::SockRef::from(&socket).set_tcp_mss(mss);
         }
-        let role = Role::at_server(request.direction, stream, request.streams);
-        connections.push(Connection::new(
-            stream,
-            role,
-            socket,
-            request.block_bytes as usize,
-        ));
+        connections.push(Connection::at_server(request, stream, socket));
     }
     Ok(connections)
 }
