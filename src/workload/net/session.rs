@@ -79,11 +79,8 @@ pub fn run(
     // 10,000 for one stream), so waiting saves nothing there, and two streams on two
     // cores ran 4% slower with it. Nor with a window set by hand: a 64 KiB window ran
     // 15% slower, its reader asleep while the window was full.
-    // Nor when the test ends over the control connection (iperf3's way): no end of
-    // stream wakes a receiver then, and its last partial block would wait for the poll.
-    let wake_per_block = request.window_bytes.is_none()
-        && request.direction.connections(request.streams) == 1
-        && matches!(ending, Ending::Drain);
+    let wake_per_block =
+        request.window_bytes.is_none() && request.direction.connections(request.streams) == 1;
     let stop = AtomicBool::new(false);
     let mut reports = std::thread::scope(|scope| {
         let handles: Vec<_> = connections

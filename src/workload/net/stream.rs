@@ -5,6 +5,7 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::report::{Interval, Role, StreamReport};
@@ -39,16 +40,67 @@ pub enum Ending<'a> {
     Handover(&'a Handover),
 }
 
-/// What one end's streams and the thread that ends an iperf3 test share.
+/// What one end's streams and the thread that ends an iperf3 test share: how many
+/// streams are done counting, and whether the count is enough, with a signal so the
+/// thread waits for them asleep (a poll every millisecond cost the client a third more
+/// CPU per GB than iperf3's).
 #[derive(Debug, Default)]
 pub struct Handover {
-    /// Streams whose count is done.
-    pub done: AtomicUsize,
-    /// Bytes the receiving streams counted, all together (iperf3 bounds a test's bytes
-    /// over every stream, not per stream).
-    pub received: AtomicU64,
-    /// Set to end every stream's count now.
-    pub enough: AtomicBool,
+    done: AtomicUsize,
+    /// Bytes the receiving streams counted, all together.
+    received: AtomicU64,
+    /// Bytes the receivers count together before the count is enough (iperf3 bounds a
+    /// test's bytes over every stream, not per stream); none when time bounds it.
+    received_bound: Option<u64>,
+    enough: AtomicBool,
+    changed: (Mutex<()>, Condvar),
+}
+
+impl Handover {
+    /// A handover whose count is enough once the receivers have `received_bound` bytes.
+    pub fn new(received_bound: Option<u64>) -> Handover {
+        Handover {
+            received_bound,
+            ..Handover::default()
+        }
+    }
+
+    /// A stream's count is done.
+    fn stream_done(&self) {
+        self.done.fetch_add(1, Ordering::Relaxed);
+        self.signal();
+    }
+
+    /// A receiver counted `bytes` more.
+    fn count(&self, bytes: u64) {
+        let received = self.received.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        if self.received_bound.is_some_and(|bound| received >= bound) {
+            self.enough.store(true, Ordering::Relaxed);
+            self.signal();
+        }
+    }
+
+    /// Whether every stream's count must end now.
+    pub fn is_enough(&self) -> bool {
+        self.enough.load(Ordering::Relaxed)
+    }
+
+    fn signal(&self) {
+        let _held = self.changed.0.lock().unwrap_or_else(|p| p.into_inner());
+        self.changed.1.notify_all();
+    }
+
+    /// Waits up to `timeout` until `streams` streams are done or the count is enough;
+    /// says whether either happened.
+    pub fn wait(&self, streams: usize, timeout: Duration) -> bool {
+        let over = || self.done.load(Ordering::Relaxed) >= streams || self.is_enough();
+        let held = self.changed.0.lock().unwrap_or_else(|p| p.into_inner());
+        if over() {
+            return true;
+        }
+        let _ = self.changed.1.wait_timeout(held, timeout);
+        over()
+    }
 }
 
 /// One stream's work.
@@ -191,7 +243,7 @@ fn send(job: &StreamJob<'_>, buffer: &[u8]) -> Outcome {
             break;
         }
         if let Ending::Handover(handover) = job.ending
-            && handover.enough.load(Ordering::Relaxed)
+            && handover.is_enough()
         {
             break;
         }
@@ -216,9 +268,7 @@ fn send(job: &StreamJob<'_>, buffer: &[u8]) -> Outcome {
     match job.ending {
         Ending::Drain if error.is_none() => error = drain(job),
         Ending::Drain => {}
-        Ending::Handover(handover) => {
-            handover.done.fetch_add(1, Ordering::Relaxed);
-        }
+        Ending::Handover(handover) => handover.stream_done(),
     }
     (sent, last_write, intervals, error)
 }
@@ -276,12 +326,23 @@ fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {
                 break;
             }
             Ok(n) => {
+                if let Ending::Handover(handover) = job.ending
+                    && (job.stop.load(Ordering::Relaxed) || handover.is_enough())
+                {
+                    // Bytes a read returns once the test is over came at a poll, after
+                    // its end (a receiver waiting for a whole block): not counted.
+                    handed_over = !job.stop.load(Ordering::Relaxed);
+                    if handed_over {
+                        handover.stream_done();
+                    }
+                    break;
+                }
                 received += n as u64;
                 if let Some(progress) = job.progress {
                     progress.add(n as u64);
                 }
                 if let Ending::Handover(handover) = job.ending {
-                    handover.received.fetch_add(n as u64, Ordering::Relaxed);
+                    handover.count(n as u64);
                 }
                 now = Instant::now();
                 last_read = now;
@@ -294,8 +355,8 @@ fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {
         }
         if let Ending::Handover(handover) = job.ending {
             let past = matches!(job.until, Until::Deadline(deadline) if now >= deadline);
-            if past || handover.enough.load(Ordering::Relaxed) {
-                handover.done.fetch_add(1, Ordering::Relaxed);
+            if past || handover.is_enough() {
+                handover.stream_done();
                 handed_over = true;
                 break;
             }
@@ -314,7 +375,7 @@ fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {
         discard(job, buffer);
     } else if let Ending::Handover(handover) = job.ending {
         // Stopped, failed or closed before its count was done: the test is over for it.
-        handover.done.fetch_add(1, Ordering::Relaxed);
+        handover.stream_done();
     }
     let _ = job.socket.shutdown(Shutdown::Both);
     (received, last_read, intervals, error)

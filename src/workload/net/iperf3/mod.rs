@@ -36,7 +36,7 @@ pub fn run(control: &Iperf3Control, plan: &NetPlan, ctx: &Context) -> Result<Out
     let hard_stop = start + Duration::from_millis(planned) + GRACE;
     let expected = connections.len();
     let receivers = connections.iter().any(|c| c.role == Role::Receive);
-    let handover = Handover::default();
+    let handover = Handover::new(plan.bytes.filter(|_| receivers));
     let stop = AtomicBool::new(false);
     let usage_before = process_cpu();
     let (local, ended) = std::thread::scope(|scope| {
@@ -51,23 +51,13 @@ pub fn run(control: &Iperf3Control, plan: &NetPlan, ctx: &Context) -> Result<Out
                 Ending::Handover(&handover),
             )
         });
-        while handover.done.load(Ordering::Relaxed) < expected
+        // Asleep until every stream's count is done, or the receivers have the test's
+        // bytes together (iperf3's client counts them so): then TEST_END at once.
+        while !handover.wait(expected, Duration::from_millis(50))
             && !ctx.cancel.is_set()
             && !streams.is_finished()
             && Instant::now() < hard_stop
-        {
-            // A test of so many bytes ends when its receivers have them all together, as
-            // iperf3's client counts them: at once, though a receiver waiting for more
-            // learns it only at its next poll.
-            if let Some(total) = plan.bytes
-                && receivers
-                && handover.received.load(Ordering::Relaxed) >= total
-            {
-                handover.enough.store(true, Ordering::Relaxed);
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        {}
         // The receivers read on, uncounted, until the server has stopped sending.
         let ended = if ctx.cancel.is_set() {
             control.terminate();

@@ -215,7 +215,7 @@ fn test(
         bytes_per_stream: request.bytes_per_stream,
         ..request.clone()
     };
-    let handover = Handover::default();
+    let handover = Handover::new(None);
     let stop = AtomicBool::new(false);
     let stopping = || state.stopping.load(Ordering::SeqCst);
     let (local, ended) = std::thread::scope(|scope| {
