@@ -313,3 +313,35 @@ fn garbage_silence_and_trickling_in_iperf3s_framing_are_cut_off_and_the_server_s
     }
     server.assert_alive();
 }
+
+#[test]
+fn ctrl_c_on_the_server_tells_the_iperf3_client_it_terminated() {
+    let test = "ctrl_c_on_the_server_tells_the_iperf3_client_it_terminated";
+    if !common::have_or_skip(test, "iperf3") {
+        return;
+    }
+    let mut server = Server::start(&["--no-store"]);
+    let client = Command::new("iperf3")
+        .args([
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &server.address().port().to_string(),
+        ])
+        .args(["-t", "10"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start iperf3 -c");
+    // Well into the test.
+    std::thread::sleep(Duration::from_millis(1500));
+    let (status, took) = server.stop_with(rustix::process::Signal::INT, Duration::from_secs(5));
+    assert_eq!(status.code(), Some(130));
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    let output = client.wait_with_output().unwrap();
+    assert!(
+        text(&output).contains("the server has terminated"),
+        "{}",
+        text(&output)
+    );
+}

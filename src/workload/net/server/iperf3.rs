@@ -226,11 +226,16 @@ fn test(
                 start,
                 hard_stop,
                 None,
-                &|| stop.load(Ordering::Relaxed) || stopping(),
+                &|| stop.load(Ordering::Relaxed),
                 Ending::Handover(&handover),
             )
         });
         let ended = await_end(connection, hard_stop, &stopping);
+        if matches!(ended, End::Stopping) {
+            // Told before its streams close, as iperf3's server does on a signal, so
+            // the client reports the stop rather than a broken stream.
+            let _ = write(connection, &[Wire::ServerTerminate.byte()], timeout);
+        }
         stop.store(true, Ordering::Relaxed);
         (
             streams.join().expect("the stream threads do not panic"),
@@ -239,10 +244,7 @@ fn test(
     });
     match ended {
         End::Asked => {}
-        End::Stopping => {
-            let _ = write(connection, &[Wire::ServerTerminate.byte()], timeout);
-            return Err(Closed::Stopping.into());
-        }
+        End::Stopping => return Err(Closed::Stopping.into()),
         End::Gone(why) => {
             return Err(Closed::OutOfBounds(format!("the iperf3 client {why}")).into());
         }
@@ -404,6 +406,8 @@ fn await_end(connection: &TcpStream, hard_stop: Instant, stopping: &dyn Fn() -> 
             return End::Gone("did not end the test in time".into());
         }
         match reader.read(&mut byte) {
+            // A stop that came while this waited is the reason, whatever the client did.
+            _ if stopping() => return End::Stopping,
             Ok(0) => return End::Gone("closed the connection during the test".into()),
             Ok(_) => {
                 return match Wire::from_byte(byte[0]) {
