@@ -99,6 +99,15 @@ pub struct SideReport {
 }
 
 impl SideReport {
+    /// Bytes this end's streams of `role` moved, together.
+    pub fn moved(&self, role: Role) -> u64 {
+        self.streams
+            .iter()
+            .filter(|s| s.role == role)
+            .map(|s| s.bytes)
+            .sum()
+    }
+
     /// The report of `streams`; the end's wall time is its longest stream's.
     pub fn of(streams: Vec<StreamReport>) -> SideReport {
         SideReport {

@@ -248,19 +248,11 @@ fn control(
         Err(closed) => return Err(answered(closed)),
     };
     drop(slot);
-    let moved = |role| {
-        report
-            .streams
-            .iter()
-            .filter(|s| s.role == role)
-            .map(|s| s.bytes)
-            .sum::<u64>()
-    };
     (state.log)(&format!(
         "{peer}: test of {}: received {} bytes, sent {} bytes in {:.2} s",
         super::test_words(&request),
-        moved(Role::Receive),
-        moved(Role::Send),
+        report.moved(Role::Receive),
+        report.moved(Role::Send),
         report.wall_seconds
     ));
     let sent = protocol::send(connection, &Message::Results(Box::new(report)), timeout);

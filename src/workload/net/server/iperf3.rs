@@ -123,14 +123,15 @@ fn control(
             (state.log)(&format!(
                 "{peer}: iperf3 test of {}: received {} bytes, sent {} bytes in {:.2} s",
                 super::test_words(&done.request),
-                moved(&done.local, Role::Receive),
-                moved(&done.local, Role::Send),
+                done.local.moved(Role::Receive),
+                done.local.moved(Role::Send),
                 done.local.wall_seconds
             ));
-            state.served.fetch_add(1, Ordering::SeqCst);
             if let Some(record) = &state.recorder {
                 record(document(peer, &done, started_at));
             }
+            // Counted once the run is stored, so `--once` never exits while storing it.
+            state.served.fetch_add(1, Ordering::SeqCst);
             Ok(())
         }
         Err(refusal) => {
@@ -143,15 +144,6 @@ fn control(
             Err(refusal.closed)
         }
     }
-}
-
-fn moved(report: &SideReport, role: Role) -> u64 {
-    report
-        .streams
-        .iter()
-        .filter(|s| s.role == role)
-        .map(|s| s.bytes)
-        .sum()
 }
 
 /// What an iperf3 test served here measured.
@@ -258,8 +250,8 @@ fn test(
         ours.server_output_text = Some(format!(
             "ratelab net serve: {}: received {} bytes, sent {} bytes in {:.2} s\n",
             super::test_words(&request),
-            moved(&local, Role::Receive),
-            moved(&local, Role::Send),
+            local.moved(Role::Receive),
+            local.moved(Role::Send),
             local.wall_seconds
         ));
     }
