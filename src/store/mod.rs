@@ -357,4 +357,15 @@ mod tests {
         );
         assert!(matches!(store.load_run(id + 1), Err(Error::NotFound(_))));
     }
+
+    #[test]
+    fn items_stored_many_to_a_statement_come_back_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("results.db")).unwrap();
+        let id = store.begin_run(&doc()).unwrap();
+        let items: Vec<Value> = (0..250).map(|i| json!({"op": "write", "n": i})).collect();
+        store.append_items(id, 0, 0, &items[..7]).unwrap();
+        store.append_items(id, 0, 7, &items[7..]).unwrap();
+        assert_eq!(store.load_run(id).unwrap().workloads[0].items, items);
+    }
 }
