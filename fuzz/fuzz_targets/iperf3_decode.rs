@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
     for limit in [MAX_PARAMS_BYTES, 64] {
         if let Ok((params, used)) = wire::decode::<Params>(data, limit) {
             assert!(used <= data.len() && used - 4 <= limit);
-            let _ = params.roles();
+            let _ = (params.direction(), params.bytes());
         }
     }
     for limit in [MAX_RESULTS_BYTES, 64] {

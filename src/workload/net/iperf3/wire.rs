@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::workload::net::protocol::{self, DecodeError};
+use crate::workload::net::protocol::{self, DecodeError, Direction};
 
 /// The port an iperf3 server listens on unless told otherwise.
 pub const DEFAULT_PORT: u16 = 5201;
@@ -234,15 +234,25 @@ fn block() -> i64 {
 }
 
 impl Params {
-    /// Whether the client sends, and whether the server sends.
-    pub fn roles(&self) -> (bool, bool) {
+    /// Who sends: iperf3 reads `bidirectional` and `reverse` by their presence.
+    pub fn direction(&self) -> Direction {
         if self.bidirectional.is_some() {
-            (true, true)
+            Direction::Bidir
         } else if self.reverse.is_some() {
-            (false, true)
+            Direction::Reverse
         } else {
-            (true, false)
+            Direction::Forward
         }
+    }
+
+    /// The bytes that bound the test over every stream together (`num`, else
+    /// `blockcount` blocks of `len`); none when time bounds it.
+    pub fn bytes(&self) -> Option<u64> {
+        let positive = |v: i64| u64::try_from(v).ok().filter(|&v| v > 0);
+        positive(self.num).or_else(|| {
+            positive(self.blockcount)
+                .map(|blocks| blocks.saturating_mul(u64::try_from(self.len).unwrap_or(0)))
+        })
     }
 }
 
@@ -386,12 +396,19 @@ mod tests {
         let (params, used): (Params, usize) = decode(&bytes, MAX_PARAMS_BYTES).unwrap();
         assert_eq!(used, bytes.len());
         assert_eq!((params.time, params.parallel, params.len), (2, 2, 131072));
-        assert_eq!(params.roles(), (false, true));
+        assert_eq!(params.direction(), Direction::Reverse);
+        assert_eq!(params.bytes(), None);
         assert_eq!(params.get_server_output, Some(1));
         // Nothing given: iperf3's defaults (10 s, one stream, 128 KiB, forward).
         let (empty, _): (Params, usize) = decode(&frame(&serde_json::json!({})), 64).unwrap();
         assert_eq!((empty.time, empty.parallel, empty.len), (10, 1, 131072));
-        assert_eq!(empty.roles(), (true, false));
+        assert_eq!(empty.direction(), Direction::Forward);
+        let blocks = Params {
+            blockcount: 3,
+            len: 1000,
+            ..empty
+        };
+        assert_eq!(blocks.bytes(), Some(3000));
     }
 
     #[test]

@@ -22,7 +22,7 @@ use crate::workload::net::iperf3::wire::{
 };
 use crate::workload::net::iperf3::{our_results, remote_items, remote_report};
 use crate::workload::net::item::{self, Side};
-use crate::workload::net::protocol::{DecodeError, Direction, TestRequest, WireError};
+use crate::workload::net::protocol::{DecodeError, TestRequest, WireError};
 use crate::workload::net::report::{Role, SideReport};
 use crate::workload::net::session::{self, Connection, GRACE};
 use crate::workload::net::stream::{Ending, Handover};
@@ -204,7 +204,6 @@ fn test(
     let session_request = TestRequest {
         // The server's senders send until the client's TEST_END.
         duration_ms: Some(planned + GRACE.as_millis() as u64),
-        bytes_per_stream: request.bytes_per_stream,
         ..request.clone()
     };
     let handover = Handover::new(None);
@@ -287,20 +286,9 @@ fn request_of(params: &Params) -> Result<TestRequest, (String, i32)> {
         return unimplemented("a paced test (iperf3 -b)");
     }
     let streams = u32::try_from(params.parallel).unwrap_or(0);
-    let (client_sends, server_sends) = params.roles();
-    let direction = match (client_sends, server_sends) {
-        (true, true) => Direction::Bidir,
-        (false, true) => Direction::Reverse,
-        _ => Direction::Forward,
-    };
+    let direction = params.direction();
     let block_bytes = u64::try_from(params.len).unwrap_or(0);
-    let bytes = if params.num > 0 {
-        Some(params.num as u64)
-    } else if params.blockcount > 0 {
-        Some((params.blockcount as u64).saturating_mul(block_bytes))
-    } else {
-        None
-    };
+    let bytes = params.bytes();
     let duration_ms = match (bytes, params.time) {
         (None, t) if t > 0 => Some(t as u64 * 1000),
         (None, _) => {
@@ -498,9 +486,7 @@ fn plan_of(peer: SocketAddr, params: &Params, request: &TestRequest) -> NetPlan 
         streams: request.streams,
         direction: request.direction,
         duration_ms: request.duration_ms,
-        bytes: request
-            .bytes_per_stream
-            .map(|_| params.num.max(params.blockcount * params.len) as u64),
+        bytes: params.bytes(),
         interval_ms: request.interval_ms,
         block_bytes: request.block_bytes,
         window_bytes: request.window_bytes,
