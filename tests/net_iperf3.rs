@@ -1,14 +1,19 @@
 //! ratelab speaking iperf3's protocol: `net HOST --iperf3` against the real `iperf3 -s`.
 //! On a shaped veth between two namespaces its receiver figure must agree with `iperf3
 //! -c`'s on the same link in the same test, and with the link's goodput limit; on
-//! loopback a busy iperf3 server and a server that is not iperf3's are named, and
-//! ratelab's own server answers the iperf3 client as well.
+//! loopback, against the newest release built from its source, forward, -R, -P 8,
+//! --bidir, -P 4 --bidir, -n, -R -C reno and -R --fq-rate complete with both ends
+//! agreeing stream by stream, a server's --server-max-duration and its credentials are
+//! met in words, and a busy iperf3 server and a server that is not iperf3's are named,
+//! and ratelab's own server answers the iperf3 client as well.
 
 mod common;
 
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use common::iperf3_peers::{self, Credentials, assert_streams_agree};
 use common::netns::Link;
 use common::{json, rig, root_or_skip, run_json};
 
@@ -110,15 +115,21 @@ impl Drop for Killed {
     }
 }
 
-/// An iperf3 server on a free loopback port, with the port.
+/// Debian's iperf3 server on a free loopback port, with the port.
 fn iperf3_server() -> (Killed, u16) {
+    iperf3_server_of(Path::new("iperf3"), &[])
+}
+
+/// `program -s` with `extra` options on a free loopback port, with the port.
+fn iperf3_server_of(program: &Path, extra: &[&str]) -> (Killed, u16) {
     let port = {
         let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         probe.local_addr().unwrap().port()
     };
     let child = Killed(
-        Command::new("iperf3")
+        Command::new(program)
             .args(["-s", "-B", "127.0.0.1", "-p", &port.to_string()])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -263,4 +274,167 @@ fn a_scenario_and_a_profile_test_the_network_to_an_iperf3_server() {
         .expect("a net workload");
     assert_eq!(net["params"]["iperf3"], true, "{net}");
     assert!(net["summary"]["receive"]["bytes_per_sec"].as_f64() > Some(0.0));
+}
+
+/// Waits as a client of iperf 3.21 or later must between tests: such a server closes
+/// and opens its listener again after each, and cuts off a client that comes meanwhile.
+fn settle() {
+    std::thread::sleep(Duration::from_millis(1000));
+}
+
+/// Bytes a stream's two counts may differ by where the iperf3 server sends: it counts
+/// as sent what it wrote, its send buffer included (net.ipv4.tcp_wmem's maximum), and
+/// receivers that fall behind on two busy cores leave a receive buffer unread.
+fn buffers() -> u64 {
+    let wmem = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_wmem")
+        .ok()
+        .and_then(|t| t.split_whitespace().nth(2)?.parse::<u64>().ok())
+        .unwrap_or(4 << 20);
+    wmem + iperf3_peers::receive_buffer_max()
+}
+
+#[test]
+fn net_iperf3_runs_its_tests_against_the_newest_iperf3_s_and_both_ends_agree() {
+    let test = "net_iperf3_runs_its_tests_against_the_newest_iperf3_s_and_both_ends_agree";
+    let Some(newest) = iperf3_peers::newest_or_skip(test) else {
+        return;
+    };
+    let _lock = rig::exclusive();
+    let (_server, port) = iperf3_server_of(&newest.path, &[]);
+    let cases: [&[&str]; 8] = [
+        &["-t", "3"],
+        &["-t", "3", "-R"],
+        &["-t", "3", "-P", "8"],
+        &["-t", "3", "--bidir"],
+        &["-t", "3", "-P", "4", "--bidir"],
+        &["-n", "1G"],
+        &["-t", "3", "-R", "-C", "reno"],
+        &["-t", "3", "-R", "--fq-rate", "2Gbit/s"],
+    ];
+    for args in cases {
+        let what = format!("net --iperf3 {args:?} to iperf3 {}", newest.version);
+        let doc = run_json(
+            common::ratelab()
+                .args(["net", "127.0.0.1", "--iperf3", "-p", &port.to_string()])
+                .args(args)
+                .args(["--json", "--no-store", "-q"]),
+        );
+        assert_eq!(doc["status"], "complete", "{what}: {doc}");
+        let workload = &doc["workloads"][0];
+        let server_sends = args.contains(&"-R") || args.contains(&"--bidir");
+        let worst = assert_streams_agree(&what, &doc, if server_sends { buffers() } else { 0 });
+        let received = workload["summary"]["receive"]["bytes_per_sec"]
+            .as_f64()
+            .unwrap()
+            * 8.0;
+        eprintln!(
+            "{what}: received {:.3} Gbit/s, both ends within {:.3}% stream by stream",
+            received / 1e9,
+            100.0 * worst
+        );
+        if args.contains(&"reno") {
+            let congestion: Vec<&serde_json::Value> = workload["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|i| i["scope"] == "stream")
+                .map(|i| &i["congestion"])
+                .collect();
+            // Both ends said reno: the server's sender, as its results name it.
+            assert!(
+                congestion.iter().all(|c| *c == "reno"),
+                "{what}: {congestion:?}"
+            );
+        }
+        if args.contains(&"--fq-rate") {
+            assert!(
+                (received / 2e9 - 1.0).abs() <= 0.05,
+                "{what}: {received} bit/s"
+            );
+        }
+        if args.contains(&"-n") {
+            // A test of bytes ends once the server's TCP has them all: it counted each.
+            let sum = &workload["summary"]["receive"];
+            assert_eq!(sum["bytes"], 1u64 << 30, "{what}: {sum}");
+        }
+        settle();
+    }
+}
+
+#[test]
+fn an_iperf3_server_with_a_maximum_duration_or_credentials_is_met_in_words() {
+    let test = "an_iperf3_server_with_a_maximum_duration_or_credentials_is_met_in_words";
+    let Some(newest) = iperf3_peers::newest_or_skip(test) else {
+        return;
+    };
+    let _lock = rig::exclusive();
+    let net = |port: u16, args: &[&str]| {
+        let mut command = common::ratelab();
+        command
+            .args([
+                "net",
+                "127.0.0.1",
+                "--iperf3",
+                "--no-store",
+                "-p",
+                &port.to_string(),
+            ])
+            .args(args);
+        command
+    };
+    // iperf 3.20 and later bound a test's time; they refuse any test of bytes.
+    let (_bounded, port) = iperf3_server_of(&newest.path, &["--server-max-duration", "5"]);
+    common::refused(
+        &mut net(port, &["-t", "10"]),
+        3,
+        &["longer than the server allows (its --server-max-duration) (iperf3 error 37)"],
+    );
+    settle();
+    common::refused(
+        &mut net(port, &["-n", "10M"]),
+        3,
+        &["refuses every test of bytes (-n); give a time (-t) instead"],
+    );
+    settle();
+    let doc = run_json(&mut net(port, &["-t", "2", "--json", "-q"]));
+    assert_eq!(doc["status"], "complete", "{doc}");
+    settle();
+    if !newest.authenticates {
+        common::skip(test, "the newest iperf3 was built without authentication");
+        return;
+    }
+    let credentials = Credentials::make();
+    let server_args = credentials.server_args();
+    let server_args: Vec<&str> = server_args.iter().map(String::as_str).collect();
+    let (_checking, port) = iperf3_server_of(&newest.path, &server_args);
+    let login = |password: Option<&str>| {
+        let mut command = net(port, &["-t", "1", "--json", "-q"]);
+        command
+            .args(["--username", "mario", "--rsa-public-key-path"])
+            .arg(credentials.path("public.pem"));
+        match password {
+            Some(password) => command.env("IPERF3_PASSWORD", password),
+            None => command.env_remove("IPERF3_PASSWORD").stdin(Stdio::null()),
+        };
+        command
+    };
+    let doc = run_json(&mut login(Some("rossi")));
+    assert_eq!(doc["status"], "complete", "{doc}");
+    settle();
+    let output = login(Some("verdi")).output().unwrap();
+    let said = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(3), "{said}");
+    assert!(
+        said.contains("the server may have refused the credentials of --username"),
+        "{said}"
+    );
+    assert!(!said.contains("verdi"), "{said}");
+    common::refused(&mut login(None), 2, &["IPERF3_PASSWORD"]);
+    settle();
+    // Without credentials, the same words.
+    common::refused(
+        &mut net(port, &["-t", "1"]),
+        3,
+        &["it may check credentials (--username)"],
+    );
 }

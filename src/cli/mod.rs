@@ -71,7 +71,7 @@ pub enum Command {
     /// Sample each core's residency, frequency and power, and where a command's threads ran.
     Monitor(monitor::MonitorArgs),
     /// TCP throughput between two hosts: `net serve` on one, `net HOST` on the other.
-    Net(net::NetArgs),
+    Net(Box<net::NetArgs>),
     /// Read every file (10 KB and up) of a folder uncached, summarised by size band.
     Readdir(readdir::ReaddirArgs),
     /// The machine: CPU, memory, kernel, and each filesystem's chain down to its link.
@@ -151,7 +151,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Quick(args) => quick::run(args),
         Command::Cpu(args) => cpu::run(args),
         Command::Monitor(args) => monitor::run(args),
-        Command::Net(args) => net::run(args),
+        Command::Net(args) => net::run(*args),
         Command::Readdir(args) => readdir::run(args),
         Command::Info(args) => info::run(args),
         Command::Results(args) => results::run(args),

@@ -13,9 +13,10 @@ use super::values::{parse_host_port, parse_rate, parse_seconds, parse_size, pars
 use super::{Command, MeasureArgs};
 use crate::exit::{Exit, UsageError};
 use crate::run::Schedule;
+use crate::workload::net::iperf3::auth::{self, Authority, AuthorizedUsers, Login, Padding};
 use crate::workload::net::{
     DEFAULT_PORT, Direction, Key, KeyError, Limits, MAX_BLOCK_BYTES, NetKind, NetPlan, NetWorkload,
-    ServeConfig, Server,
+    ServeConfig, Server, StreamOptions,
 };
 use crate::workload::{Cancel, Kind, Workload};
 
@@ -106,10 +107,32 @@ pub struct ClientArgs {
                      as iperf3 -c takes them. The server's own results (bytes and retransmits \
                      per stream, its CPU) are stored as the remote end, so the receiver figure \
                      of a forward test is the server's, as iperf3 prints it. iperf3 sends no \
-                     interval figures, so the remote end has totals only. UDP (iperf3 -u) is \
-                     not spoken, nor iperf3's --username authentication."
+                     interval figures, so the remote end has totals only. -C and --fq-rate are \
+                     asked of the server and set on this end's connections; --username with \
+                     --rsa-public-key-path logs in to a server that checks credentials. A test \
+                     of bytes (-n) ends once the server's TCP has taken them all, so the \
+                     server counts every byte. UDP (iperf3 -u) is not spoken."
     )]
     pub iperf3: bool,
+    /// The TCP congestion control of the test's connections at both ends (reno, cubic,
+    /// bbr: what the kernels have), as iperf3 -C.
+    #[arg(short = 'C', long, value_name = "NAME", requires = "iperf3")]
+    pub congestion: Option<String>,
+    /// Pace each sending connection in the kernel at this rate (SO_MAX_PACING_RATE), at
+    /// both ends, as iperf3 --fq-rate (100Mbit/s, 1Gbit/s).
+    #[arg(long, value_name = "RATE", value_parser = parse_rate, requires = "iperf3")]
+    pub fq_rate: Option<f64>,
+    /// Log in to an iperf3 server that checks credentials: the user; the password comes
+    /// from IPERF3_PASSWORD, or is asked for on the terminal.
+    #[arg(long, value_name = "USER", requires_all = ["iperf3", "rsa_public_key_path"])]
+    pub username: Option<String>,
+    /// The iperf3 server's RSA public key (PEM), which seals the credentials.
+    #[arg(long, value_name = "PATH", requires = "username")]
+    pub rsa_public_key_path: Option<PathBuf>,
+    /// Seal the credentials with PKCS#1 v1.5 padding, for iperf3 servers before 3.17
+    /// (later ones take OAEP, unless run with --use-pkcs1-padding).
+    #[arg(long = "use-pkcs1-padding", requires = "username")]
+    pub pkcs1_padding: bool,
     /// The link's speed, when sysfs does not know it (10Gbit/s, 1.25GB/s).
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     pub link_rate: Option<f64>,
@@ -134,8 +157,13 @@ with 130. A second signal exits at once.\n\n\
 iperf3 clients (`iperf3 -c HOST -p 5301`, or port 5201 with --iperf3) are served too, told \
 apart by their first bytes: forward, -R, --bidir, -P, -t, -n, -l and -w, within the same \
 bounds; they see their usual output, and each of their tests is stored here as a run with \
-both ends (--db, --no-store). They cannot prove a key: with --key-file they are refused \
-unless --iperf3 is given. UDP (-u), -O and -b are refused as not implemented."
+both ends (--db, --no-store), incomplete when the two ends' figures disagree. Every \
+option an iperf3 client sends is honoured on this end's connections (-C, --fq-rate, -b, \
+-S, -N, -M, -w, -Z, --repeating-payload, --skip-rx-copy, --dont-fragment) or refused in \
+iperf3's words before the test (UDP, SCTP, -O, -A, -m). With --rsa-private-key-path and \
+--authorized-users-path, iperf3 clients log in as `iperf3 -s` has them (--username); \
+with --key-file and no iperf3 credentials they are refused, since they cannot prove a \
+key. With --once, a test that is refused ends the server too, as with `iperf3 -s -1`."
 )]
 pub struct ServeArgs {
     /// Address to listen on (:: for every IPv6 and IPv4 address).
@@ -165,10 +193,28 @@ pub struct ServeArgs {
     /// Exit after serving one test.
     #[arg(short = '1', long)]
     pub once: bool,
-    /// Serve as iperf3 does: on port 5201 unless --port says, and to iperf3 clients even
-    /// with --key-file (they cannot prove a key).
+    /// Serve as iperf3 does: on port 5201 unless --port says.
     #[arg(long)]
     pub iperf3: bool,
+    /// Check iperf3 clients' credentials as `iperf3 -s` does: the RSA private key (PEM,
+    /// unencrypted) that opens them.
+    #[arg(long, value_name = "PATH", requires = "authorized_users_path")]
+    pub rsa_private_key_path: Option<PathBuf>,
+    /// The users iperf3 clients may log in as: `user,sha256("{user}password")` lines.
+    #[arg(long, value_name = "PATH", requires = "rsa_private_key_path")]
+    pub authorized_users_path: Option<PathBuf>,
+    /// How far an iperf3 client's credentials may be from this clock, in seconds.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 10,
+        requires = "rsa_private_key_path"
+    )]
+    pub time_skew_threshold: u64,
+    /// Take iperf3 credentials sealed with PKCS#1 v1.5 padding (clients before 3.17)
+    /// instead of OAEP.
+    #[arg(long = "use-pkcs1-padding", requires = "rsa_private_key_path")]
+    pub pkcs1_padding: bool,
     /// Where the runs of iperf3 clients' tests are stored.
     #[command(flatten)]
     pub db: super::DbArg,
@@ -230,40 +276,7 @@ pub fn run(args: NetArgs) -> anyhow::Result<Exit> {
 impl ClientArgs {
     /// The validated plan of a test against `host`, at the port HOST gave, if any.
     pub fn plan(&self, host: String, host_port: Option<u16>) -> Result<NetPlan, UsageError> {
-        if self.parallel == 0 || self.parallel > MAX_STREAMS {
-            return Err(UsageError(format!(
-                "--parallel {} is out of range (1 to {MAX_STREAMS})",
-                self.parallel
-            )));
-        }
-        if self.bytes == Some(0) {
-            return Err(UsageError(
-                "--bytes 0 sends nothing: give a size above zero".into(),
-            ));
-        }
-        if self.time < Duration::from_millis(1) {
-            return Err(UsageError(format!(
-                "--time {} sends nothing: give 1ms or more",
-                humantime::format_duration(self.time)
-            )));
-        }
-        if self.block_size == 0 || self.block_size > MAX_BLOCK_BYTES {
-            return Err(UsageError(format!(
-                "--block-size {} is out of range (1 byte to {})",
-                self.block_size,
-                crate::vocab::units::format_size(MAX_BLOCK_BYTES)
-            )));
-        }
-        if let Some(mss) = self.mss.filter(|m| !(88..=65_495).contains(m)) {
-            return Err(UsageError(format!(
-                "--mss {mss} is out of range (88 to 65495 bytes)"
-            )));
-        }
-        if let Some(window) = self.window.filter(|w| *w < 1024 || *w > 1 << 30) {
-            return Err(UsageError(format!(
-                "--window {window} is out of range (1 KiB to 1 GiB)"
-            )));
-        }
+        self.check_ranges()?;
         let interval = self.output.interval.unwrap_or(DEFAULT_REPORT_INTERVAL);
         let plan = NetPlan {
             port: host_port.or(self.port).unwrap_or(if self.iperf3 {
@@ -298,6 +311,12 @@ impl ClientArgs {
                 }),
             iperf3: self.iperf3,
             served: false,
+            options: StreamOptions {
+                congestion: self.congestion.clone(),
+                pacing_bytes_per_sec: self.fq_rate.map(|r| r.round() as u64),
+                ..StreamOptions::default()
+            },
+            iperf3_login: self.login()?,
             host,
         };
         if let (Some(_), Some(flag)) = (host_port, self.port) {
@@ -308,6 +327,128 @@ impl ClientArgs {
         }
         Ok(plan)
     }
+}
+
+impl ClientArgs {
+    /// Refuses values out of their ranges, naming the flag.
+    fn check_ranges(&self) -> Result<(), UsageError> {
+        if self.parallel == 0 || self.parallel > MAX_STREAMS {
+            return Err(UsageError(format!(
+                "--parallel {} is out of range (1 to {MAX_STREAMS})",
+                self.parallel
+            )));
+        }
+        if self.bytes == Some(0) {
+            return Err(UsageError(
+                "--bytes 0 sends nothing: give a size above zero".into(),
+            ));
+        }
+        if self.time < Duration::from_millis(1) {
+            return Err(UsageError(format!(
+                "--time {} sends nothing: give 1ms or more",
+                humantime::format_duration(self.time)
+            )));
+        }
+        if self.block_size == 0 || self.block_size > MAX_BLOCK_BYTES {
+            return Err(UsageError(format!(
+                "--block-size {} is out of range (1 byte to {})",
+                self.block_size,
+                crate::vocab::units::format_size(MAX_BLOCK_BYTES)
+            )));
+        }
+        if let Some(mss) = self.mss.filter(|m| !(88..=65_495).contains(m)) {
+            return Err(UsageError(format!(
+                "--mss {mss} is out of range (88 to 65495 bytes)"
+            )));
+        }
+        if let Some(window) = self.window.filter(|w| *w < 1024 || *w > 1 << 30) {
+            return Err(UsageError(format!(
+                "--window {window} is out of range (1 KiB to 1 GiB)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The credentials for an iperf3 server that checks them: the password from
+    /// IPERF3_PASSWORD, or asked for on the terminal, as iperf3 -c gets it.
+    fn login(&self) -> Result<Option<Login>, UsageError> {
+        let (Some(user), Some(key)) = (&self.username, &self.rsa_public_key_path) else {
+            return Ok(None);
+        };
+        let password = match std::env::var("IPERF3_PASSWORD") {
+            Ok(password) => password,
+            Err(_) => ask_password().ok_or_else(|| {
+                UsageError(
+                    "--username needs a password: set IPERF3_PASSWORD, or run on a terminal to be asked"
+                        .into(),
+                )
+            })?,
+        };
+        let padding = if self.pkcs1_padding {
+            Padding::Pkcs1
+        } else {
+            Padding::Oaep
+        };
+        Ok(Some(Login::new(
+            user.clone(),
+            password,
+            key.clone(),
+            padding,
+        )))
+    }
+}
+
+/// Asks for a password on the terminal, without echoing it; none when standard input
+/// is not a terminal.
+fn ask_password() -> Option<String> {
+    use rustix::termios::{LocalModes, OptionalActions, tcgetattr, tcsetattr};
+    let stdin = std::io::stdin();
+    let saved = tcgetattr(&stdin).ok()?;
+    let mut quiet = saved.clone();
+    quiet.local_modes.remove(LocalModes::ECHO);
+    tcsetattr(&stdin, OptionalActions::Now, &quiet).ok()?;
+    eprint!("Password: ");
+    let mut line = String::new();
+    let read = stdin.read_line(&mut line);
+    let _ = tcsetattr(&stdin, OptionalActions::Now, &saved);
+    eprintln!();
+    read.ok()?;
+    Some(line.trim_end_matches(['\r', '\n']).to_string())
+}
+
+/// How the server checks iperf3 clients' credentials, from its options; none when it
+/// does not.
+fn authority(args: &ServeArgs) -> anyhow::Result<Option<Arc<Authority>>> {
+    let (Some(key_path), Some(users_path)) =
+        (&args.rsa_private_key_path, &args.authorized_users_path)
+    else {
+        return Ok(None);
+    };
+    if args.time_skew_threshold == 0 {
+        return Err(UsageError("--time-skew-threshold must be above zero".into()).into());
+    }
+    let readable = |path: &std::path::Path, flag: &str| {
+        std::fs::metadata(path)
+            .map(|_| ())
+            .with_context(|| format!("cannot read {} for {flag}", path.display()))
+    };
+    readable(key_path, "--rsa-private-key-path")?;
+    readable(users_path, "--authorized-users-path")?;
+    let key = auth::read_private_key(key_path)
+        .map_err(|e| UsageError(format!("{e} (for --rsa-private-key-path)")))?;
+    let users = AuthorizedUsers::read(users_path)
+        .map_err(|e| UsageError(format!("{e} (for --authorized-users-path)")))?;
+    let padding = if args.pkcs1_padding {
+        Padding::Pkcs1
+    } else {
+        Padding::Oaep
+    };
+    Ok(Some(Arc::new(Authority::new(
+        key,
+        padding,
+        users,
+        args.time_skew_threshold,
+    ))))
 }
 
 /// Stores the run of each test served to an iperf3 client in the database `db` names,
@@ -337,6 +478,30 @@ fn recorder(
             None => {}
         }
     }))
+}
+
+/// What the server says when it starts: where it listens, its bounds, and who it lets in.
+fn listening_line(address: SocketAddr, config: &ServeConfig) -> String {
+    format!(
+        "listening on {address}: {} test{} at a time, up to {} streams, {} s and {} bytes each{}",
+        config.max_tests,
+        if config.max_tests == 1 { "" } else { "s" },
+        config.limits.max_streams,
+        config.limits.max_duration_ms / 1000,
+        config.limits.max_bytes,
+        match (&config.key, &config.iperf3_authority) {
+            (Some(_), Some(_)) => {
+                ", key required (iperf3 clients log in with their credentials)".to_string()
+            }
+            (Some(_), None) => ", key required (iperf3 clients refused)".into(),
+            (None, Some(authority)) => format!(
+                ", iperf3 clients log in as one of {} user{}",
+                authority.users(),
+                if authority.users() == 1 { "" } else { "s" }
+            ),
+            (None, None) => String::new(),
+        }
+    )
 }
 
 fn run_server(args: ServeArgs) -> anyhow::Result<Exit> {
@@ -382,7 +547,7 @@ fn run_server(args: ServeArgs) -> anyhow::Result<Exit> {
         key,
         idle_timeout: args.idle_timeout,
         once: args.once,
-        iperf3_without_key: args.iperf3,
+        iperf3_authority: authority(&args)?,
     };
     let log: crate::workload::net::Log = Arc::new(|line: &str| {
         eprintln!(
@@ -398,19 +563,7 @@ fn run_server(args: ServeArgs) -> anyhow::Result<Exit> {
     let address = server
         .local_addr()
         .context("cannot read the listening address")?;
-    log(&format!(
-        "listening on {address}: {} test{} at a time, up to {} streams, {} s and {} bytes each{}",
-        config.max_tests,
-        if config.max_tests == 1 { "" } else { "s" },
-        config.limits.max_streams,
-        config.limits.max_duration_ms / 1000,
-        config.limits.max_bytes,
-        match (config.key.is_some(), config.iperf3_without_key) {
-            (true, true) => ", key required (iperf3 clients served without one)",
-            (true, false) => ", key required (iperf3 clients refused)",
-            (false, _) => "",
-        }
-    ));
+    log(&listening_line(address, &config));
     let cancel = Cancel::on_signals().context("cannot install signal handlers")?;
     server
         .serve(&|| cancel.is_set())

@@ -152,17 +152,39 @@ pub fn run_line(doc: &RunDocument) -> String {
     )
 }
 
-/// `machine: host · CPU · 2 CPUs · 25.3 GB memory · Linux 6.1`.
+/// `machine: host · CPU · 2 CPUs · 25.3 GB memory · Linux 6.1`, broken between its
+/// parts where it would be wider than a terminal's 80 columns.
 pub fn machine_line(doc: &RunDocument) -> String {
+    const HEAD: &str = "machine: ";
     let m = &doc.machine;
-    format!(
-        "machine: {} · {} · {} CPUs · {} memory · Linux {}",
-        m.hostname,
-        m.cpu_model.as_deref().unwrap_or("unknown CPU"),
-        m.logical_cpus,
-        m.memory_bytes.map_or("unknown".into(), format_bytes),
-        m.kernel
-    )
+    let parts = [
+        m.hostname.clone(),
+        m.cpu_model.as_deref().unwrap_or("unknown CPU").to_string(),
+        format!("{} CPUs", m.logical_cpus),
+        format!(
+            "{} memory",
+            m.memory_bytes.map_or("unknown".into(), format_bytes)
+        ),
+        format!("Linux {}", m.kernel),
+    ];
+    let mut text = String::from(HEAD);
+    let mut width = HEAD.len();
+    for (index, part) in parts.iter().enumerate() {
+        let part_width = textwrap::core::display_width(part);
+        if index > 0 {
+            if width + 3 + part_width > 80 {
+                text.push_str(" ·\n");
+                text.push_str(&" ".repeat(HEAD.len()));
+                width = HEAD.len();
+            } else {
+                text.push_str(" · ");
+                width += 3;
+            }
+        }
+        text.push_str(part);
+        width += part_width;
+    }
+    text
 }
 
 /// `disk 1: /mnt/a`, `disk 3 (alone, for disk 1): /mnt/a`, or `disk 2 (measured by

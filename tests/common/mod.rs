@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod golden;
+pub mod iperf3_peers;
 pub mod net_server;
 pub mod netns;
 pub mod postgres;

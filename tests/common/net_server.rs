@@ -166,6 +166,22 @@ impl Server {
         (status, took)
     }
 
+    /// Waits up to `limit` for the server to exit on its own; its status.
+    pub fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                started.elapsed() < limit,
+                "the server still runs after {limit:?}:\n{}",
+                self.log().join("\n")
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// A client of this server with `extra` options that prints its run as JSON.
     pub fn client(&self, extra: &[&str]) -> std::process::Command {
         let mut command = ratelab();

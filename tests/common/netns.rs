@@ -89,11 +89,18 @@ impl Link {
 
     /// Starts `ratelab net serve` in the server's namespace and waits until it listens.
     pub fn serve_ratelab(&mut self, port: u16) {
+        self.serve_ratelab_with(port, &[]);
+    }
+
+    /// Starts `ratelab net serve` with `extra` options in the server's namespace and
+    /// waits until it listens.
+    pub fn serve_ratelab_with(&mut self, port: u16, extra: &[&str]) {
         let mut child = Command::new("ip")
             .args(["netns", "exec", &self.server])
             .arg(assert_cmd::cargo::cargo_bin!("ratelab"))
             .args(["net", "serve", "--bind", &self.server_address])
             .args(["--port", &port.to_string()])
+            .args(extra)
             .stderr(Stdio::piped())
             .spawn()
             .expect("start ratelab net serve");
@@ -108,16 +115,16 @@ impl Link {
 
     /// Starts an iperf3 server in the server's namespace and waits until it listens.
     pub fn serve_iperf3(&mut self, port: u16) {
+        self.serve_iperf3_with(Path::new("iperf3"), port);
+    }
+
+    /// Starts `program -s` (an iperf3) in the server's namespace and waits until it
+    /// listens.
+    pub fn serve_iperf3_with(&mut self, program: &Path, port: u16) {
         let child = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &self.server,
-                "iperf3",
-                "-s",
-                "-p",
-                &port.to_string(),
-            ])
+            .args(["netns", "exec", &self.server])
+            .arg(program)
+            .args(["-s", "-p", &port.to_string()])
             .stdout(Stdio::null())
             .spawn()
             .expect("start iperf3 -s");

@@ -91,6 +91,9 @@ pub struct NetItem {
     /// Why the stream stopped early.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The TCP congestion control of a stream end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion: Option<String>,
 }
 
 fn rate(bytes: u64, seconds: f64) -> f64 {
@@ -165,6 +168,7 @@ fn stream_item(stream: &StreamReport, side: Side, test: Direction, streams: u32)
         mtu_bytes: stream.mtu_bytes,
         cpu_seconds: Some(stream.cpu_seconds),
         error: stream.error.clone(),
+        congestion: stream.congestion.clone(),
         ..NetItem::moved(
             stream.role.as_str(),
             Scope::Stream,
@@ -206,6 +210,7 @@ impl NetItem {
             mtu_bytes: None,
             cpu_seconds: None,
             error: None,
+            congestion: None,
         }
     }
 

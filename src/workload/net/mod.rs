@@ -12,6 +12,7 @@ mod foreign;
 pub mod iperf3;
 mod item;
 mod kind;
+mod options;
 mod protocol;
 mod report;
 mod server;
@@ -38,6 +39,7 @@ pub use auth::{Key, KeyError};
 pub use context::NetContext;
 pub use item::{NetItem, Scope, Side};
 pub use kind::NetKind;
+pub use options::StreamOptions;
 pub use protocol::{
     DecodeError, Direction, Limits, MAX_REQUEST_BYTES, Message, PROTOCOL, decode, encode,
 };
@@ -96,6 +98,12 @@ pub struct NetPlan {
     /// the local end is the server's.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub served: bool,
+    /// What the test asked of its data connections beyond the window and MSS.
+    #[serde(default, skip_serializing_if = "StreamOptions::is_plain")]
+    pub options: StreamOptions,
+    /// How to log in to an iperf3 server that checks credentials (not stored).
+    #[serde(skip)]
+    pub iperf3_login: Option<iperf3::auth::Login>,
 }
 
 impl NetPlan {
@@ -130,6 +138,8 @@ impl NetPlan {
             ssh: None,
             iperf3: false,
             served: false,
+            options: StreamOptions::default(),
+            iperf3_login: None,
         }
     }
 
@@ -167,7 +177,7 @@ impl OwnServer {
             key: None,
             idle_timeout: Duration::from_secs(600),
             once: false,
-            iperf3_without_key: false,
+            iperf3_authority: None,
         };
         let server = Server::bind(config, Arc::new(|_: &str| {}))
             .map_err(|e| Error::io("listen on", "127.0.0.1", e))?;
@@ -390,14 +400,18 @@ impl Workload for NetWorkload {
             self.plan.direction,
             self.peer()
         ));
-        let local = session::run(
-            std::mem::take(&mut self.connections),
-            &request,
+        let test = session::Run {
+            request: &request,
             start,
             hard_stop,
+            ending: stream::Ending::Drain,
+            options: &self.plan.options,
+        };
+        let local = session::run(
+            std::mem::take(&mut self.connections),
+            &test,
             Some(ctx.sink.progress()),
             &|| ctx.cancel.is_set(),
-            stream::Ending::Drain,
         );
         for stream in &local.streams {
             if stream.role == Role::Send {
@@ -441,7 +455,7 @@ impl Workload for NetWorkload {
                 reason: format!("{first} ({} stream ends failed)", failed.len()),
             });
         }
-        Ok(())
+        self.agree(&local, &remote)
     }
 
     fn cleanup(&mut self) -> Result<(), Error> {
@@ -492,6 +506,18 @@ impl NetWorkload {
             Some(first) => Err(Error::Peer {
                 peer: self.peer(),
                 reason: first,
+            }),
+            None => self.agree(&outcome.local, &remote),
+        }
+    }
+
+    /// Whether the two ends' figures agree stream by stream; a run whose ends disagree
+    /// is not complete.
+    fn agree(&self, local: &report::SideReport, remote: &report::SideReport) -> Result<(), Error> {
+        match report::disagreement(local, remote, self.plan.block_bytes) {
+            Some(reason) => Err(Error::Peer {
+                peer: self.peer(),
+                reason: format!("the two ends disagree: {reason}"),
             }),
             None => Ok(()),
         }

@@ -85,6 +85,9 @@ pub struct StreamReport {
     pub cpu_seconds: f64,
     /// Why the stream stopped early, if it did.
     pub error: Option<String>,
+    /// The congestion control the connection used at this end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion: Option<String>,
 }
 
 /// Everything one end measured.
@@ -115,5 +118,123 @@ impl SideReport {
             wall_seconds: streams.iter().map(|s| s.seconds).fold(0.0, f64::max),
             streams,
         }
+    }
+}
+
+/// Where the two ends of one test disagree, said from this end (`local`): a stream one
+/// end has and the other lacks, a stream both ends sent or received on, a receiver that
+/// counted more than its sender sent (its rows come from two connections), or a
+/// sender whose bytes its receiver never counted. A receiver may count one block of
+/// `block_bytes` more than its sender: iperf 3.16 and later stop a sender's thread in
+/// the middle of a write, which then goes out uncounted. None when they agree: a run
+/// is complete only then.
+pub fn disagreement(local: &SideReport, remote: &SideReport, block_bytes: u64) -> Option<String> {
+    let name = |local_end: bool| {
+        if local_end {
+            "this end"
+        } else {
+            "the other end"
+        }
+    };
+    for ours in &local.streams {
+        let Some(theirs) = remote.streams.iter().find(|s| s.stream == ours.stream) else {
+            return Some(format!(
+                "stream {}: the other end has no report of it",
+                ours.stream
+            ));
+        };
+        if ours.role == theirs.role {
+            return Some(format!(
+                "stream {}: both ends say they {} on it",
+                ours.stream,
+                ours.role.as_str()
+            ));
+        }
+        let (sender, receiver, local_sent) = match ours.role {
+            Role::Send => (ours, theirs, true),
+            Role::Receive => (theirs, ours, false),
+        };
+        if receiver.bytes > sender.bytes.saturating_add(block_bytes) {
+            return Some(format!(
+                "stream {}: {} received {} bytes, more than the {} {} sent",
+                ours.stream,
+                name(!local_sent),
+                receiver.bytes,
+                sender.bytes,
+                name(local_sent)
+            ));
+        }
+        if sender.bytes > 0 && receiver.bytes == 0 {
+            return Some(format!(
+                "stream {}: {} sent {} bytes and {} received none",
+                ours.stream,
+                name(local_sent),
+                sender.bytes,
+                name(!local_sent)
+            ));
+        }
+    }
+    remote
+        .streams
+        .iter()
+        .find(|theirs| !local.streams.iter().any(|s| s.stream == theirs.stream))
+        .map(|theirs| format!("stream {}: this end has no report of it", theirs.stream))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn end(streams: &[(u32, Role, u64)]) -> SideReport {
+        SideReport::of(
+            streams
+                .iter()
+                .map(|&(stream, role, bytes)| StreamReport {
+                    stream,
+                    role,
+                    bytes,
+                    seconds: 1.0,
+                    intervals: Vec::new(),
+                    tcp: None,
+                    mss_bytes: None,
+                    mtu_bytes: None,
+                    cpu_seconds: 0.0,
+                    error: None,
+                    congestion: None,
+                })
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn two_ends_agree_only_stream_by_stream() {
+        use Role::{Receive, Send};
+        let local = end(&[(0, Receive, 100), (1, Send, 50)]);
+        assert_eq!(
+            disagreement(&local, &end(&[(0, Send, 100), (1, Receive, 49)]), 0),
+            None
+        );
+        // One block counted by the receiver and not by its sender is iperf3's way.
+        assert_eq!(
+            disagreement(&local, &end(&[(0, Send, 90), (1, Receive, 49)]), 10),
+            None
+        );
+        let said = |remote: &[(u32, Role, u64)]| disagreement(&local, &end(remote), 0).unwrap();
+        assert!(said(&[(0, Send, 100)]).contains("stream 1: the other end has no report"));
+        assert!(
+            said(&[(0, Receive, 100), (1, Receive, 50)]).contains("both ends say they receive")
+        );
+        assert!(
+            said(&[(0, Send, 99), (1, Receive, 50)])
+                .contains("this end received 100 bytes, more than the 99 the other end sent")
+        );
+        assert!(
+            said(&[(0, Send, 100), (1, Receive, 0)])
+                .contains("stream 1: this end sent 50 bytes and the other end received none")
+        );
+        assert!(
+            said(&[(0, Send, 100), (1, Receive, 50), (2, Send, 1)])
+                .contains("stream 2: this end has no report")
+        );
     }
 }

@@ -6,6 +6,7 @@ use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::options::{self, StreamOptions};
 use super::protocol::TestRequest;
 use super::report::{Role, SideReport};
 use super::stream::{self, Ending, StreamJob, Until};
@@ -56,18 +57,80 @@ impl Connection {
     }
 }
 
-/// Runs `connections` from `start` as `request` says, until they end, `hard_stop`
-/// passes, or `cancelled` says so; `progress` counts bytes for the runner's sampler, and
-/// `ending` says how the streams' end is agreed with the peer.
+/// Clones of a test's sending connections, to read what each has put on the wire at
+/// the instant the test ends at this end. iperf3 ends a test over the control
+/// connection, and its receivers count nothing that comes after: what a sender wrote
+/// that was still queued then, or written later, is not sent as far as the test goes.
+pub struct OnTheWire {
+    senders: Vec<(u32, TcpStream)>,
+    preamble_bytes: u64,
+}
+
+impl OnTheWire {
+    /// Watches the sending connections of `connections`, on which this end wrote
+    /// `preamble_bytes` before the test's data (an iperf3 client's cookie).
+    pub fn watch(connections: &[Connection], preamble_bytes: u64) -> OnTheWire {
+        let senders = connections
+            .iter()
+            .filter(|c| c.role == Role::Send)
+            .filter_map(|c| Some((c.stream, c.socket.try_clone().ok()?)))
+            .collect();
+        OnTheWire {
+            senders,
+            preamble_bytes,
+        }
+    }
+
+    /// The data bytes each sending stream has put on the wire now.
+    pub fn now(&self) -> Vec<(u32, u64)> {
+        self.senders
+            .iter()
+            .filter_map(|(stream, socket)| {
+                let bytes = super::socket::bytes_on_wire(socket)?;
+                Some((*stream, bytes.saturating_sub(self.preamble_bytes)))
+            })
+            .collect()
+    }
+
+    /// Counts each sending stream of `report` as what it had on the wire at `sent`.
+    pub fn count(report: &mut SideReport, sent: &[(u32, u64)]) {
+        for stream in report.streams.iter_mut().filter(|s| s.role == Role::Send) {
+            if let Some((_, bytes)) = sent.iter().find(|(s, _)| *s == stream.stream) {
+                stream.bytes = stream.bytes.min(*bytes);
+            }
+        }
+    }
+}
+
+/// How one end runs its part of a test.
+pub struct Run<'a> {
+    /// The test.
+    pub request: &'a TestRequest,
+    /// Its start at this end.
+    pub start: Instant,
+    /// No stream runs past this, whatever the peer does.
+    pub hard_stop: Instant,
+    /// How the streams' end is agreed with the peer.
+    pub ending: Ending<'a>,
+    /// How the streams' bytes are made, sent and taken.
+    pub options: &'a StreamOptions,
+}
+
+/// Runs `connections` as `test` says, until they end, its hard stop passes, or
+/// `cancelled` says so; `progress` counts bytes for the runner's sampler.
 pub fn run(
     connections: Vec<Connection>,
-    request: &TestRequest,
-    start: Instant,
-    hard_stop: Instant,
+    test: &Run<'_>,
     progress: Option<&Progress>,
     cancelled: &dyn Fn() -> bool,
-    ending: Ending<'_>,
 ) -> SideReport {
+    let Run {
+        request,
+        start,
+        hard_stop,
+        ending,
+        options,
+    } = *test;
     let until = match (request.duration_ms, request.bytes_per_stream) {
         (_, Some(bytes)) => Until::Bytes(bytes),
         (Some(ms), None) => Until::Deadline(start + Duration::from_millis(ms)),
@@ -85,7 +148,10 @@ pub fn run(
     let mut reports = std::thread::scope(|scope| {
         let handles: Vec<_> = connections
             .into_iter()
-            .map(|connection| {
+            .map(|mut connection| {
+                if options.repeating_payload && connection.role == Role::Send {
+                    options::fill_repeating(&mut connection.block);
+                }
                 let job = StreamJob {
                     socket: connection.socket,
                     block: connection.block,
@@ -99,6 +165,7 @@ pub fn run(
                     stop: &stop,
                     progress,
                     ending,
+                    options,
                 };
                 scope.spawn(move || stream::run(job))
             })

@@ -10,7 +10,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use serde::{Deserialize, Serialize};
 
-/// The kernel's `struct tcp_info` (include/uapi/linux/tcp.h) up to `tcpi_delivery_rate`;
+/// The kernel's `struct tcp_info` (include/uapi/linux/tcp.h) up to `tcpi_bytes_retrans`;
 /// older kernels fill less, and the length they return says how much.
 #[repr(C)]
 #[derive(Default)]
@@ -58,6 +58,13 @@ struct KernelTcpInfo {
     data_segs_in: u32,
     data_segs_out: u32,
     delivery_rate: u64,
+    busy_time: u64,
+    rwnd_limited: u64,
+    sndbuf_limited: u64,
+    delivered: u32,
+    delivered_ce: u32,
+    bytes_sent: u64,
+    bytes_retrans: u64,
 }
 
 /// A TCP connection's state as the kernel reports it.
@@ -77,8 +84,8 @@ pub struct TcpStats {
     pub pmtu_bytes: u64,
 }
 
-/// TCP_INFO of `socket`; `None` where the kernel will not say.
-pub fn tcp_stats(socket: &TcpStream) -> Option<TcpStats> {
+/// TCP_INFO of `socket` and the bytes the kernel filled; `None` where it will not say.
+fn kernel_tcp_info(socket: &TcpStream) -> Option<(KernelTcpInfo, usize)> {
     let mut info = KernelTcpInfo::default();
     let mut length = std::mem::size_of::<KernelTcpInfo>() as libc::socklen_t;
     // SAFETY: the kernel writes at most `length` bytes into the struct and says how many.
@@ -91,10 +98,21 @@ pub fn tcp_stats(socket: &TcpStream) -> Option<TcpStats> {
             &mut length,
         )
     };
-    if rc != 0 {
-        return None;
-    }
-    let has_delivery_rate = length as usize >= std::mem::size_of::<KernelTcpInfo>();
+    (rc == 0).then_some((info, length as usize))
+}
+
+/// Bytes a connection has put on the wire once each (sent, less what it sent again);
+/// `None` on kernels before 4.19, which do not count them.
+pub fn bytes_on_wire(socket: &TcpStream) -> Option<u64> {
+    let (info, length) = kernel_tcp_info(socket)?;
+    (length >= std::mem::size_of::<KernelTcpInfo>())
+        .then(|| info.bytes_sent.saturating_sub(info.bytes_retrans))
+}
+
+/// TCP_INFO of `socket`; `None` where the kernel will not say.
+pub fn tcp_stats(socket: &TcpStream) -> Option<TcpStats> {
+    let (info, length) = kernel_tcp_info(socket)?;
+    let has_delivery_rate = length >= std::mem::offset_of!(KernelTcpInfo, busy_time);
     Some(TcpStats {
         retransmits: u64::from(info.total_retrans),
         cwnd_bytes: u64::from(info.snd_cwnd) * u64::from(info.snd_mss),

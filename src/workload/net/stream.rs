@@ -4,10 +4,12 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use super::options::{self, StreamOptions};
 use super::report::{Interval, Role, StreamReport};
 use super::socket;
 use crate::workload::Progress;
@@ -17,6 +19,9 @@ const POLL: Duration = Duration::from_millis(100);
 
 /// How long a sender waits, after its last byte, for the receiver to take everything.
 const DRAIN: Duration = Duration::from_secs(10);
+
+/// How often a sender looks whether its bytes are all acknowledged.
+const ACK_POLL: Duration = Duration::from_millis(1);
 
 /// When a sender stops.
 #[derive(Debug, Clone, Copy)]
@@ -129,6 +134,8 @@ pub struct StreamJob<'a> {
     pub progress: Option<&'a Progress>,
     /// How the test's end is agreed.
     pub ending: Ending<'a>,
+    /// How the bytes are made, sent and taken (pacing, sendfile, MSG_TRUNC).
+    pub options: &'a StreamOptions,
 }
 
 /// Interval bookkeeping shared by both loops.
@@ -215,6 +222,7 @@ pub fn run(mut job: StreamJob<'_>) -> StreamReport {
         mtu_bytes,
         cpu_seconds: socket::thread_cpu_seconds() - cpu_before,
         error,
+        congestion: options::congestion_of(&job.socket),
     }
 }
 
@@ -224,20 +232,76 @@ fn timed_out(e: &std::io::Error) -> bool {
     matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
 }
 
+/// How a sender hands its block to the kernel: a copy from the block, or sendfile from
+/// a memory file that holds it (iperf3's -Z).
+enum Source<'a> {
+    Block(&'a [u8]),
+    File(std::os::fd::OwnedFd, usize),
+}
+
+impl Source<'_> {
+    fn of(block: &[u8], zerocopy: bool) -> std::io::Result<Source<'_>> {
+        if !zerocopy {
+            return Ok(Source::Block(block));
+        }
+        let file = rustix::fs::memfd_create("ratelab-block", rustix::fs::MemfdFlags::CLOEXEC)?;
+        let mut writer = std::fs::File::from(file);
+        writer.write_all(block)?;
+        Ok(Source::File(writer.into(), block.len()))
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Source::Block(block) => block.len(),
+            Source::File(_, len) => *len,
+        }
+    }
+
+    fn write(&self, socket: &TcpStream, want: usize) -> std::io::Result<usize> {
+        match self {
+            Source::Block(block) => {
+                let mut socket = socket;
+                socket.write(&block[..want])
+            }
+            Source::File(file, _) => {
+                let mut offset = 0u64;
+                rustix::fs::sendfile(socket, file, Some(&mut offset), want).map_err(Into::into)
+            }
+        }
+    }
+}
+
+/// How long a paced sender waits before its next block: none while it is behind its
+/// rate, with a burst of blocks allowed ahead (iperf3's -b RATE/N).
+fn pace_wait(options: &StreamOptions, sent: u64, block: usize, elapsed: Duration) -> Duration {
+    let Some(bits_per_sec) = options.bitrate_bits_per_sec.filter(|&b| b > 0) else {
+        return Duration::ZERO;
+    };
+    let ahead_bytes = u64::from(options.burst_blocks.unwrap_or(1).max(1) - 1) * block as u64;
+    let due_s = (sent.saturating_sub(ahead_bytes)) as f64 * 8.0 / bits_per_sec as f64;
+    Duration::from_secs_f64(due_s).saturating_sub(elapsed)
+}
+
 fn send(job: &StreamJob<'_>, buffer: &[u8]) -> Outcome {
-    let mut socket = &job.socket;
     let mut ticker = Ticker::new(job.start, job.interval);
     let mut sent = 0u64;
     let mut error = None;
     let _ = job.socket.set_write_timeout(Some(POLL));
+    let source = match Source::of(buffer, job.options.zerocopy) {
+        Ok(source) => source,
+        Err(e) => {
+            let error = Some(format!("stream {}: a file to send from: {e}", job.stream));
+            return (0, job.start, Vec::new(), error);
+        }
+    };
     let mut now = Instant::now();
     let mut last_write = job.start;
     loop {
         let want = match job.until {
             Until::Deadline(deadline) if now >= deadline => break,
-            Until::Deadline(_) => buffer.len(),
+            Until::Deadline(_) => source.len(),
             Until::Bytes(total) if sent >= total => break,
-            Until::Bytes(total) => buffer.len().min((total - sent) as usize),
+            Until::Bytes(total) => source.len().min((total - sent) as usize),
         };
         if job.stop.load(Ordering::Relaxed) || now >= job.hard_stop {
             break;
@@ -247,7 +311,19 @@ fn send(job: &StreamJob<'_>, buffer: &[u8]) -> Outcome {
         {
             break;
         }
-        match socket.write(&buffer[..want]) {
+        let wait = pace_wait(
+            job.options,
+            sent,
+            source.len(),
+            now.duration_since(job.start),
+        );
+        if !wait.is_zero() {
+            std::thread::sleep(wait.min(POLL));
+            now = Instant::now();
+            ticker.tick(now, sent, &job.socket);
+            continue;
+        }
+        match source.write(&job.socket, want) {
             Ok(n) => {
                 sent += n as u64;
                 if let Some(progress) = job.progress {
@@ -265,12 +341,34 @@ fn send(job: &StreamJob<'_>, buffer: &[u8]) -> Outcome {
         ticker.tick(now, sent, &job.socket);
     }
     let intervals = ticker.finish(last_write, sent, &job.socket);
+    let mut end = last_write;
     match job.ending {
         Ending::Drain if error.is_none() => error = drain(job),
         Ending::Drain => {}
-        Ending::Handover(handover) => handover.stream_done(),
+        Ending::Handover(handover) => {
+            // A test of bytes is done once they are all taken, not once they are all
+            // written: the other end counts no byte that comes after the test's end.
+            if matches!(job.until, Until::Bytes(_)) && error.is_none() {
+                end = acknowledged(job).unwrap_or(end);
+            }
+            handover.stream_done();
+        }
     }
-    (sent, last_write, intervals, error)
+    (sent, end, intervals, error)
+}
+
+/// Waits until the receiver's TCP has acknowledged every byte written, and says when;
+/// none if the test stopped or its time ran out first.
+fn acknowledged(job: &StreamJob<'_>) -> Option<Instant> {
+    loop {
+        if options::unacknowledged_bytes(&job.socket) == Some(0) {
+            return Some(Instant::now());
+        }
+        if job.stop.load(Ordering::Relaxed) || Instant::now() >= job.hard_stop {
+            return None;
+        }
+        std::thread::sleep(ACK_POLL);
+    }
 }
 
 /// Ends the sending half and waits for the receiver to close, so every byte sent was
@@ -297,6 +395,24 @@ fn drain(job: &StreamJob<'_>) -> Option<String> {
     }
 }
 
+/// Reads into `buffer`, or has the kernel drop as much without copying it
+/// (MSG_TRUNC, iperf3's --skip-rx-copy).
+fn read(socket: &mut &TcpStream, buffer: &mut [u8], skip_copy: bool) -> std::io::Result<usize> {
+    if !skip_copy {
+        return socket.read(buffer);
+    }
+    // SAFETY: with MSG_TRUNC the kernel writes nothing; the buffer is valid for its length.
+    let n = unsafe {
+        libc::recv(
+            socket.as_raw_fd(),
+            buffer.as_mut_ptr().cast(),
+            buffer.len(),
+            libc::MSG_TRUNC,
+        )
+    };
+    usize::try_from(n).map_err(|_| std::io::Error::last_os_error())
+}
+
 fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {
     let mut socket = &job.socket;
     let mut ticker = Ticker::new(job.start, job.interval);
@@ -320,7 +436,7 @@ fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {
         if job.stop.load(Ordering::Relaxed) {
             break;
         }
-        match socket.read(buffer) {
+        match read(&mut socket, buffer, job.options.skip_rx_copy) {
             Ok(0) => {
                 last_read = Instant::now();
                 break;

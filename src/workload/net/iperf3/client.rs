@@ -55,8 +55,20 @@ impl Iperf3Control {
                 },
                 other => other,
             })?;
-        control.write(&wire::frame(&params(plan)), "the parameters")?;
-        control.expect(State::CreateStreams, "CREATE_STREAMS")?;
+        let mut params = params(plan);
+        if let Some(login) = &plan.iperf3_login {
+            params.authtoken = Some(login.token().map_err(|e| control.fail(e.to_string()))?);
+        }
+        control.write(&wire::frame(&params), "the parameters")?;
+        control
+            .expect(State::CreateStreams, "CREATE_STREAMS")
+            .map_err(|e| match e {
+                Error::Peer { peer, reason } => Error::Peer {
+                    reason: format!("{reason}{}", refusal_hint(&reason, plan)),
+                    peer,
+                },
+                other => other,
+            })?;
         Ok(control)
     }
 
@@ -72,6 +84,9 @@ impl Iperf3Control {
                     plan.mss_bytes,
                 )
                 .map_err(|e| self.fail(format!("data connection {stream}: {e}")))?;
+                plan.options
+                    .apply(&socket)
+                    .map_err(|e| self.fail(format!("data connection {stream}: {e}")))?;
                 socket
                     .write_all(&self.cookie)
                     .map_err(|e| self.fail(format!("data connection {stream}: {e}")))?;
@@ -184,7 +199,7 @@ impl Iperf3Control {
                 let errno = (got >= 8).then(|| i32::from_be_bytes(codes[4..].try_into().unwrap()));
                 Err(self.fail(format!(
                     "the iperf3 server refused the test: {}",
-                    wire::server_error_text(code.unwrap_or(0), errno)
+                    super::errors::server_error_text(code.unwrap_or(0), errno)
                 )))
             }
             State::ServerTerminate => {
@@ -205,6 +220,31 @@ impl Iperf3Control {
     }
 }
 
+/// What a server's answer to the parameters leaves unsaid: a server with
+/// --server-max-duration refuses every test of bytes, and iperf 3.21 and later refuse
+/// credentials without the code for it (with none, or with one left over from an
+/// earlier test), or close when they want credentials that were not sent.
+fn refusal_hint(reason: &str, plan: &NetPlan) -> &'static str {
+    // Codes that cannot answer a test's parameters: the cookie was read, no stream is
+    // open yet. A 3.21 or later server leaves one over from an earlier test.
+    let stale = reason
+        .split_once("(iperf3 error ")
+        .and_then(|(_, rest)| rest.split(')').next()?.parse::<i32>().ok())
+        .is_some_and(|code| (104..=112).contains(&code) || (200..=208).contains(&code));
+    let closed = reason.contains("closed the connection") || stale;
+    if plan.bytes.is_some() && reason.contains("(iperf3 error 37)") {
+        ": an iperf3 server with --server-max-duration refuses every test of bytes (-n); \
+         give a time (-t) instead"
+    } else if plan.iperf3_login.is_some() && (closed || reason.contains("refused the test")) {
+        ": the server may have refused the credentials of --username (iperf 3.21 and later \
+         refuse them without saying so, or with an unrelated code)"
+    } else if closed {
+        ": it may check credentials (--username)"
+    } else {
+        ""
+    }
+}
+
 /// The parameters iperf3's client would send for `plan`.
 pub fn params(plan: &NetPlan) -> Params {
     let seconds = plan.duration_ms.map_or(0, |ms| ms.div_ceil(1000) as i64);
@@ -221,13 +261,19 @@ pub fn params(plan: &NetPlan) -> Params {
         window: plan.window_bytes.map(|w| w as i64),
         len: plan.block_bytes as i64,
         pacing_timer: Some(1000),
+        congestion: plan.options.congestion.clone(),
+        fqrate: plan
+            .options
+            .pacing_bytes_per_sec
+            .map(|r| r.saturating_mul(8) as i64),
         client_version: Some(CLIENT_VERSION.into()),
         ..Params::default()
     }
 }
 
 /// This end's results as iperf3 reads them: per stream its bytes and retransmissions
-/// (-1 for a stream it received on), and its CPU time over the test's wall time.
+/// (-1 for a stream it received on), its CPU time over the test's wall time split as
+/// `user_share` says, and its congestion control.
 pub fn our_results(local: &SideReport, user_share: f64) -> Results {
     let wall = local.wall_seconds.max(1e-9);
     let total = 100.0 * local.cpu_seconds / wall;
@@ -237,7 +283,7 @@ pub fn our_results(local: &SideReport, user_share: f64) -> Results {
         cpu_util_user: total * user_share,
         cpu_util_system: total * (1.0 - user_share),
         sender_has_retransmits: if sends { 1 } else { -1 },
-        congestion_used: None,
+        congestion_used: local.streams.iter().find_map(|s| s.congestion.clone()),
         streams: local
             .streams
             .iter()
@@ -296,6 +342,7 @@ pub fn remote_report(
             mtu_bytes: None,
             cpu_seconds: 0.0,
             error: None,
+            congestion: theirs.congestion_used.clone(),
         });
     }
     reports.sort_by_key(|r| r.stream);

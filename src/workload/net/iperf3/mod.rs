@@ -3,7 +3,9 @@
 //! (`wire`); the client drives one test (`client`); the streams are ratelab's own
 //! loops, ended as iperf3 ends a test: by the client, over the control connection.
 
+pub mod auth;
 mod client;
+pub mod errors;
 pub mod wire;
 
 pub use client::{Iperf3Control, our_results, remote_report};
@@ -13,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::item::{self, NetItem, Scope, Side};
 use super::report::{Role, SideReport};
-use super::session::{self, GRACE};
+use super::session::{self, GRACE, OnTheWire};
 use super::stream::{Ending, Handover};
 use super::{NetPlan, protocol::Direction};
 use crate::workload::{Context, Error};
@@ -38,21 +40,24 @@ pub fn run(control: &Iperf3Control, plan: &NetPlan, ctx: &Context) -> Result<Out
     let receivers = connections.iter().any(|c| c.role == Role::Receive);
     let handover = Handover::new(plan.bytes.filter(|_| receivers));
     let stop = AtomicBool::new(false);
-    let usage_before = process_cpu();
+    let clock = CpuClock::start();
+    let wire = OnTheWire::watch(&connections, wire::COOKIE_BYTES as u64);
+    let test = session::Run {
+        request: &request,
+        start,
+        hard_stop,
+        ending: Ending::Handover(&handover),
+        options: &plan.options,
+    };
     let (local, ended) = std::thread::scope(|scope| {
         let streams = scope.spawn(|| {
-            session::run(
-                connections,
-                &request,
-                start,
-                hard_stop,
-                Some(ctx.sink.progress()),
-                &|| stop.load(Ordering::Relaxed) || ctx.cancel.is_set(),
-                Ending::Handover(&handover),
-            )
+            session::run(connections, &test, Some(ctx.sink.progress()), &|| {
+                stop.load(Ordering::Relaxed) || ctx.cancel.is_set()
+            })
         });
-        // Asleep until every stream's count is done, or the receivers have the test's
-        // bytes together (iperf3's client counts them so): then TEST_END at once.
+        // Asleep until every stream's count is done (a test of bytes: taken by the
+        // server's TCP), or the receivers have the test's bytes together (iperf3's
+        // client counts them so): then TEST_END at once.
         while !handover.wait(expected, Duration::from_millis(50))
             && !ctx.cancel.is_set()
             && !streams.is_finished()
@@ -65,8 +70,14 @@ pub fn run(control: &Iperf3Control, plan: &NetPlan, ctx: &Context) -> Result<Out
         } else {
             control.end().and_then(|()| control.exchange_asked())
         };
+        // The server counts what it reads until it takes TEST_END: once it asks for the
+        // results, what the senders have put on the wire is all it could have counted.
+        let sent = wire.now();
         stop.store(true, Ordering::Relaxed);
-        let local = streams.join().expect("the stream threads do not panic");
+        let mut local = streams.join().expect("the stream threads do not panic");
+        if ended.is_ok() {
+            OnTheWire::count(&mut local, &sent);
+        }
         (local, ended)
     });
     if ctx.cancel.is_set() {
@@ -75,9 +86,8 @@ pub fn run(control: &Iperf3Control, plan: &NetPlan, ctx: &Context) -> Result<Out
             remote: Err(Error::Interrupted),
         });
     }
-    let user_share = user_share(usage_before, process_cpu());
     let remote = ended.and_then(|()| {
-        let theirs = control.exchange(&client::our_results(&local, user_share))?;
+        let theirs = control.exchange(&client::our_results(&local, clock.user_share()))?;
         let report = client::remote_report(&theirs, plan.direction, plan.streams, true).map_err(
             |reason| Error::Peer {
                 peer: plan.host_port(),
@@ -89,8 +99,8 @@ pub fn run(control: &Iperf3Control, plan: &NetPlan, ctx: &Context) -> Result<Out
     Ok(Outcome { local, remote })
 }
 
-/// The items of the server's end: its streams' totals, its retransmissions as it
-/// counted them (none where it received), and its CPU time.
+/// The items of the far end: its streams' totals, its retransmissions as it counted
+/// them (none where it received), its congestion control, and its CPU time.
 pub fn remote_items(
     report: &SideReport,
     theirs: &wire::Results,
@@ -102,10 +112,38 @@ pub fn remote_items(
         let id = stream_item.stream.map(wire::stream_id);
         let result = theirs.streams.iter().find(|s| Some(s.id) == id);
         stream_item.retransmits = result.and_then(|s| u64::try_from(s.retransmits).ok());
+        stream_item.congestion = theirs.congestion_used.clone();
         // iperf3 gives its CPU time for the whole end, not per stream.
         stream_item.cpu_seconds = None;
     }
     items
+}
+
+/// This process's CPU time from a start, to split an end's CPU into user and system
+/// as iperf3 reports it (from getrusage, as iperf3's cpu_util).
+pub struct CpuClock {
+    user_s: f64,
+    system_s: f64,
+}
+
+impl CpuClock {
+    /// Starts counting now.
+    pub fn start() -> CpuClock {
+        let (user_s, system_s) = process_cpu();
+        CpuClock { user_s, system_s }
+    }
+
+    /// The user part of the CPU time spent since the start.
+    pub fn user_share(&self) -> f64 {
+        let (user_s, system_s) = process_cpu();
+        let user = (user_s - self.user_s).max(0.0);
+        let system = (system_s - self.system_s).max(0.0);
+        if user + system > 0.0 {
+            user / (user + system)
+        } else {
+            0.0
+        }
+    }
 }
 
 /// This process's user and system CPU seconds.
@@ -120,16 +158,4 @@ fn process_cpu() -> (f64, f64) {
     let usage = unsafe { usage.assume_init() };
     let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     (seconds(usage.ru_utime), seconds(usage.ru_stime))
-}
-
-/// The user part of the CPU time spent between two readings (iperf3 reports its CPU
-/// split so; the total comes from the stream threads alone).
-fn user_share(before: (f64, f64), after: (f64, f64)) -> f64 {
-    let user = (after.0 - before.0).max(0.0);
-    let system = (after.1 - before.1).max(0.0);
-    if user + system > 0.0 {
-        user / (user + system)
-    } else {
-        0.0
-    }
 }

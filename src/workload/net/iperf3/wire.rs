@@ -137,23 +137,45 @@ pub fn decode<T: for<'de> Deserialize<'de>>(
     Ok((message, used))
 }
 
-/// A test's parameters, as a client sends them after PARAM_EXCHANGE. iperf3 reads a
-/// flag by its presence, so a flag that is off is left out, never sent as `false`.
+/// A test's parameters, as a client sends them after PARAM_EXCHANGE (iperf_api.c,
+/// send_parameters, 3.12 to 3.22). iperf3 reads a flag by its presence, so a flag that
+/// is off is left out, never sent as `false`; each key keeps the JSON type iperf3 sends,
+/// since 3.18 and later check it. Keys this end does not know are kept in `other`, so a
+/// server can refuse what it would otherwise ignore.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Params {
     /// TCP (the only protocol spoken here).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "flag"
+    )]
     pub tcp: Option<bool>,
     /// UDP, which is refused.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "flag"
+    )]
     pub udp: Option<bool>,
     /// SCTP, which is refused.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "flag"
+    )]
     pub sctp: Option<bool>,
-    /// Seconds at the start left out of the results.
+    /// Seconds at the start left out of the results (-O).
     #[serde(default, deserialize_with = "lenient")]
     pub omit: i64,
-    /// Seconds the test runs; 0 when bytes or blocks bound it.
+    /// The CPU the server's streams run on (-A n,m).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_some"
+    )]
+    pub server_affinity: Option<i64>,
+    /// Seconds the test runs; 0 when bytes or blocks bound it, or for no bound (-t 0).
     #[serde(default = "ten", deserialize_with = "lenient")]
     pub time: i64,
     /// Bytes the senders send in all; 0 when unbounded.
@@ -162,7 +184,7 @@ pub struct Params {
     /// Blocks the senders send in all; 0 when unbounded.
     #[serde(default, deserialize_with = "lenient")]
     pub blockcount: i64,
-    /// TCP_MAXSEG of the data connections.
+    /// TCP_MAXSEG of the data connections (-M).
     #[serde(
         rename = "MSS",
         default,
@@ -170,42 +192,103 @@ pub struct Params {
         deserialize_with = "lenient_some"
     )]
     pub mss: Option<i64>,
-    /// TCP_NODELAY on the data connections.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// TCP_NODELAY on the data connections (-N).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "flag"
+    )]
     pub nodelay: Option<bool>,
     /// Streams per direction.
     #[serde(default = "one", deserialize_with = "lenient")]
     pub parallel: i64,
     /// The server sends.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "flag"
+    )]
     pub reverse: Option<bool>,
     /// Both send, on separate streams.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "flag"
+    )]
     pub bidirectional: Option<bool>,
-    /// SO_SNDBUF and SO_RCVBUF of the data connections.
+    /// Multipath TCP (-m, 3.19+), which is refused.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "flag"
+    )]
+    pub mptcp: Option<bool>,
+    /// SO_SNDBUF and SO_RCVBUF of the data connections (-w).
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "lenient_some"
     )]
     pub window: Option<i64>,
-    /// Bytes per write and read.
+    /// Bytes per write and read (-l).
     #[serde(default = "block", deserialize_with = "lenient")]
     pub len: i64,
-    /// The sender's pacing rate in bits per second; 0 unpaced.
+    /// Each sending stream's rate in bits per second, paced by the sender (-b); 0 unpaced.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "lenient_some"
     )]
     pub bandwidth: Option<i64>,
-    /// The client's pacing timer in microseconds.
+    /// Each sending stream's pacing rate in the kernel (SO_MAX_PACING_RATE), bits per
+    /// second (--fq-rate).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_some"
+    )]
+    pub fqrate: Option<i64>,
+    /// The client's pacing timer in microseconds (unused since 3.18).
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         deserialize_with = "lenient_some"
     )]
     pub pacing_timer: Option<i64>,
+    /// Blocks a paced sender writes at once (-b RATE/N).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_some"
+    )]
+    pub burst: Option<i64>,
+    /// The IP TOS byte of the data connections (-S, --dscp).
+    #[serde(
+        rename = "TOS",
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_some"
+    )]
+    pub tos: Option<i64>,
+    /// The IPv6 flow label (-L).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_some"
+    )]
+    pub flowlabel: Option<i64>,
+    /// A title for the test's output (-T).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Text kept with the test's output (--extra-data).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra_data: Option<String>,
+    /// The congestion control of the data connections (-C).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion: Option<String>,
+    /// The congestion control the client's connections use (never sent in practice).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion_used: Option<String>,
     /// The client asks for the server's own output with the results.
     #[serde(
         default,
@@ -213,12 +296,50 @@ pub struct Params {
         deserialize_with = "lenient_some"
     )]
     pub get_server_output: Option<i64>,
-    /// An RSA-encrypted user and password, which this end does not check.
+    /// UDP's 64-bit counters, refused with UDP.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_some"
+    )]
+    pub udp_counters_64bit: Option<i64>,
+    /// Senders send `0123456789` over and over instead of random bytes.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_some"
+    )]
+    pub repeating_payload: Option<i64>,
+    /// Senders send without copying (-Z: sendfile).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_some"
+    )]
+    pub zerocopy: Option<i64>,
+    /// The don't-fragment flag on the data connections (--dont-fragment).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_some"
+    )]
+    pub dont_fragment: Option<i64>,
+    /// Receivers drop the data without copying it (--skip-rx-copy, 3.19+: MSG_TRUNC).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_some"
+    )]
+    pub skip_rx_copy: Option<i64>,
+    /// A user and password encrypted with the server's RSA key, in base64.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authtoken: Option<String>,
     /// The client's version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_version: Option<String>,
+    /// Keys this end does not know, as they came.
+    #[serde(flatten)]
+    pub other: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 fn ten() -> i64 {
@@ -337,29 +458,12 @@ fn lenient_some<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<i64
     lenient(deserializer).map(Some)
 }
 
-/// What the codes after a SERVER_ERROR byte mean (iperf3's src/iperf_api.h and
-/// iperf_error.c); iperf 3.12 sends only the first on a failed authorization.
-pub fn server_error_text(code: i32, errno: Option<i32>) -> String {
-    let what = match code {
-        5 => "the test is longer than the server allows".to_string(),
-        6 => "more streams than the server allows".to_string(),
-        7 => "a larger block (-l) than the server allows".to_string(),
-        10 => "a larger MSS (-M) than the server allows".to_string(),
-        13 => "the server does not implement an option of this test".to_string(),
-        27 => "more bandwidth than the server allows".to_string(),
-        121 => "the server is busy running a test".to_string(),
-        124 | 141 => "the server cannot set the socket buffer size (--window)".to_string(),
-        131 => "the server does not know the protocol".to_string(),
-        142 => {
-            "the server checks a user and password (iperf3 --username), which ratelab does not send"
-                .to_string()
-        }
-        202 => "the server cannot start a stream listener".to_string(),
-        other => format!("iperf3 error code {other}"),
-    };
-    match errno.filter(|&e| e != 0) {
-        Some(e) => format!("{what}: {}", std::io::Error::from_raw_os_error(e)),
-        None => what,
+/// A flag as iperf3 sends one: `true` (a number from some versions); present is on.
+fn flag<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<bool>, D::Error> {
+    match serde_json::Value::deserialize(deserializer)? {
+        serde_json::Value::Bool(on) => Ok(Some(on)),
+        serde_json::Value::Number(n) => Ok(Some(n.as_f64() != Some(0.0))),
+        other => Err(serde::de::Error::custom(format!("{other} is not a flag"))),
     }
 }
 

@@ -8,10 +8,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
-use super::{State, check, stop};
+use super::{Arrival, State, check, stop};
 use crate::workload::net::admission::Ticket;
 use crate::workload::net::auth::{self, Key};
 use crate::workload::net::iperf3::wire;
+use crate::workload::net::options::StreamOptions;
 use crate::workload::net::protocol::{
     self, MAX_REQUEST_BYTES, Message, PROTOCOL, STOPPING, TestRequest, WireError,
 };
@@ -31,11 +32,18 @@ impl Drop for Slot<'_> {
     }
 }
 
-/// Serves `connection` from `peer` to its end, and logs why it closed.
-pub(super) fn serve(state: &State, connection: TcpStream, peer: SocketAddr, ticket: Ticket) {
+/// Serves `connection` from `peer`, the `accepted`-th the server took, to its end, and
+/// logs why it closed.
+pub(super) fn serve(
+    state: &State,
+    connection: TcpStream,
+    peer: SocketAddr,
+    ticket: Ticket,
+    accepted: u64,
+) {
     let _ = connection.set_nonblocking(false);
     let _ = connection.set_nodelay(true);
-    if let Err(closed) = handle(state, connection, peer, ticket) {
+    if let Err(closed) = handle(state, connection, peer, ticket, accepted) {
         (state.log)(&format!("{peer}: closed: {closed}"));
     }
 }
@@ -51,8 +59,8 @@ pub(super) enum Closed {
     #[error("a connection must open with hello or data, not {0}")]
     Misplaced(&'static str),
     /// A data connection came after its test stopped waiting for them.
-    #[error("data connection for stream {0} came too late")]
-    DataTooLate(u32),
+    #[error("data connection{} came too late", .0.map(|s| format!(" for stream {s}")).unwrap_or_default())]
+    DataTooLate(Option<u32>),
     /// A data connection's cookie names no test.
     #[error("data connection for no test running here")]
     DataForNoTest,
@@ -152,6 +160,7 @@ fn handle(
     connection: TcpStream,
     peer: SocketAddr,
     ticket: Ticket,
+    accepted: u64,
 ) -> Result<(), Closed> {
     let timeout = state.config.idle_timeout;
     // An iperf3 client opens with its cookie, a letter or digit; ratelab's frames with
@@ -164,6 +173,7 @@ fn handle(
             connection,
             peer,
             ticket,
+            accepted,
             timeout.min(FIRST_MESSAGE_TIMEOUT),
         );
     }
@@ -190,7 +200,12 @@ fn handle(
         Message::Data { cookie, stream } => {
             // From here the connection belongs to a test, which bounds its streams.
             drop(ticket);
-            route(state, &cookie, stream, connection)
+            let arrival = Arrival {
+                stream: Some(stream),
+                accepted,
+                socket: connection,
+            };
+            route(state, &cookie, arrival)
         }
         other => Err(answer(
             &connection,
@@ -201,12 +216,11 @@ fn handle(
 }
 
 /// Hands a data connection to the test its cookie names.
-fn route(state: &State, cookie: &str, stream: u32, connection: TcpStream) -> Result<(), Closed> {
+pub(super) fn route(state: &State, cookie: &str, arrival: Arrival) -> Result<(), Closed> {
     let route = state.routes().get(cookie).cloned();
+    let stream = arrival.stream;
     match route {
-        Some(route) => route
-            .send((stream, connection))
-            .map_err(|_| Closed::DataTooLate(stream)),
+        Some(route) => route.send(arrival).map_err(|_| Closed::DataTooLate(stream)),
         None => Err(Closed::DataForNoTest),
     }
 }
@@ -232,8 +246,15 @@ fn control(
 ) -> Result<(), Closed> {
     let timeout = state.config.idle_timeout;
     let answered = |closed| answer(connection, closed, timeout);
+    // A test asked for ends `--once`, served or refused, as `iperf3 -s -1` ends.
+    let ended = || state.ended.fetch_add(1, Ordering::SeqCst);
     let request =
-        handshake(state, connection, hello.version, hello.client_nonce).map_err(answered)?;
+        handshake(state, connection, hello.version, hello.client_nonce).map_err(|closed| {
+            if matches!(closed, Closed::OutOfBounds(_)) {
+                ended();
+            }
+            answered(closed)
+        })?;
     let slot = take_slot(state)
         .ok_or_else(|| Closed::Busy(busy(state).unwrap_or_else(|| "no test slot is free".into())))
         .map_err(answered)?;
@@ -243,9 +264,14 @@ fn control(
         Ok(report) => report,
         Err(Closed::Stopping) => {
             stop::tell(state, connection, peer, hello.hears_stopping);
+            ended();
             return Ok(());
         }
-        Err(closed) => return Err(answered(closed)),
+        Err(closed) => {
+            let closed = answered(closed);
+            ended();
+            return Err(closed);
+        }
     };
     drop(slot);
     (state.log)(&format!(
@@ -257,7 +283,7 @@ fn control(
     ));
     let sent = protocol::send(connection, &Message::Results(Box::new(report)), timeout);
     // Counted once the results are out, so `--once` never exits while sending them.
-    state.served.fetch_add(1, Ordering::SeqCst);
+    ended();
     sent.map_err(Closed::from)
 }
 
@@ -355,15 +381,14 @@ fn test(
         matches!(connection.peek(&mut byte), Ok(0))
             || matches!(&connection.peek(&mut byte), Err(e) if e.kind() != std::io::ErrorKind::WouldBlock)
     };
-    let report = session::run(
-        connections,
+    let test = session::Run {
         request,
         start,
         hard_stop,
-        None,
-        &|| stopping() || client_gone(),
-        Ending::Drain,
-    );
+        ending: Ending::Drain,
+        options: &StreamOptions::default(),
+    };
+    let report = session::run(connections, &test, None, &|| stopping() || client_gone());
     let _ = connection.set_nonblocking(false);
     if stopping() {
         // What this end measured goes nowhere: the client keeps what its end measured.
@@ -425,7 +450,7 @@ pub(super) fn take_slot(state: &State) -> Option<Slot<'_>> {
 /// Waits for every data connection of a test, each stream once.
 fn gather(
     request: &TestRequest,
-    arrivals: &Receiver<(u32, TcpStream)>,
+    arrivals: &Receiver<Arrival>,
     timeout: Duration,
 ) -> Result<Vec<Connection>, Closed> {
     let wanted = request.direction.connections(request.streams);
@@ -433,13 +458,15 @@ fn gather(
     let mut connections: Vec<Connection> = Vec::new();
     while connections.len() < wanted as usize {
         let left = deadline.saturating_duration_since(Instant::now());
-        let (stream, socket) = arrivals
-            .recv_timeout(left)
-            .map_err(|_| Closed::DataMissing {
-                arrived: connections.len(),
-                wanted,
-                timeout,
-            })?;
+        let Arrival { stream, socket, .. } =
+            arrivals
+                .recv_timeout(left)
+                .map_err(|_| Closed::DataMissing {
+                    arrived: connections.len(),
+                    wanted,
+                    timeout,
+                })?;
+        let stream = stream.unwrap_or(u32::MAX);
         if stream >= wanted || connections.iter().any(|c| c.stream == stream) {
             return Err(Closed::DataTaken(stream));
         }

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use super::admission::Admission;
 use super::auth::Key;
+use super::iperf3::auth::Authority;
 use super::protocol::{Direction, Limits, TestRequest};
 use super::session::GRACE;
 
@@ -41,10 +42,11 @@ pub struct ServeConfig {
     pub key: Option<Key>,
     /// Longest wait for any one message, or for a test's data connections.
     pub idle_timeout: Duration,
-    /// Stop after one test has been served.
+    /// Stop after one test, served or refused, as `iperf3 -s -1` does.
     pub once: bool,
-    /// Serve iperf3 clients even with a key, which they cannot prove (`--iperf3`).
-    pub iperf3_without_key: bool,
+    /// The credentials iperf3 clients must present, as `iperf3 -s` checks them; with a
+    /// `key` and none of these, iperf3 clients are refused.
+    pub iperf3_authority: Option<Arc<Authority>>,
 }
 
 /// Where the run of each test served to an iperf3 client goes (ratelab's own clients
@@ -60,14 +62,27 @@ pub struct Server {
     state: Arc<State>,
 }
 
+/// A data connection on its way to the test its cookie names. Each connection is
+/// served by its own thread, so connections reach their test in the order their
+/// threads get there, not the order they came: `accepted` keeps the latter.
+struct Arrival {
+    /// The stream it carries, as a ratelab client names it; iperf3's clients do not
+    /// name it, and their streams are numbered in the order they were accepted.
+    stream: Option<u32>,
+    /// Its place in the order the server accepted connections.
+    accepted: u64,
+    socket: TcpStream,
+}
+
 /// What the accept loop shares with every connection's thread.
 struct State {
     config: ServeConfig,
     log: Log,
     running: AtomicUsize,
     admission: Admission,
-    served: AtomicUsize,
-    routes: Mutex<HashMap<String, Sender<(u32, TcpStream)>>>,
+    /// Tests asked for that have ended, served or refused.
+    ended: AtomicUsize,
+    routes: Mutex<HashMap<String, Sender<Arrival>>>,
     /// Set when the server is told to stop: running tests end and say so.
     stopping: AtomicBool,
     /// Where iperf3 clients' tests are stored, if anywhere.
@@ -77,7 +92,7 @@ struct State {
 impl State {
     /// The tests gathering their data connections, by cookie. A thread that panicked
     /// while holding them left them whole, so the server serves on.
-    fn routes(&self) -> std::sync::MutexGuard<'_, HashMap<String, Sender<(u32, TcpStream)>>> {
+    fn routes(&self) -> std::sync::MutexGuard<'_, HashMap<String, Sender<Arrival>>> {
         self.routes
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -95,7 +110,7 @@ impl Server {
                 log,
                 running: AtomicUsize::new(0),
                 admission: Admission::default(),
-                served: AtomicUsize::new(0),
+                ended: AtomicUsize::new(0),
                 routes: Mutex::new(HashMap::new()),
                 stopping: AtomicBool::new(false),
                 recorder: None,
@@ -127,13 +142,14 @@ impl Server {
             tv_nsec: 100_000_000,
         };
         let mut refused_accepts = 0u64;
+        let mut accepted = 0u64;
         let mut last_accept_log: Option<Instant> = None;
         loop {
             if stop() {
                 stop::wind_down(&self.state);
                 return Ok(());
             }
-            if self.state.config.once && self.state.served.load(Ordering::SeqCst) > 0 {
+            if self.state.config.once && self.state.ended.load(Ordering::SeqCst) > 0 {
                 return Ok(());
             }
             let mut fds = [rustix::event::PollFd::new(
@@ -146,7 +162,10 @@ impl Server {
             }
             loop {
                 match self.listener.accept() {
-                    Ok((connection, peer)) => self.admit(connection, peer),
+                    Ok((connection, peer)) => {
+                        self.admit(connection, peer, accepted);
+                        accepted += 1;
+                    }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                     // A connection that died before accept, or no descriptors left: log
                     // it (once a second at most), pause, and keep serving.
@@ -168,7 +187,8 @@ impl Server {
         }
     }
 
-    fn admit(&self, connection: TcpStream, peer: SocketAddr) {
+    /// Lets in the `accepted`-th connection, served by a thread of its own.
+    fn admit(&self, connection: TcpStream, peer: SocketAddr, accepted: u64) {
         let state = Arc::clone(&self.state);
         let log = Arc::clone(&state.log);
         let ticket = match state
@@ -183,7 +203,7 @@ impl Server {
         };
         let spawned = std::thread::Builder::new()
             .name("net-connection".into())
-            .spawn(move || exchange::serve(&state, connection, peer, ticket));
+            .spawn(move || exchange::serve(&state, connection, peer, ticket, accepted));
         if let Err(e) = spawned {
             (self.state.log)(&format!("{peer}: closed: cannot start a thread: {e}"));
         }
