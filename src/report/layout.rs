@@ -152,12 +152,37 @@ pub fn run_line(doc: &RunDocument) -> String {
     )
 }
 
-/// `machine: host · CPU · 2 CPUs · 25.3 GB memory · Linux 6.1`, broken between its
-/// parts where it would be wider than a terminal's 80 columns.
+/// `machine: host · CPU · 2 CPUs · 25.3 GB memory · Linux 6.1`.
 pub fn machine_line(doc: &RunDocument) -> String {
+    format!("machine: {}", machine_parts(doc).join(" · "))
+}
+
+/// The machine line for a terminal: broken between its parts where it would be wider
+/// than 80 columns, the rest indented under the first.
+pub fn machine_lines(doc: &RunDocument) -> String {
     const HEAD: &str = "machine: ";
+    let mut text = String::from(HEAD);
+    let mut width = HEAD.len();
+    for (index, part) in machine_parts(doc).iter().enumerate() {
+        let part_width = textwrap::core::display_width(part);
+        if index > 0 && width + 3 + part_width > 80 {
+            text.push_str(" ·\n");
+            text.push_str(&" ".repeat(HEAD.len()));
+            width = HEAD.len();
+        } else if index > 0 {
+            text.push_str(" · ");
+            width += 3;
+        }
+        text.push_str(part);
+        width += part_width;
+    }
+    text
+}
+
+/// The machine's parts as the machine line says them.
+fn machine_parts(doc: &RunDocument) -> [String; 5] {
     let m = &doc.machine;
-    let parts = [
+    [
         m.hostname.clone(),
         m.cpu_model.as_deref().unwrap_or("unknown CPU").to_string(),
         format!("{} CPUs", m.logical_cpus),
@@ -166,25 +191,7 @@ pub fn machine_line(doc: &RunDocument) -> String {
             m.memory_bytes.map_or("unknown".into(), format_bytes)
         ),
         format!("Linux {}", m.kernel),
-    ];
-    let mut text = String::from(HEAD);
-    let mut width = HEAD.len();
-    for (index, part) in parts.iter().enumerate() {
-        let part_width = textwrap::core::display_width(part);
-        if index > 0 {
-            if width + 3 + part_width > 80 {
-                text.push_str(" ·\n");
-                text.push_str(&" ".repeat(HEAD.len()));
-                width = HEAD.len();
-            } else {
-                text.push_str(" · ");
-                width += 3;
-            }
-        }
-        text.push_str(part);
-        width += part_width;
-    }
-    text
+    ]
 }
 
 /// `disk 1: /mnt/a`, `disk 3 (alone, for disk 1): /mnt/a`, or `disk 2 (measured by

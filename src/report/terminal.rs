@@ -83,7 +83,7 @@ pub fn render(doc: &RunDocument, detail: Detail) -> Result<String, DecodeError> 
 pub fn head(doc: &RunDocument) -> Result<String, DecodeError> {
     let mut out = String::new();
     let _ = writeln!(out, "{}", layout::run_line(doc));
-    let _ = writeln!(out, "{}", layout::machine_line(doc));
+    let _ = writeln!(out, "{}", layout::machine_lines(doc));
     let summary = layout::summary(doc)?;
     if !summary.is_empty() {
         let _ = writeln!(out, "\nsummary:");

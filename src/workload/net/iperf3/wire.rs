@@ -21,8 +21,9 @@ pub const MAX_PARAMS_BYTES: usize = 8 << 10;
 /// own output when the client asks for it.
 pub const MAX_RESULTS_BYTES: usize = 4 << 20;
 
-/// The version this end announces as `client_version`.
-pub const CLIENT_VERSION: &str = "3.12";
+/// The iperf3 release whose protocol this end speaks, announced as `client_version`
+/// (servers take it as a hint only; ratelab's own chooses its duration code by it).
+pub const CLIENT_VERSION: &str = "3.22";
 
 /// A state byte (a signed char on the wire).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
