@@ -13,6 +13,7 @@ pub mod iperf3;
 mod item;
 mod kind;
 mod options;
+mod payload;
 mod protocol;
 mod report;
 mod server;

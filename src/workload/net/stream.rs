@@ -2,14 +2,14 @@
 //! blocks, with interval figures and TCP_INFO taken as it goes. Both ends use the same
 //! loops, so neither end's figures come from different code.
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read};
 use std::net::{Shutdown, TcpStream};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::options::{self, StreamOptions};
+use super::payload::{Source, pace_wait, read};
 use super::report::{Interval, Role, StreamReport};
 use super::socket;
 use crate::workload::Progress;
@@ -232,56 +232,6 @@ fn timed_out(e: &std::io::Error) -> bool {
     matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
 }
 
-/// How a sender hands its block to the kernel: a copy from the block, or sendfile from
-/// a memory file that holds it (iperf3's -Z).
-enum Source<'a> {
-    Block(&'a [u8]),
-    File(std::os::fd::OwnedFd, usize),
-}
-
-impl Source<'_> {
-    fn of(block: &[u8], zerocopy: bool) -> std::io::Result<Source<'_>> {
-        if !zerocopy {
-            return Ok(Source::Block(block));
-        }
-        let file = rustix::fs::memfd_create("ratelab-block", rustix::fs::MemfdFlags::CLOEXEC)?;
-        let mut writer = std::fs::File::from(file);
-        writer.write_all(block)?;
-        Ok(Source::File(writer.into(), block.len()))
-    }
-
-    fn len(&self) -> usize {
-        match self {
-            Source::Block(block) => block.len(),
-            Source::File(_, len) => *len,
-        }
-    }
-
-    fn write(&self, socket: &TcpStream, want: usize) -> std::io::Result<usize> {
-        match self {
-            Source::Block(block) => {
-                let mut socket = socket;
-                socket.write(&block[..want])
-            }
-            Source::File(file, _) => {
-                let mut offset = 0u64;
-                rustix::fs::sendfile(socket, file, Some(&mut offset), want).map_err(Into::into)
-            }
-        }
-    }
-}
-
-/// How long a paced sender waits before its next block: none while it is behind its
-/// rate, with a burst of blocks allowed ahead (iperf3's -b RATE/N).
-fn pace_wait(options: &StreamOptions, sent: u64, block: usize, elapsed: Duration) -> Duration {
-    let Some(bits_per_sec) = options.bitrate_bits_per_sec.filter(|&b| b > 0) else {
-        return Duration::ZERO;
-    };
-    let ahead_bytes = u64::from(options.burst_blocks.unwrap_or(1).max(1) - 1) * block as u64;
-    let due_s = (sent.saturating_sub(ahead_bytes)) as f64 * 8.0 / bits_per_sec as f64;
-    Duration::from_secs_f64(due_s).saturating_sub(elapsed)
-}
-
 fn send(job: &StreamJob<'_>, buffer: &[u8]) -> Outcome {
     let mut ticker = Ticker::new(job.start, job.interval);
     let mut sent = 0u64;
@@ -393,24 +343,6 @@ fn drain(job: &StreamJob<'_>) -> Option<String> {
             Err(_) => return None,
         }
     }
-}
-
-/// Reads into `buffer`, or has the kernel drop as much without copying it
-/// (MSG_TRUNC, iperf3's --skip-rx-copy).
-fn read(socket: &mut &TcpStream, buffer: &mut [u8], skip_copy: bool) -> std::io::Result<usize> {
-    if !skip_copy {
-        return socket.read(buffer);
-    }
-    // SAFETY: with MSG_TRUNC the kernel writes nothing; the buffer is valid for its length.
-    let n = unsafe {
-        libc::recv(
-            socket.as_raw_fd(),
-            buffer.as_mut_ptr().cast(),
-            buffer.len(),
-            libc::MSG_TRUNC,
-        )
-    };
-    usize::try_from(n).map_err(|_| std::io::Error::last_os_error())
 }
 
 fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {

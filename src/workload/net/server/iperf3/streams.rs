@@ -1,0 +1,261 @@
+//! The data phase of a test served to an iperf3 client: its connections gathered in
+//! the order the server accepted them, the test's options set on each (or the test
+//! refused in iperf3's words), the streams run until the client's TEST_END, and their
+//! figures taken as iperf3's server takes them.
+
+use std::io::Read;
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use super::admit::Admitted;
+use super::{Refusal, refused, write};
+use crate::workload::net::iperf3::CpuClock;
+use crate::workload::net::iperf3::errors::code;
+use crate::workload::net::iperf3::wire::State as Wire;
+use crate::workload::net::options::{self, OptionError};
+use crate::workload::net::protocol::TestRequest;
+use crate::workload::net::report::{Role, SideReport};
+use crate::workload::net::server::exchange::Closed;
+use crate::workload::net::server::{Arrival, State};
+use crate::workload::net::session::{self, Connection, GRACE, OnTheWire};
+use crate::workload::net::stream::{Ending, Handover};
+
+/// Says CREATE_STREAMS and gathers the test's data connections, numbered in the order
+/// the server accepted them, as iperf3's server numbers them (its client connects them
+/// one by one, each once the last is up), with the test's options set on each.
+pub(super) fn gather(
+    state: &State,
+    connection: &TcpStream,
+    peer: SocketAddr,
+    cookie: &str,
+    admitted: &Admitted,
+) -> Result<Vec<Connection>, Refusal> {
+    let timeout = state.config.idle_timeout;
+    let (route, arrivals) = std::sync::mpsc::channel();
+    state.routes().insert(cookie.to_string(), route);
+    let request = &admitted.request;
+    let wanted = request.direction.connections(request.streams);
+    state.admission.expect(peer.ip(), wanted);
+    let gathered = write(connection, &[Wire::CreateStreams.byte()], timeout)
+        .map_err(Refusal::from)
+        .and_then(|()| arrive(admitted, connection, &arrivals, timeout));
+    state.routes().remove(cookie);
+    if gathered.is_err() {
+        state.admission.forget(peer.ip(), wanted);
+    }
+    gathered
+}
+
+/// Gathers the data connections as they come, until all have, the client closes its
+/// control connection (it failed on its side, as iperf3 does when it cannot set its
+/// own socket options), or `timeout` passes.
+fn arrive(
+    admitted: &Admitted,
+    connection: &TcpStream,
+    arrivals: &Receiver<Arrival>,
+    timeout: Duration,
+) -> Result<Vec<Connection>, Refusal> {
+    let request = &admitted.request;
+    let wanted = request.direction.connections(request.streams);
+    let deadline = Instant::now() + timeout;
+    let mut arrived = Vec::new();
+    while arrived.len() < wanted as usize {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match arrivals.recv_timeout(left.min(Duration::from_millis(20))) {
+            Ok(arrival) => arrived.push(arrival),
+            Err(_) if left.is_zero() => {
+                return Err(Refusal::from(Closed::DataMissing {
+                    arrived: arrived.len(),
+                    wanted,
+                    timeout,
+                }));
+            }
+            Err(_) if gave_up(connection) => {
+                return Err(Refusal::from(Closed::OutOfBounds(format!(
+                    "the iperf3 client gave up after {} of {wanted} data connections",
+                    arrived.len()
+                ))));
+            }
+            Err(_) => {}
+        }
+    }
+    arrived.sort_by_key(|a| a.accepted);
+    (0..wanted)
+        .zip(arrived)
+        .map(|(stream, Arrival { socket, .. })| {
+            set_options(admitted, &socket)?;
+            let role = Role::at_server(request.direction, stream, request.streams);
+            Ok(Connection::new(
+                stream,
+                role,
+                socket,
+                request.block_bytes as usize,
+            ))
+        })
+        .collect()
+}
+
+/// Sets what the test asks on one data connection, or refuses it in iperf3's words.
+fn set_options(admitted: &Admitted, socket: &TcpStream) -> Result<(), Refusal> {
+    // The MSS of the far end's segments was agreed at the handshake; this bounds ours.
+    let mss = admitted.mss.map_or(Ok(()), |m| options::set_mss(socket, m));
+    let window = admitted
+        .request
+        .window_bytes
+        .map_or(Ok(()), |w| options::set_window(socket, w));
+    // Nagle's algorithm stays on unless the client asked otherwise (-N), as with iperf3.
+    let nodelay = socket
+        .set_nodelay(admitted.options.nodelay)
+        .map_err(OptionError::Nodelay);
+    mss.and(window)
+        .and(nodelay)
+        .and_then(|()| admitted.options.apply(socket))
+        .map_err(|e| {
+            let code = match &e {
+                OptionError::Congestion { .. } => code::SET_CONGESTION,
+                OptionError::Pacing(_) => code::SET_PACING,
+                OptionError::Tos(_) => code::SET_TOS,
+                OptionError::TrafficClass(_) => code::SET_CLASS,
+                OptionError::Nodelay(_) => code::SET_NODELAY,
+                OptionError::DontFragment(_) => code::SET_DONT_FRAGMENT,
+                OptionError::Mss(_) => code::SET_MSS,
+                OptionError::Window(_) => code::SET_BUFFER,
+                OptionError::WindowShort { .. } => code::SET_BUFFER_SHORT,
+            };
+            refused(code, format!("a data connection's {e}"))
+        })
+}
+
+/// Starts the test, runs the streams until the client's TEST_END, and says what they
+/// measured as iperf3's server counts it: every stream's time runs from TEST_START to
+/// TEST_END (bytes a stream read after it are not counted).
+pub(super) fn run_streams(
+    state: &State,
+    connection: &TcpStream,
+    admitted: &Admitted,
+    connections: Vec<Connection>,
+) -> Result<(SideReport, CpuClock), Refusal> {
+    let timeout = state.config.idle_timeout;
+    let request = &admitted.request;
+    let clock = CpuClock::start();
+    let start = Instant::now();
+    write(
+        connection,
+        &[Wire::TestStart.byte(), Wire::TestRunning.byte()],
+        timeout,
+    )?;
+    let planned = request
+        .duration_ms
+        .unwrap_or(state.config.limits.max_duration_ms);
+    let hard_stop = start + Duration::from_millis(planned) + GRACE;
+    let session_request = TestRequest {
+        // The server's senders send until the client's TEST_END.
+        duration_ms: Some(planned + GRACE.as_millis() as u64),
+        ..request.clone()
+    };
+    let handover = Handover::new(None);
+    let stop = AtomicBool::new(false);
+    let stopping = || state.stopping.load(Ordering::SeqCst);
+    let test = session::Run {
+        request: &session_request,
+        start,
+        hard_stop,
+        ending: Ending::Handover(&handover),
+        options: &admitted.options,
+    };
+    let wire = OnTheWire::watch(&connections, 0);
+    let (mut local, ended) = std::thread::scope(|scope| {
+        let streams = scope
+            .spawn(|| session::run(connections, &test, None, &|| stop.load(Ordering::Relaxed)));
+        let ended = await_end(connection, hard_stop, &stopping);
+        // What the senders had on the wire when the client ended the test is what they
+        // sent: it stopped counting then.
+        let sent = wire.now();
+        if matches!(ended, End::Stopping) {
+            // Told before its streams close, as iperf3's server does on a signal, so
+            // the client reports the stop rather than a broken stream.
+            let _ = write(connection, &[Wire::ServerTerminate.byte()], timeout);
+        }
+        stop.store(true, Ordering::Relaxed);
+        let mut local = streams.join().expect("the stream threads do not panic");
+        OnTheWire::count(&mut local, &sent);
+        (local, ended)
+    });
+    match ended {
+        End::Asked(at) => {
+            let seconds = at.duration_since(start).as_secs_f64();
+            for stream in &mut local.streams {
+                stream.seconds = seconds;
+            }
+            local.wall_seconds = seconds;
+            Ok((local, clock))
+        }
+        End::Stopping => Err(Closed::Stopping.into()),
+        End::Gone(why) => Err(Closed::OutOfBounds(format!("the iperf3 client {why}")).into()),
+    }
+}
+
+/// How the test's data phase ended.
+enum End {
+    /// The client sent TEST_END, read at this instant.
+    Asked(Instant),
+    /// The server is stopping.
+    Stopping,
+    /// The client left, or said something else; says what.
+    Gone(String),
+}
+
+/// Watches the control connection for the client's TEST_END, until the hard stop.
+fn await_end(connection: &TcpStream, hard_stop: Instant, stopping: &dyn Fn() -> bool) -> End {
+    let _ = connection.set_read_timeout(Some(Duration::from_millis(50)));
+    let mut byte = [0u8; 1];
+    let mut reader = connection;
+    loop {
+        if stopping() {
+            return End::Stopping;
+        }
+        if Instant::now() >= hard_stop {
+            return End::Gone("did not end the test in time".into());
+        }
+        match reader.read(&mut byte) {
+            // A stop that came while this waited is the reason, whatever the client did.
+            _ if stopping() => return End::Stopping,
+            Ok(0) => return End::Gone("closed the connection during the test".into()),
+            Ok(_) => {
+                return match Wire::from_byte(byte[0]) {
+                    Wire::TestEnd => End::Asked(Instant::now()),
+                    Wire::ClientTerminate => End::Gone("was stopped (CLIENT_TERMINATE)".into()),
+                    Wire::IperfDone => End::Gone("ended early (IPERF_DONE)".into()),
+                    other => End::Gone(format!(
+                        "sent state byte {} ({other:?}) during the test",
+                        byte[0] as i8
+                    )),
+                };
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) => {}
+            Err(e) => return End::Gone(format!("failed: {e}")),
+        }
+    }
+}
+
+/// Whether the client closed `connection` or said anything on it while its streams
+/// gather: it says nothing then unless it failed on its side (iperf3 does when it
+/// cannot set its own socket options).
+fn gave_up(connection: &TcpStream) -> bool {
+    let _ = connection.set_nonblocking(true);
+    let mut byte = [0u8; 1];
+    let said = !matches!(
+        connection.peek(&mut byte),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
+    );
+    let _ = connection.set_nonblocking(false);
+    said
+}
