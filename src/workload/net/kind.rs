@@ -99,7 +99,7 @@ impl Kind for NetKind {
             .summary
             .as_ref()
             .map_or_else(|| Cow::Owned(self.summarize(w)), Cow::Borrowed);
-        vec![interval_table(w, &summary), stream_table(&w.items)]
+        vec![interval_table(w, &summary), stream_table(w)]
     }
 }
 
@@ -300,8 +300,70 @@ fn headline(w: &Stored<NetKind>, summary: &NetSummary) -> String {
     title
 }
 
+/// How the test's connections were set up beyond the defaults, in words: the
+/// congestion control of each end, and what the test asked of its sockets and loops.
+fn how_sent(w: &Stored<NetKind>) -> Vec<String> {
+    let congestion = |side: Side| {
+        w.items
+            .iter()
+            .filter(|i| i.scope == Scope::Stream && i.side == side)
+            .find_map(|i| i.congestion.clone())
+    };
+    let mut words = Vec::new();
+    match (congestion(Side::Local), congestion(Side::Remote)) {
+        (Some(local), Some(remote)) if local == remote => {
+            words.push(format!("congestion control {local}"));
+        }
+        (Some(local), Some(remote)) => {
+            words.push(format!(
+                "congestion control {local} (local), {remote} (remote)"
+            ));
+        }
+        (Some(one), None) | (None, Some(one)) => words.push(format!("congestion control {one}")),
+        (None, None) => {}
+    }
+    let o = &w.params.options;
+    if let Some(rate) = o.pacing_bytes_per_sec {
+        words.push(format!(
+            "paced by the kernel at {} a connection",
+            format_bits_rate(rate as f64)
+        ));
+    }
+    if let Some(bits) = o.bitrate_bits_per_sec {
+        let burst = o
+            .burst_blocks
+            .map_or(String::new(), |b| format!(", {b} blocks at once"));
+        words.push(format!(
+            "each sender paced to {}{burst}",
+            format_bits_rate(bits as f64 / 8.0)
+        ));
+    }
+    if let Some(tos) = o.tos {
+        words.push(format!("TOS {tos:#04x}"));
+    }
+    for (on, what) in [
+        (o.nodelay, "TCP_NODELAY"),
+        (o.dont_fragment, "don't fragment"),
+        (o.zerocopy, "sent by sendfile"),
+        (o.repeating_payload, "a repeating payload"),
+        (o.skip_rx_copy, "received without a copy"),
+    ] {
+        if on {
+            words.push(what.to_string());
+        }
+    }
+    words
+}
+
 /// Each stream end's totals, TCP state and CPU.
-fn stream_table(items: &[NetItem]) -> Table {
+fn stream_table(w: &Stored<NetKind>) -> Table {
+    let items = &w.items;
+    let how = how_sent(w);
+    let title = if how.is_empty() {
+        "each stream end".to_string()
+    } else {
+        format!("each stream end · {}", how.join(" · "))
+    };
     let rows = items
         .iter()
         .filter(|i| i.scope == Scope::Stream)
@@ -323,7 +385,7 @@ fn stream_table(items: &[NetItem]) -> Table {
         })
         .collect();
     Table {
-        title: "each stream end".into(),
+        title,
         header: [
             "stream",
             "direction",
@@ -429,6 +491,31 @@ mod tests {
                 .starts_with("2 streams to host:5301: sent -, received "),
             "{}",
             summarised[0].title
+        );
+    }
+
+    #[test]
+    fn the_stream_table_says_how_the_connections_were_set_up() {
+        let stream = |side: &str, congestion: &str| {
+            json!({"op": if side == "local" { "send" } else { "receive" }, "scope": "stream",
+                   "side": side, "direction": "up", "stream": 0, "start_s": 0.0, "end_s": 1.0,
+                   "bytes": 10, "seconds": 1.0, "bytes_per_sec": 10.0, "congestion": congestion})
+        };
+        let mut doc = RunDocument::for_test(vec![record(vec![
+            stream("local", "reno"),
+            stream("remote", "reno"),
+        ])]);
+        let plain = StoredKind::tables(&NetKind, At::new(&doc, 0)).unwrap();
+        assert_eq!(plain[1].title, "each stream end · congestion control reno");
+        doc.workloads[0].params["options"] = json!({"pacing_bytes_per_sec": 125_000_000,
+            "bitrate_bits_per_sec": 500_000_000u64, "burst_blocks": 4, "tos": 16, "zerocopy": true});
+        doc.workloads[0].items[1]["congestion"] = json!("cubic");
+        let asked = StoredKind::tables(&NetKind, At::new(&doc, 0)).unwrap();
+        assert_eq!(
+            asked[1].title,
+            "each stream end · congestion control reno (local), cubic (remote) · paced by the \
+             kernel at 1.00 Gbit/s a connection · each sender paced to 500 Mbit/s, 4 blocks at \
+             once · TOS 0x10 · sent by sendfile"
         );
     }
 }
