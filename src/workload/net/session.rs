@@ -46,12 +46,8 @@ impl Connection {
 }
 
 impl Connection {
-    /// Stream `stream` of `request` at the server: the window asked for set on its
-    /// socket, and the server's half of the stream.
+    /// Stream `stream` of `request` at the server: the server's half of the stream.
     pub fn at_server(request: &TestRequest, stream: u32, socket: TcpStream) -> Connection {
-        if let Some(window) = request.window_bytes {
-            let _ = super::socket::set_window(&socket, window);
-        }
         let role = Role::at_server(request.direction, stream, request.streams);
         Connection::new(stream, role, socket, request.block_bytes as usize)
     }

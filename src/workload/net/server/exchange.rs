@@ -18,6 +18,7 @@ use crate::workload::net::protocol::{
 };
 use crate::workload::net::report::{Role, SideReport};
 use crate::workload::net::session::{self, Connection, GRACE};
+use crate::workload::net::socket;
 use crate::workload::net::stream::Ending;
 
 /// Longest wait for a connection's first message: a client speaks as soon as it connects.
@@ -469,6 +470,9 @@ fn gather(
         let stream = stream.unwrap_or(u32::MAX);
         if stream >= wanted || connections.iter().any(|c| c.stream == stream) {
             return Err(Closed::DataTaken(stream));
+        }
+        if let Some(window) = request.window_bytes {
+            let _ = socket::set_window(&socket, window);
         }
         connections.push(Connection::at_server(request, stream, socket));
     }

@@ -16,7 +16,7 @@ use crate::workload::net::iperf3::errors::code;
 use crate::workload::net::iperf3::wire::State as Wire;
 use crate::workload::net::options::{self, OptionError};
 use crate::workload::net::protocol::TestRequest;
-use crate::workload::net::report::{Role, SideReport};
+use crate::workload::net::report::SideReport;
 use crate::workload::net::server::exchange::Closed;
 use crate::workload::net::server::{Arrival, State};
 use crate::workload::net::session::{self, Connection, GRACE, OnTheWire};
@@ -86,13 +86,7 @@ fn arrive(
         .zip(arrived)
         .map(|(stream, Arrival { socket, .. })| {
             set_options(admitted, &socket)?;
-            let role = Role::at_server(request.direction, stream, request.streams);
-            Ok(Connection::new(
-                stream,
-                role,
-                socket,
-                request.block_bytes as usize,
-            ))
+            Ok(Connection::at_server(request, stream, socket))
         })
         .collect()
 }
