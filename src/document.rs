@@ -86,6 +86,113 @@ pub struct RunDocument {
     /// to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<FleetStart>,
+    /// What else used the machine while the run ran; absent in runs stored before it
+    /// was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interference: Option<Interference>,
+}
+
+/// What else used the machine while a run ran: other processes' CPU, the hypervisor's
+/// steal, bytes on the devices under the run's targets that were not its own, traffic
+/// on its network interfaces, and the other processes that did most, on the run's clock.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Interference {
+    /// Seconds it covers: from the first workload's setup to the end of the last.
+    pub seconds: f64,
+    /// When it started, seconds since the Unix epoch: the clock its series is on.
+    pub clock_unix_s: f64,
+    /// The machine's logical CPUs.
+    pub cpus: u32,
+    /// CPU seconds this run's process and its children used.
+    pub own_cpu_seconds: f64,
+    /// CPU seconds every other process used: the machine's process time less this
+    /// run's and less the kernel's own threads'.
+    pub other_cpu_seconds: f64,
+    /// CPU seconds the kernel's own threads used (kworker, ksoftirqd, jbd2): much of it
+    /// is the work of this run's I/O, so it is not counted as another's.
+    pub kernel_cpu_seconds: f64,
+    /// CPU seconds of interrupts and softirqs, whoever caused them.
+    pub interrupt_cpu_seconds: f64,
+    /// CPU seconds a vCPU wanted to run while the hypervisor ran something else.
+    pub steal_seconds: f64,
+    /// Each CPU's busy share over the run, every process counted, by CPU number.
+    pub busy_fraction_per_cpu: Vec<f64>,
+    /// Bytes this run's processes made storage read and write.
+    pub own_read_bytes: u64,
+    /// See `own_read_bytes`.
+    pub own_written_bytes: u64,
+    /// The block devices under the run's storage targets.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<DeviceTraffic>,
+    /// The network interfaces the run's tests used.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interfaces: Vec<InterfaceTraffic>,
+    /// The other processes that used most CPU, most first.
+    pub top_cpu: Vec<OtherProcess>,
+    /// The other processes that made storage move most bytes, most first (only those
+    /// this user may read).
+    pub top_io: Vec<OtherProcess>,
+    /// The account sample by sample.
+    pub series: InterferenceSeries,
+    /// CPU seconds keeping the account cost (its thread's own time).
+    #[serde(default)]
+    pub watch_cpu_seconds: f64,
+}
+
+/// Bytes one block device moved during a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceTraffic {
+    /// Its name (`vda`, `loop3`).
+    pub name: String,
+    /// Bytes it read.
+    pub read_bytes: u64,
+    /// Bytes it wrote.
+    pub written_bytes: u64,
+    /// What it moved beyond what this run's processes made storage move, its journal
+    /// and metadata included.
+    pub other_bytes: u64,
+}
+
+/// Bytes one network interface carried during a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InterfaceTraffic {
+    /// Its name (`eth0`, `lo`).
+    pub name: String,
+    /// Bytes it received, headers included.
+    pub received_bytes: u64,
+    /// Bytes it sent, headers included.
+    pub sent_bytes: u64,
+}
+
+/// A process other than the run's own, and what it did during the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OtherProcess {
+    /// Its id.
+    pub pid: u32,
+    /// Its command name.
+    pub name: String,
+    /// CPU seconds it used during the run.
+    pub cpu_seconds: f64,
+    /// Bytes it made storage read, where this user may read them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_bytes: Option<u64>,
+    /// Bytes it made storage write, likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written_bytes: Option<u64>,
+}
+
+/// The interference account sample by sample, on the run's clock.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct InterferenceSeries {
+    /// End of each sample, seconds from `clock_unix_s`.
+    pub t_s: Vec<f64>,
+    /// Cores this run's processes used during each sample, on average.
+    #[serde(default)]
+    pub own_cores: Vec<f64>,
+    /// Cores other processes used during each sample, on average.
+    pub other_cores: Vec<f64>,
+    /// Bytes the run's devices moved beyond its own during each sample.
+    pub other_device_bytes: Vec<u64>,
 }
 
 /// How a run of `ratelab fleet --together` started beside the fleet's other runs.
@@ -269,6 +376,7 @@ impl RunDocument {
             runner_cpu_seconds: None,
             runner_wall_seconds: None,
             fleet: None,
+            interference: None,
         }
     }
 

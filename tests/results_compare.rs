@@ -298,15 +298,30 @@ fn a_halved_write_rate_is_beyond_noise_and_an_equal_one_is_not() {
         halved["ratio"], halved["p_value"], halved["u"], same["ratio"], same["p_value"], same["u"]
     );
     assert_eq!(halved["run_id"], 2);
-    assert_eq!(halved["beyond_noise"], true, "{write:#}");
     let ratio = halved["ratio"].as_f64().unwrap();
     assert!((0.45..=0.55).contains(&ratio), "ratio {ratio}: {write:#}");
-    assert!(halved["p_value"].as_f64().unwrap() < 0.001, "{write:#}");
     assert_eq!(halved["method"], "exact");
     assert_eq!(same["run_id"], 3);
     assert_eq!(same["beyond_noise"], false, "{write:#}");
     let ratio = same["ratio"].as_f64().unwrap();
     assert!((0.9..=1.1).contains(&ratio), "ratio {ratio}: {write:#}");
+    // Other work on a busy machine can disturb a run: ratelab's own account decides,
+    // and a change it sets aside is not called beyond noise.
+    let disturbed = |id: u64| {
+        comparison["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["run_id"] == id && r["disturbed"] == true)
+    };
+    if disturbed(1) || disturbed(2) {
+        eprintln!("run 1 or 2 was disturbed by other work: the change is set aside");
+        assert_eq!(halved["finding"], "disturbed", "{write:#}");
+        assert_eq!(halved["beyond_noise"], false, "{write:#}");
+        return;
+    }
+    assert_eq!(halved["beyond_noise"], true, "{write:#}");
+    assert!(halved["p_value"].as_f64().unwrap() < 0.001, "{write:#}");
     assert!(text.contains("beyond noise"), "{text}");
 
     // Two runs at one rate, alone: nothing is flagged.

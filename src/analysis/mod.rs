@@ -6,6 +6,7 @@
 pub mod compare;
 pub mod contention;
 pub mod fits;
+pub mod interference;
 pub mod knees;
 pub mod mann_whitney;
 pub mod stats;

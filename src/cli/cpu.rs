@@ -177,6 +177,7 @@ fn rates_of(store: &Store, run_id: i64) -> anyhow::Result<Option<Baseline>> {
         run_id,
         cpus: workload.params.cpus,
         rates,
+        disturbed: crate::analysis::interference::disturbed(&doc),
     }))
 }
 
@@ -216,7 +217,7 @@ fn baseline(
             Err(e) => Err(UsageError(format!("--baseline {id}: {e:#}")).into()),
         };
     }
-    // The first complete run of cpu tests on this machine.
+    // The first complete run of cpu tests on this machine that nothing disturbed.
     let query = RunQuery {
         hostname: Some(crate::platform::probe_machine().hostname),
         kind: Some(CpuKind::NAME.into()),
@@ -226,7 +227,10 @@ fn baseline(
     };
     for run in store.find_runs(&query)? {
         match rates_of(&store, run.run_id) {
-            Ok(Some(baseline)) if &baseline.cpus == cpus => return Ok(Some(baseline)),
+            // A run other work disturbed is no measure of this machine.
+            Ok(Some(baseline)) if &baseline.cpus == cpus && !baseline.disturbed => {
+                return Ok(Some(baseline));
+            }
             Ok(_) => {}
             // A run that no longer reads is no baseline; this run goes on without it.
             Err(e) => eprintln!(

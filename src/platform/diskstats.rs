@@ -1,5 +1,6 @@
-//! Bytes a block device has written, from /proc/diskstats: what a layer below a
-//! filesystem really wrote, against what was written above it (write amplification).
+//! Bytes a block device has moved, from /proc/diskstats: what a layer below a
+//! filesystem really wrote, against what was written above it (write amplification),
+//! and what a device under a run's target moved that the run did not (interference).
 
 use std::path::Path;
 
@@ -8,6 +9,24 @@ use std::path::Path;
 pub fn bytes_written(name: &str) -> Option<u64> {
     let text = std::fs::read_to_string("/proc/diskstats").ok()?;
     written_in(&text, name)
+}
+
+/// Bytes the block device `name` has read and written since boot; `None` when
+/// /proc/diskstats does not list it.
+pub fn bytes_moved(name: &str) -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/diskstats").ok()?;
+    moved_in(&text, name)
+}
+
+/// The whole disk a partition is part of (`vda1` → `vda`), as sysfs links it; none for
+/// a device that is not a partition.
+pub fn parent_disk(name: &str) -> Option<String> {
+    let link = Path::new("/sys/class/block").join(name);
+    if !link.join("partition").exists() {
+        return None;
+    }
+    let resolved = std::fs::canonicalize(&link).ok()?;
+    resolved.parent()?.file_name()?.to_str().map(str::to_string)
 }
 
 /// The device name of a mount source (`/dev/vda1` → `vda1`), as /proc/diskstats names it.
@@ -21,15 +40,22 @@ pub fn device_name(source: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Bytes written by `name` in a /proc/diskstats text: its tenth field counts 512-byte
-/// sectors (Documentation/admin-guide/iostats.rst), whatever the device's block size.
+/// Bytes written by `name` in a /proc/diskstats text.
 fn written_in(text: &str, name: &str) -> Option<u64> {
+    moved_in(text, name).map(|(_, written)| written)
+}
+
+/// Bytes read and written by `name` in a /proc/diskstats text: its sixth and tenth
+/// fields count 512-byte sectors (Documentation/admin-guide/iostats.rst), whatever the
+/// device's block size.
+fn moved_in(text: &str, name: &str) -> Option<(u64, u64)> {
     text.lines().find_map(|line| {
         let fields: Vec<&str> = line.split_whitespace().collect();
-        (fields.get(2) == Some(&name))
-            .then(|| fields.get(9)?.parse::<u64>().ok())
-            .flatten()
-            .map(|sectors| sectors * 512)
+        if fields.get(2) != Some(&name) {
+            return None;
+        }
+        let sectors = |i: usize| fields.get(i)?.parse::<u64>().ok();
+        Some((sectors(5)? * 512, sectors(9)? * 512))
     })
 }
 
@@ -44,5 +70,6 @@ mod tests {
         assert_eq!(written_in(text, "vda"), Some(123456 * 512));
         assert_eq!(written_in(text, "loop0"), Some(40 * 512));
         assert_eq!(written_in(text, "sdb"), None);
+        assert_eq!(moved_in(text, "vda"), Some((54000 * 512, 123456 * 512)));
     }
 }

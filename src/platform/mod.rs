@@ -10,6 +10,7 @@ pub mod ioprio;
 pub mod limits;
 pub mod machine;
 pub mod nics;
+pub mod procfs;
 pub mod remote;
 
 mod devices;

@@ -5,7 +5,8 @@
 use std::fmt::Write;
 
 use crate::analysis::compare::{
-    ALPHA, Change, Comparison, Group, MIN_CHANGE_FRACTION, MIN_ITEMS, RateUnit, WorkloadComparison,
+    ALPHA, Change, Comparison, Finding, Group, MIN_CHANGE_FRACTION, MIN_ITEMS, RateUnit,
+    WorkloadComparison,
 };
 use crate::vocab::Table;
 use crate::vocab::units::{format_bytes, format_size};
@@ -89,8 +90,13 @@ fn header(comparison: &Comparison) -> Vec<String> {
                 .as_deref()
                 .map(|l| format!(" · {l}"))
                 .unwrap_or_default();
+            let disturbed = if run.disturbed {
+                " · disturbed by other work (see its verdicts)"
+            } else {
+                ""
+            };
             format!(
-                "run {}{role}: {} · {} · {} · {}{label}",
+                "run {}{role}: {} · {} · {} · {}{label}{disturbed}",
                 run.run_id, run.verb, run.status, run.started_at, run.hostname
             )
         })
@@ -359,8 +365,20 @@ fn tally(comparison: &Comparison) -> String {
         .collect();
     let beyond = changes.iter().filter(|c| c.beyond_noise).count();
     let tested = changes.iter().filter(|c| c.p_value.is_some()).count();
+    let disturbed = changes
+        .iter()
+        .filter(|c| c.finding == Finding::Disturbed)
+        .count();
+    let set_aside = if disturbed > 0 {
+        format!(
+            "; {disturbed} set aside as disturbed run: other work on the machine disturbed a run, \
+             so the change is not put down to the machine"
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "{beyond} of {} changes beyond noise ({tested} tested, {} with too few items or missing)",
+        "{beyond} of {} changes beyond noise ({tested} tested, {} with too few items or missing){set_aside}",
         changes.len(),
         changes.len() - tested
     )

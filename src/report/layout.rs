@@ -6,6 +6,7 @@
 //! terminal, Markdown and HTML reports all read it from here, so they cannot say
 //! different things.
 
+use crate::analysis::interference::DISTURBED;
 use crate::document::{RunDocument, Severity, Verdict, WorkloadRecord};
 use crate::vocab::units::format_bytes;
 use crate::vocab::{SummaryLine, Table, Unmeasured};
@@ -23,10 +24,16 @@ pub enum Detail {
     Brief,
 }
 
-/// The run's summary: each workload's lines in the run's order (a workload run alone
-/// first speaks through the one it stands for), then what moved since the last profile.
+/// The run's summary: whether other work disturbed it, then each workload's lines in
+/// the run's order (a workload run alone first speaks through the one it stands for),
+/// then what moved since the last profile.
 pub fn summary(doc: &RunDocument) -> Result<Vec<SummaryLine>, DecodeError> {
-    let mut lines = Vec::new();
+    let mut lines: Vec<SummaryLine> = doc
+        .verdicts
+        .iter()
+        .filter(|v| v.workload.is_none() && v.code == DISTURBED)
+        .map(|v| SummaryLine::new(DISTURBED, v.message.clone()))
+        .collect();
     for (index, record) in doc.workloads.iter().enumerate() {
         // A record another workload measured speaks through that workload.
         if record.alone_of.is_some() || record.measured_by.is_some() {
@@ -39,15 +46,17 @@ pub fn summary(doc: &RunDocument) -> Result<Vec<SummaryLine>, DecodeError> {
     lines.extend(
         doc.verdicts
             .iter()
-            .filter(|v| in_summary(v))
+            .filter(|v| in_summary(v) && v.code != DISTURBED)
             .map(|v| SummaryLine::new("since", v.message.clone())),
     );
     Ok(lines)
 }
 
-/// Whether a verdict is said by the summary itself: what moved since the last profile.
+/// Whether a verdict is said by the summary itself: that other work disturbed the
+/// run, and what moved since the last profile.
 fn in_summary(verdict: &Verdict) -> bool {
-    verdict.workload.is_none() && since::CODES.contains(&verdict.code.as_str())
+    verdict.workload.is_none()
+        && (verdict.code == DISTURBED || since::CODES.contains(&verdict.code.as_str()))
 }
 
 /// The verdicts as a report lists them.

@@ -1,9 +1,9 @@
 //! What a run concludes once its workloads have stopped: each workload's knees,
-//! summary and verdicts from its kind, then the contention of the workloads that ran
-//! at once. A pure function over the document, so a stored run concludes again to the
+//! summary and verdicts from its kind, whether other work on the machine disturbed it,
+//! then the contention of the workloads that ran at once. A pure function over the document, so a stored run concludes again to the
 //! same figures.
 
-use crate::analysis::contention;
+use crate::analysis::{contention, interference};
 use crate::document::RunDocument;
 use crate::workload::{self, At, DecodeError};
 
@@ -22,6 +22,19 @@ pub fn conclude(doc: &mut RunDocument, together: Option<&[usize]>) -> Result<(),
             series.knees = knees;
         }
         doc.workloads[index].summary = kind.summarize(At::new(doc, index))?;
+    }
+    // Judged before the kinds' verdicts, which say less of a change in a disturbed run.
+    if let Some(account) = &doc.interference {
+        let mut exposed = Vec::new();
+        for (index, record) in doc.workloads.iter().enumerate() {
+            if let Some(kind) = workload::kind(&record.kind) {
+                exposed.push(interference::Exposed {
+                    name: format!("{} {}", record.kind, index + 1),
+                    exposure: kind.exposure(At::new(doc, index))?,
+                });
+            }
+        }
+        doc.verdicts.extend(interference::judge(account, &exposed));
     }
     for index in 0..doc.workloads.len() {
         let Some(kind) = workload::kind(&doc.workloads[index].kind) else {

@@ -7,6 +7,7 @@ use anyhow::Context as _;
 use serde_json::Value;
 
 use super::group::{Shared, run_group};
+use super::interference::{LOOK_EVERY, Touched, Watch};
 use super::progress::ProgressDisplay;
 use super::schedule::Schedule;
 use crate::document::{RunDocument, RunStatus, Verdict, WorkloadRecord, now_rfc3339};
@@ -111,6 +112,7 @@ fn begin(spec: &mut RunSpec, workloads: &[Box<dyn Workload>]) -> anyhow::Result<
         runner_cpu_seconds: None,
         runner_wall_seconds: None,
         fleet: None,
+        interference: None,
     };
     if let Some(store) = spec.store.as_mut() {
         doc.run_id = Some(store.begin_run(&doc)?);
@@ -131,6 +133,8 @@ fn run_groups(
         spec.show_progress,
     );
     let mut outcome: anyhow::Result<()> = Ok(());
+    let touches: Vec<workload::Touches> = workloads.iter().map(|w| w.touches()).collect();
+    let watch = Watch::start(Touched::of(&touches), LOOK_EVERY);
     let cpu_before = thread_cpu_seconds();
     let wall = Instant::now();
     let parts = spec.schedule.groups.len();
@@ -162,6 +166,7 @@ fn run_groups(
             );
         }
     }
+    doc.interference = watch.finish();
     doc.runner_cpu_seconds = thread_cpu_seconds()
         .zip(cpu_before)
         .map(|(after, before)| after - before);

@@ -15,7 +15,7 @@ use super::{Address, Error, sql_err};
 
 /// Every schema version, oldest first: `MIGRATIONS[n]` takes a database from version
 /// `n` to `n + 1`.
-const MIGRATIONS: [&str; 5] = [
+const MIGRATIONS: [&str; 6] = [
     "CREATE TABLE runs (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             verb TEXT NOT NULL,
@@ -71,6 +71,8 @@ const MIGRATIONS: [&str; 5] = [
              CREATE UNIQUE INDEX runs_by_uuid ON runs (run_uuid);",
     // How a fleet's run kept to the agreed start.
     "ALTER TABLE runs ADD COLUMN fleet TEXT;",
+    // What else used the machine while a run ran.
+    "ALTER TABLE runs ADD COLUMN interference TEXT;",
 ];
 
 /// The schema version this binary writes.

@@ -322,6 +322,7 @@ mod tests {
             runner_cpu_seconds: None,
             runner_wall_seconds: None,
             fleet: None,
+            interference: None,
         }
     }
 

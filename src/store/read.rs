@@ -12,7 +12,8 @@ impl Store {
         let rows = self.reading(|db| {
             db.query(
                 "SELECT verb, label, status, incomplete_reason, started_at, finished_at, ratelab_version,
-                        machine, contention, runner_cpu_seconds, runner_wall_seconds, run_uuid, fleet
+                        machine, contention, runner_cpu_seconds, runner_wall_seconds, run_uuid, fleet,
+                        interference
                  FROM runs WHERE id = ?1",
                 &[run_id.into()],
             )
@@ -34,6 +35,7 @@ impl Store {
                 runner_wall_seconds: r.opt_real(10)?,
                 run_uuid: r.opt_text(11)?,
                 fleet: r.opt_text(12)?,
+                interference: r.opt_text(13)?,
             })
         })()
         .map_err(|e| self.sql(e))?;
@@ -61,6 +63,10 @@ impl Store {
             runner_cpu_seconds: row.runner_cpu_seconds,
             runner_wall_seconds: row.runner_wall_seconds,
             fleet: row.fleet.map(|f| parse(run_id, "fleet", &f)).transpose()?,
+            interference: row
+                .interference
+                .map(|i| parse(run_id, "interference", &i))
+                .transpose()?,
         })
     }
 
@@ -180,6 +186,7 @@ struct StoredRun {
     runner_wall_seconds: Option<f64>,
     fleet: Option<String>,
     run_uuid: Option<String>,
+    interference: Option<String>,
 }
 
 /// One row of the workloads table, as stored.

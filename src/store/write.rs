@@ -137,7 +137,7 @@ pub(super) fn store_end(db: &mut dyn Database, doc: &RunDocument) -> Result<(), 
     let run_id = doc.run_id.expect("a stored run has an id");
     db.execute(
         "UPDATE runs SET status = ?2, incomplete_reason = ?3, finished_at = ?4, contention = ?5,
-             runner_cpu_seconds = ?6, runner_wall_seconds = ?7 WHERE id = ?1",
+             runner_cpu_seconds = ?6, runner_wall_seconds = ?7, interference = ?8 WHERE id = ?1",
         &[
             run_id.into(),
             doc.status.as_str().into(),
@@ -146,6 +146,7 @@ pub(super) fn store_end(db: &mut dyn Database, doc: &RunDocument) -> Result<(), 
             doc.contention.as_ref().map(to_json).into(),
             doc.runner_cpu_seconds.into(),
             doc.runner_wall_seconds.into(),
+            doc.interference.as_ref().map(to_json).into(),
         ],
     )?;
     for (index, workload) in doc.workloads.iter().enumerate() {

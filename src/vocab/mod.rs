@@ -3,6 +3,7 @@
 //! and it imports none of them, so no import runs back up the layers.
 
 pub mod chart;
+pub mod exposure;
 pub mod group;
 pub mod limit;
 pub mod summary_line;
@@ -10,6 +11,7 @@ pub mod table;
 pub mod units;
 
 pub use chart::{Chart, Line};
+pub use exposure::Exposure;
 pub use group::{GroupKey, RateUnit, Samples};
 pub use limit::LinkLimit;
 pub use summary_line::{SummaryLine, Unmeasured};

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::document::{Knee, RunDocument, Verdict, WorkloadRecord};
-use crate::vocab::{Chart, LinkLimit, RateUnit, Samples, SummaryLine, Table, Unmeasured};
+use crate::vocab::{Chart, Exposure, LinkLimit, RateUnit, Samples, SummaryLine, Table, Unmeasured};
 
 /// One workload of a run: where every hook of a kind starts from.
 #[derive(Debug, Clone, Copy)]
@@ -204,6 +204,11 @@ pub trait Kind: Sync + 'static {
     fn link_limit(&self, _w: &Stored<Self>) -> Option<LinkLimit> {
         None
     }
+
+    /// What other work on the machine can move its figures; the CPUs by default.
+    fn exposure(&self, _w: &Stored<Self>) -> Exposure {
+        Exposure::CPU
+    }
 }
 
 /// A kind as the runner and the reports use it, whatever its shapes: each call decodes
@@ -247,6 +252,9 @@ pub trait StoredKind: Sync {
 
     /// The limit of its link, where it measures one.
     fn link_limit(&self, at: At) -> Result<Option<LinkLimit>, DecodeError>;
+
+    /// What other work can move its figures.
+    fn exposure(&self, at: At) -> Result<Exposure, DecodeError>;
 }
 
 impl<K: Kind> StoredKind for K {
@@ -304,5 +312,9 @@ impl<K: Kind> StoredKind for K {
 
     fn link_limit(&self, at: At) -> Result<Option<LinkLimit>, DecodeError> {
         Ok(Kind::link_limit(self, &Stored::decode(at)?))
+    }
+
+    fn exposure(&self, at: At) -> Result<Exposure, DecodeError> {
+        Ok(Kind::exposure(self, &Stored::decode(at)?))
     }
 }

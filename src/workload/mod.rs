@@ -27,6 +27,16 @@ pub use sink::{Event, Progress, Sink};
 use crate::document::{RunDocument, WorkloadRecord};
 use crate::vocab::{RateUnit, Samples};
 
+/// The storage and network a workload's figures depend on: the folders (or files) it
+/// moves bytes to and from, and the network interfaces its tests use.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Touches {
+    /// Folders or files whose storage it uses.
+    pub paths: Vec<std::path::PathBuf>,
+    /// Network interface names (`lo`, `eth0`).
+    pub interfaces: Vec<String>,
+}
+
 /// What a workload gets from the runner while it runs.
 #[derive(Clone)]
 pub struct Context {
@@ -66,6 +76,13 @@ pub trait Workload: Send {
     /// Bytes the workload plans to move, for progress; 0 when unknown.
     fn planned_bytes(&self) -> u64 {
         0
+    }
+
+    /// The storage and network its figures depend on besides the CPUs, known once it
+    /// is prepared: what other work does on them is accounted as interference. None by
+    /// default.
+    fn touches(&self) -> Touches {
+        Touches::default()
     }
 
     /// Checks the environment before anything is created (space, permissions).

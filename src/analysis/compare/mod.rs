@@ -1,7 +1,8 @@
 //! Stored runs side by side: workloads matched across runs, their items grouped by
 //! what they measured (a disk's writes of one size, a cpu test at one thread count),
 //! and each later run's median set against the first run's with a Mann-Whitney U
-//! test, so a change is called only when it stands out of the items' own spread.
+//! test, so a change is called only when it stands out of the items' own spread, and
+//! never put down to the machine when other work disturbed either run.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -36,6 +37,9 @@ pub struct RunRef {
     pub hostname: String,
     /// Whether it finished.
     pub status: RunStatus,
+    /// Whether other work on its machine disturbed it (its `disturbed` verdict).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub disturbed: bool,
 }
 
 /// One run's items of a group.
@@ -83,6 +87,9 @@ pub enum Finding {
     TooFewItems,
     /// One of the runs has no item at all in the group.
     Missing,
+    /// The medians differ beyond [`MIN_CHANGE_FRACTION`] or the noise, but other work
+    /// disturbed one of the runs: not put down to the machine.
+    Disturbed,
 }
 
 impl Finding {
@@ -94,6 +101,7 @@ impl Finding {
             Finding::WithinNoise => "within noise",
             Finding::TooFewItems => "too few items",
             Finding::Missing => "missing",
+            Finding::Disturbed => "disturbed run",
         }
     }
 }
@@ -120,7 +128,8 @@ pub struct Change {
 }
 
 impl Change {
-    fn between(first: &RunSample, later: &RunSample) -> Change {
+    /// `later` against `first`; `disturbed` when other work disturbed either run.
+    fn between(first: &RunSample, later: &RunSample, disturbed: bool) -> Change {
         let ratio = match (first.median, later.median) {
             (Some(a), Some(b)) if a > 0.0 => Some(b / a),
             _ => None,
@@ -142,6 +151,10 @@ impl Change {
             }
         } else {
             Finding::TooFewItems
+        };
+        let finding = match finding {
+            Finding::BeyondNoise | Finding::SmallChange if disturbed => Finding::Disturbed,
+            other => other,
         };
         Change {
             run_id: later.run_id,
@@ -237,6 +250,7 @@ pub fn compare(runs: &[Sampled]) -> Comparison {
                 label: run.label.clone(),
                 hostname: run.machine.hostname.clone(),
                 status: run.status,
+                disturbed: super::interference::disturbed(run),
             })
             .collect(),
         thresholds: Thresholds {
@@ -352,10 +366,22 @@ fn compare_slot(runs: &[Sampled], slot: Slot) -> WorkloadComparison {
                 }
             })
             .collect();
+        let disturbed = |sample: &RunSample| {
+            runs.iter().any(|r| {
+                r.run.run_id.unwrap_or_default() == sample.run_id
+                    && super::interference::disturbed(r.run)
+            })
+        };
         let changes = samples
             .iter()
             .skip(1)
-            .map(|later| Change::between(&samples[0], later))
+            .map(|later| {
+                Change::between(
+                    &samples[0],
+                    later,
+                    disturbed(&samples[0]) || disturbed(later),
+                )
+            })
             .collect();
         comparison.groups.push(Group {
             key,

@@ -2,6 +2,7 @@
 //! rate at each thread count, its speedup and efficiency (and what each added thread
 //! brought), the share of a baseline run, and where the threads ran.
 
+use crate::analysis::interference;
 use serde::{Deserialize, Serialize};
 
 use super::context::{CpuContext, PowerSource, UnavailableTest};
@@ -90,10 +91,29 @@ impl Kind for CpuKind {
                 ));
             }
             if let Some(baseline) = &w.params.baseline {
-                out.extend(
-                    slower_than_baseline(&scaling, baseline.run_id)
-                        .map(|words| verdict("slower_than_baseline", Severity::Warning, words)),
-                );
+                // A slower figure is not put down to the machine when other work took
+                // the CPUs from either run.
+                let disturbed: Vec<String> = [
+                    (baseline.disturbed, format!("run {}", baseline.run_id)),
+                    (interference::disturbed(w.at.run), "this run".to_string()),
+                ]
+                .into_iter()
+                .filter_map(|(d, which)| d.then_some(which))
+                .collect();
+                out.extend(slower_than_baseline(&scaling, baseline.run_id).map(|words| {
+                    if disturbed.is_empty() {
+                        verdict("slower_than_baseline", Severity::Warning, words)
+                    } else {
+                        verdict(
+                            "slower_than_baseline_disturbed",
+                            Severity::Info,
+                            format!(
+                                "{words}, but other work disturbed {}: not put down to the machine",
+                                disturbed.join(" and ")
+                            ),
+                        )
+                    }
+                }));
             }
         }
         out

@@ -44,6 +44,9 @@ pub struct Baseline {
     pub cpus: Option<Vec<usize>>,
     /// Its items: test, threads, class and loops per second.
     pub rates: Vec<BaselineRate>,
+    /// Whether other work on the machine disturbed it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disturbed: bool,
 }
 
 /// One rate of a baseline run.

@@ -6,6 +6,7 @@ use super::shapes::{DiskContext, DiskParams, DiskSummary};
 use super::{brief, charts, present, summary, verdicts};
 use crate::analysis;
 use crate::document::{Knee, Verdict};
+use crate::vocab::Exposure;
 use crate::vocab::{Chart, GroupKey, LinkLimit, RateUnit, Samples, SummaryLine, Table, Unmeasured};
 use crate::workload::{DecodeError, Kind, Stored};
 
@@ -13,6 +14,10 @@ use crate::workload::{DecodeError, Kind, Stored};
 pub struct DiskKind;
 
 impl Kind for DiskKind {
+    fn exposure(&self, _w: &Stored<Self>) -> Exposure {
+        Exposure::STORAGE
+    }
+
     const NAME: &'static str = "disk";
     type Params = DiskParams;
     type Context = DiskContext;

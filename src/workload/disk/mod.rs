@@ -181,6 +181,13 @@ impl Workload for DiskWorkload {
         self.target.display().to_string()
     }
 
+    fn touches(&self) -> crate::workload::Touches {
+        crate::workload::Touches {
+            paths: vec![self.target.clone()],
+            ..Default::default()
+        }
+    }
+
     fn alone_of(&self) -> Option<usize> {
         self.alone_of
     }

@@ -146,6 +146,10 @@ impl Workload for QuickWorkload {
         self.large.target()
     }
 
+    fn touches(&self) -> crate::workload::Touches {
+        self.large.touches()
+    }
+
     fn params(&self) -> Value {
         let quick = QuickShape {
             large_bytes: LARGE_BYTES,

@@ -5,10 +5,12 @@
 //! Mann-Whitney U test, Holm-corrected across the figures so that several tests at
 //! once do not raise false alarms, and called only when its median moved by 10% or
 //! more. Other parts (one cpu item per test and thread count, a few net intervals)
-//! have too few items to tell noise from change; `results compare` shows them all.
+//! have too few items to tell noise from change; `results compare` shows them all. A
+//! change is never put down to the storage when other work disturbed either run.
 
 use super::DiskKind;
 use super::summary::streaming_rates;
+use crate::analysis::interference;
 use crate::analysis::mann_whitney::{self, holm};
 use crate::analysis::stats::Stats;
 use crate::document::{RunDocument, Severity, Verdict};
@@ -22,10 +24,11 @@ const MIN_CHANGE: f64 = 0.10;
 const NAMED: usize = 6;
 
 /// The codes of the verdicts on what moved since the last profile.
-pub const CODES: [&str; 3] = [
+pub const CODES: [&str; 4] = [
     "since_last_profile",
     "unchanged_since_last_profile",
     "changed_since_last_profile",
+    "disturbed_since_last_profile",
 ];
 
 /// One figure of both runs.
@@ -83,12 +86,34 @@ pub fn since(previous: &RunDocument, current: &RunDocument) -> Result<Vec<Verdic
             ),
         )]);
     }
-    let slower = called.iter().any(|f| f.ratio < 1.0);
     let named: Vec<String> = called
         .iter()
         .take(NAMED)
         .map(|f| format!("{} {:.2}x (p {:.2e})", f.words, f.ratio, f.p_value))
         .collect();
+    let more = if called.len() > NAMED {
+        format!("; and {} more", called.len() - NAMED)
+    } else {
+        String::new()
+    };
+    let disturbed: Vec<String> = [(previous, "that run"), (current, "this run")]
+        .into_iter()
+        .filter(|(run, _)| interference::disturbed(run))
+        .map(|(_, which)| which.to_string())
+        .collect();
+    if !disturbed.is_empty() {
+        return Ok(vec![verdict(
+            CODES[3],
+            Severity::Info,
+            format!(
+                "since {before}, storage figures moved ({}{more}), but other work disturbed {} \
+                 (see the disturbed verdict): the change is not put down to the storage",
+                named.join("; "),
+                disturbed.join(" and ")
+            ),
+        )]);
+    }
+    let slower = called.iter().any(|f| f.ratio < 1.0);
     Ok(vec![verdict(
         CODES[2],
         if slower {
@@ -99,11 +124,7 @@ pub fn since(previous: &RunDocument, current: &RunDocument) -> Result<Vec<Verdic
         format!(
             "since {before}, storage moved beyond the noise: {}{} (files of 64 MiB and more; `ratelab results compare {} {}` shows every size)",
             named.join("; "),
-            if called.len() > NAMED {
-                format!("; and {} more", called.len() - NAMED)
-            } else {
-                String::new()
-            },
+            more,
             previous.run_id.unwrap_or_default(),
             current.run_id.unwrap_or_default(),
         ),

@@ -2,6 +2,7 @@
 //! rates against the host folder's, what else it cost (host writes, space, the qcow2
 //! daemon's CPU), the task inside, and for a sweep of qcow2 cluster sizes, the fastest.
 
+use crate::vocab::Exposure;
 use serde::de::DeserializeOwned;
 
 use super::ratios::op_ratios;
@@ -20,6 +21,10 @@ use crate::workload::{Kind, Stored};
 pub struct ImageKind;
 
 impl Kind for ImageKind {
+    fn exposure(&self, _w: &Stored<Self>) -> Exposure {
+        Exposure::STORAGE
+    }
+
     const NAME: &'static str = "image";
     type Params = ImageParams;
     type Context = ();

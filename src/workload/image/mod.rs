@@ -166,6 +166,13 @@ impl Workload for ImageWorkload {
         self.params.plan.target.display().to_string()
     }
 
+    fn touches(&self) -> crate::workload::Touches {
+        crate::workload::Touches {
+            paths: vec![self.params.plan.target.clone()],
+            ..Default::default()
+        }
+    }
+
     fn params(&self) -> Value {
         serde_json::to_value(&self.params).expect("params serialise")
     }

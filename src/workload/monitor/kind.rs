@@ -11,6 +11,7 @@ use super::{MonitorPlan, brief, charts, tables};
 use crate::analysis::stats::Stats;
 use crate::document::{Severity, Verdict};
 use crate::monitor::Sources;
+use crate::vocab::Exposure;
 use crate::vocab::{Chart, Table, Unmeasured};
 use crate::workload::{Kind, Stored};
 
@@ -69,6 +70,11 @@ impl MonitorKind {
 }
 
 impl Kind for MonitorKind {
+    fn exposure(&self, _w: &Stored<Self>) -> Exposure {
+        // It watches the machine: other work is what it shows, not what disturbs it.
+        Exposure::NONE
+    }
+
     const NAME: &'static str = "monitor";
     type Params = MonitorPlan;
     type Context = MonitorContext;

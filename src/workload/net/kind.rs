@@ -2,6 +2,7 @@
 //! link's goodput limit, the stream ends whose CPU core was the limit, and tables of
 //! the intervals and of each stream end.
 
+use crate::vocab::Exposure;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
@@ -25,6 +26,19 @@ const OVER_LIMIT: f64 = 1.03;
 pub struct NetKind;
 
 impl Kind for NetKind {
+    fn exposure(&self, w: &Stored<Self>) -> Exposure {
+        let moved = w
+            .items
+            .iter()
+            .filter(|i| i.scope == Scope::Stream && i.side == Side::Local)
+            .map(|i| i.bytes)
+            .sum();
+        Exposure {
+            network_bytes: Some(moved),
+            ..Exposure::CPU
+        }
+    }
+
     const NAME: &'static str = "net";
     type Params = NetPlan;
     type Context = NetContext;

@@ -291,6 +291,25 @@ impl Workload for NetWorkload {
         serde_json::to_value(&self.plan).expect("plans serialise")
     }
 
+    fn touches(&self) -> crate::workload::Touches {
+        // The interface the route to the server leaves by: a UDP socket connected to
+        // it (which sends nothing) says which local address the kernel picks.
+        let interface = self.address.and_then(|address| {
+            let unspecified: SocketAddr = if address.is_ipv6() {
+                "[::]:0".parse().ok()?
+            } else {
+                "0.0.0.0:0".parse().ok()?
+            };
+            let probe = std::net::UdpSocket::bind(unspecified).ok()?;
+            probe.connect(address).ok()?;
+            nics::nic_of(probe.local_addr().ok()?.ip())
+        });
+        crate::workload::Touches {
+            interfaces: interface.map(|n| n.name).into_iter().collect(),
+            ..Default::default()
+        }
+    }
+
     fn context(&self) -> Value {
         let context = NetContext::of(
             self.address.map(|a| a.to_string()),

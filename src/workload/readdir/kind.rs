@@ -1,6 +1,7 @@
 //! How ratelab summarises and shows a stored readdir run: rates by size band, since
 //! the files of a real folder rarely share a size.
 
+use crate::vocab::Exposure;
 use serde::{Deserialize, Serialize};
 
 use super::{ReaddirContext, ReaddirPlan};
@@ -76,6 +77,10 @@ pub struct ReaddirSummary {
 }
 
 impl Kind for ReaddirKind {
+    fn exposure(&self, _w: &Stored<Self>) -> Exposure {
+        Exposure::STORAGE
+    }
+
     const NAME: &'static str = "readdir";
     type Params = ReaddirPlan;
     type Context = ReaddirContext;

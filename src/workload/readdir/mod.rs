@@ -140,6 +140,13 @@ impl Workload for ReaddirWorkload {
         self.plan.folder.display().to_string()
     }
 
+    fn touches(&self) -> crate::workload::Touches {
+        crate::workload::Touches {
+            paths: vec![self.plan.folder.clone()],
+            ..Default::default()
+        }
+    }
+
     fn params(&self) -> Value {
         serde_json::to_value(&self.plan).expect("plans serialise")
     }

@@ -6,6 +6,7 @@ use super::shapes::{TaskContext, TaskSummary};
 use super::summary::{per_threads, summarize};
 use super::{TaskPlan, brief, charts, verdicts};
 use crate::document::Verdict;
+use crate::vocab::Exposure;
 use crate::vocab::units::{format_bytes, format_rate, format_seconds};
 use crate::vocab::{Chart, GroupKey, LinkLimit, RateUnit, Samples, SummaryLine, Table};
 use crate::workload::{DecodeError, Kind, Stored};
@@ -14,6 +15,10 @@ use crate::workload::{DecodeError, Kind, Stored};
 pub struct TaskKind;
 
 impl Kind for TaskKind {
+    fn exposure(&self, _w: &Stored<Self>) -> Exposure {
+        Exposure::STORAGE
+    }
+
     const NAME: &'static str = "task";
     type Params = TaskPlan;
     type Context = TaskContext;

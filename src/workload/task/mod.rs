@@ -179,6 +179,19 @@ impl Workload for TaskWorkload {
         }
     }
 
+    fn touches(&self) -> crate::workload::Touches {
+        crate::workload::Touches {
+            paths: self
+                .plan
+                .file
+                .iter()
+                .chain([&self.plan.out])
+                .cloned()
+                .collect(),
+            ..Default::default()
+        }
+    }
+
     fn params(&self) -> Value {
         serde_json::to_value(&self.plan).expect("plans serialise")
     }

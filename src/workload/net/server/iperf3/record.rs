@@ -101,6 +101,7 @@ pub(super) fn document(peer: SocketAddr, done: &Served, started_at: String) -> R
         runner_cpu_seconds: None,
         runner_wall_seconds: None,
         fleet: None,
+        interference: None,
     };
     let _ = crate::run::conclude(&mut doc, None);
     doc

@@ -1,0 +1,435 @@
+//! The account of interference: while a run runs, a thread looks at the whole machine
+//! once a second and tells this run's work from everyone else's. Other processes' CPU
+//! is the machine's process time (/proc/stat) less this run's process tree and less the
+//! kernel's own threads (whose work is largely this run's I/O), so a process that comes
+//! and goes between two looks still counts; each process's share is its own counters
+//! between the looks that saw it. A device under a run's target moved what /proc/diskstats
+//! says, of which the run's own processes made storage move what their /proc/PID/io
+//! says: the rest was someone else's (or the filesystem's journal). An interface carried
+//! what its counters say; whose it was, the net kind judges against its own streams.
+//! Looking costs about 20 µs a process: a machine with many is looked at less often,
+//! so the account never takes more than [`MAX_COST_SHARE`] of a core.
+
+use std::collections::HashMap;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::document::{
+    DeviceTraffic, InterfaceTraffic, Interference, InterferenceSeries, OtherProcess,
+};
+use crate::platform::diskstats;
+use crate::platform::procfs::{self, CpuTicks, Io, Process};
+
+/// How often the machine is looked at.
+pub const LOOK_EVERY: Duration = Duration::from_secs(1);
+
+/// Most of a core the account may take: a look that costs more spaces the next out.
+const MAX_COST_SHARE: f64 = 0.003;
+
+/// Other processes named in the account, most first.
+const TOP: usize = 5;
+
+/// What a run's workloads use besides the CPUs: block devices and network interfaces.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Touched {
+    /// Block device names (`vda`, `loop3`).
+    pub devices: Vec<String>,
+    /// Network interface names (`lo`, `eth0`).
+    pub interfaces: Vec<String>,
+}
+
+impl Touched {
+    /// The block devices and interfaces of what the workloads touch: each path's
+    /// filesystem's device (the whole disk too, for a partition), each interface.
+    pub fn of(touches: &[crate::workload::Touches]) -> Touched {
+        let mut touched = Touched::default();
+        for path in touches.iter().flat_map(|t| &t.paths) {
+            // A file yet to be made is on its folder's filesystem.
+            let Some(existing) = path.ancestors().find(|p| p.exists()) else {
+                continue;
+            };
+            let Ok(chain) = crate::platform::probe_path(existing) else {
+                continue;
+            };
+            let Some(device) = diskstats::device_name(&chain.source) else {
+                continue;
+            };
+            let parent = diskstats::parent_disk(&device);
+            for name in std::iter::once(device).chain(parent) {
+                if !touched.devices.contains(&name) {
+                    touched.devices.push(name);
+                }
+            }
+        }
+        for interface in touches.iter().flat_map(|t| &t.interfaces) {
+            if !touched.interfaces.contains(interface) {
+                touched.interfaces.push(interface.clone());
+            }
+        }
+        touched
+    }
+}
+
+/// The thread that keeps the account while a run runs. It sleeps between looks until
+/// told to stop (dropping the sender wakes it), so it costs nothing between them.
+pub struct Watch {
+    stop: Option<Sender<()>>,
+    thread: Option<JoinHandle<Option<Interference>>>,
+}
+
+impl Watch {
+    /// Starts looking at the machine, now and every `every`, for what `touched` names.
+    pub fn start(touched: Touched, every: Duration) -> Watch {
+        let (stop, stopped) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("ratelab-interference".into())
+            .spawn(move || keep(&touched, every, &stopped))
+            .ok();
+        Watch {
+            stop: Some(stop),
+            thread,
+        }
+    }
+
+    /// Takes a last look and gives the account; none where the machine could not be
+    /// looked at.
+    pub fn finish(mut self) -> Option<Interference> {
+        self.stop.take();
+        self.thread.take()?.join().ok().flatten()
+    }
+}
+
+/// One look at the machine.
+#[derive(Clone)]
+struct Look {
+    at: Instant,
+    cpu: CpuTicks,
+    processes: HashMap<(u32, u64), Process>,
+    devices: Vec<(String, u64, u64)>,
+    interfaces: Vec<(String, u64, u64)>,
+}
+
+impl Look {
+    /// A look now; `before` is the last one, whose storage counters a process that
+    /// has not run since keeps (reading them costs as much as the rest of a look).
+    fn take(touched: &Touched, before: Option<&Look>) -> Look {
+        let idle = |p: &Process| {
+            before
+                .and_then(|b| b.processes.get(&(p.pid, p.start_ticks)))
+                .filter(|then| then.cpu_ticks == p.cpu_ticks && then.io.is_some())
+        };
+        let mut processes: HashMap<(u32, u64), Process> = procfs::processes(&|p| idle(p).is_none())
+            .into_iter()
+            .map(|p| ((p.pid, p.start_ticks), p))
+            .collect();
+        for process in processes.values_mut().filter(|p| p.io.is_none()) {
+            process.io = idle(process).and_then(|then| then.io);
+        }
+        Look {
+            at: Instant::now(),
+            cpu: procfs::cpu_ticks(),
+            processes,
+            devices: touched
+                .devices
+                .iter()
+                .filter_map(|d| {
+                    let (read, written) = diskstats::bytes_moved(d)?;
+                    Some((d.clone(), read, written))
+                })
+                .collect(),
+            interfaces: touched
+                .interfaces
+                .iter()
+                .filter_map(|i| {
+                    let (received, sent) = procfs::interface_bytes(i)?;
+                    Some((i.clone(), received, sent))
+                })
+                .collect(),
+        }
+    }
+
+    /// The processes of this run: this one and every descendant it has now.
+    fn own(&self) -> std::collections::HashSet<u32> {
+        let me = std::process::id();
+        let parent: HashMap<u32, u32> = self.processes.values().map(|p| (p.pid, p.ppid)).collect();
+        parent
+            .keys()
+            .copied()
+            .filter(|&pid| {
+                let mut at = pid;
+                // Walk up to init; a parent cycle cannot happen, but bound the walk.
+                for _ in 0..64 {
+                    if at == me {
+                        return true;
+                    }
+                    match parent.get(&at) {
+                        Some(&up) if up != 0 && up != at => at = up,
+                        _ => return false,
+                    }
+                }
+                false
+            })
+            .collect()
+    }
+}
+
+/// What one other process did during the run, summed over the looks that saw it.
+#[derive(Default)]
+struct Other {
+    name: String,
+    cpu_ticks: u64,
+    io: Option<Io>,
+}
+
+/// The account so far.
+struct Account {
+    first: Look,
+    ticks_per_second: f64,
+    own_ticks: u64,
+    kernel_ticks: u64,
+    other_ticks: u64,
+    own_io: Io,
+    others: HashMap<(u32, u64), Other>,
+    series: InterferenceSeries,
+}
+
+fn keep(touched: &Touched, every: Duration, stop: &Receiver<()>) -> Option<Interference> {
+    let clock_unix_s = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let first = Look::take(touched, None);
+    if first.cpu.per_cpu.is_empty() {
+        return None;
+    }
+    let mut account = Account {
+        ticks_per_second: procfs::ticks_per_second(),
+        own_ticks: 0,
+        kernel_ticks: 0,
+        other_ticks: 0,
+        own_io: Io::default(),
+        others: HashMap::new(),
+        series: InterferenceSeries::default(),
+        first: first.clone(),
+    };
+    let mut last = first;
+    let mut next = Instant::now() + every;
+    loop {
+        let stopping = matches!(
+            stop.recv_timeout(next.saturating_duration_since(Instant::now())),
+            Ok(()) | Err(RecvTimeoutError::Disconnected)
+        );
+        let cpu_before = thread_cpu_seconds();
+        let look = Look::take(touched, Some(&last));
+        account.add(&last, &look);
+        last = look;
+        let cost = thread_cpu_seconds() - cpu_before;
+        if stopping {
+            break;
+        }
+        // A machine with many processes is looked at less often, so that looking
+        // never costs more than a share of a core.
+        next = Instant::now() + every.max(Duration::from_secs_f64(cost / MAX_COST_SHARE));
+    }
+    Some(account.close(&last, clock_unix_s))
+}
+
+impl Account {
+    /// Adds what happened between two looks.
+    fn add(&mut self, before: &Look, after: &Look) {
+        let own = after.own();
+        let (mut own_ticks, mut kernel_ticks) = (0u64, 0u64);
+        let mut own_io = Io::default();
+        for (key, now) in &after.processes {
+            let then = before.processes.get(key);
+            let cpu = now
+                .cpu_ticks
+                .saturating_sub(then.map_or(0, |p| p.cpu_ticks));
+            let io = now.io.map(|n| {
+                let t = then.and_then(|p| p.io).unwrap_or_default();
+                Io {
+                    read_bytes: n.read_bytes.saturating_sub(t.read_bytes),
+                    written_bytes: n.written_bytes.saturating_sub(t.written_bytes),
+                }
+            });
+            if own.contains(&now.pid) {
+                // A child reaped meanwhile is in its parent's children's time.
+                let children = now
+                    .children_cpu_ticks
+                    .saturating_sub(then.map_or(now.children_cpu_ticks, |p| p.children_cpu_ticks));
+                own_ticks += cpu + children;
+                if let Some(io) = io {
+                    own_io.read_bytes += io.read_bytes;
+                    own_io.written_bytes += io.written_bytes;
+                }
+            } else if now.kernel {
+                kernel_ticks += cpu;
+            } else if cpu > 0 || io.is_some_and(|i| i.read_bytes + i.written_bytes > 0) {
+                let other = self.others.entry(*key).or_insert_with(|| Other {
+                    name: now.name.clone(),
+                    ..Other::default()
+                });
+                other.cpu_ticks += cpu;
+                if let Some(io) = io {
+                    let sum = other.io.get_or_insert_default();
+                    sum.read_bytes += io.read_bytes;
+                    sum.written_bytes += io.written_bytes;
+                }
+            }
+        }
+        let machine = after.cpu.process.saturating_sub(before.cpu.process);
+        let other_ticks = machine.saturating_sub(own_ticks + kernel_ticks);
+        self.own_ticks += own_ticks;
+        self.kernel_ticks += kernel_ticks;
+        self.other_ticks += other_ticks;
+        self.own_io.read_bytes += own_io.read_bytes;
+        self.own_io.written_bytes += own_io.written_bytes;
+        let moved = |look: &Look| look.devices.iter().map(|(_, r, w)| r + w).sum::<u64>();
+        let device_bytes = moved(after).saturating_sub(moved(before));
+        let seconds = after.at.duration_since(before.at).as_secs_f64().max(1e-3);
+        self.series
+            .t_s
+            .push(after.at.duration_since(self.first.at).as_secs_f64());
+        self.series
+            .own_cores
+            .push(own_ticks as f64 / self.ticks_per_second / seconds);
+        self.series
+            .other_cores
+            .push(other_ticks as f64 / self.ticks_per_second / seconds);
+        self.series
+            .other_device_bytes
+            .push(device_bytes.saturating_sub(own_io.read_bytes + own_io.written_bytes));
+    }
+
+    /// The account of the whole run, up to the `last` look.
+    fn close(self, last: &Look, clock_unix_s: f64) -> Interference {
+        let first = &self.first;
+        let tps = self.ticks_per_second;
+        let mut cpus: Vec<&u32> = last.cpu.per_cpu.keys().collect();
+        cpus.sort();
+        let busy_fraction_per_cpu = cpus
+            .iter()
+            .map(|cpu| {
+                let (busy, all) = last.cpu.per_cpu[cpu];
+                let (busy0, all0) = first.cpu.per_cpu.get(cpu).copied().unwrap_or((busy, all));
+                let all = all.saturating_sub(all0);
+                if all == 0 {
+                    0.0
+                } else {
+                    busy.saturating_sub(busy0) as f64 / all as f64
+                }
+            })
+            .collect();
+        let own_bytes = self.own_io.read_bytes + self.own_io.written_bytes;
+        let devices = last
+            .devices
+            .iter()
+            .map(|(name, read, written)| {
+                let (read0, written0) = first
+                    .devices
+                    .iter()
+                    .find(|(n, _, _)| n == name)
+                    .map_or((*read, *written), |(_, r, w)| (*r, *w));
+                let (read, written) =
+                    (read.saturating_sub(read0), written.saturating_sub(written0));
+                DeviceTraffic {
+                    name: name.clone(),
+                    read_bytes: read,
+                    written_bytes: written,
+                    other_bytes: (read + written).saturating_sub(own_bytes),
+                }
+            })
+            .collect();
+        let interfaces = last
+            .interfaces
+            .iter()
+            .map(|(name, received, sent)| {
+                let (received0, sent0) = first
+                    .interfaces
+                    .iter()
+                    .find(|(n, _, _)| n == name)
+                    .map_or((*received, *sent), |(_, r, s)| (*r, *s));
+                InterfaceTraffic {
+                    name: name.clone(),
+                    received_bytes: received.saturating_sub(received0),
+                    sent_bytes: sent.saturating_sub(sent0),
+                }
+            })
+            .collect();
+        let others: Vec<OtherProcess> = self
+            .others
+            .iter()
+            .map(|(&(pid, _), other)| OtherProcess {
+                pid,
+                name: other.name.clone(),
+                cpu_seconds: other.cpu_ticks as f64 / tps,
+                read_bytes: other.io.map(|i| i.read_bytes),
+                written_bytes: other.io.map(|i| i.written_bytes),
+            })
+            .collect();
+        let mut top_cpu: Vec<OtherProcess> = others
+            .iter()
+            .filter(|o| o.cpu_seconds > 0.0)
+            .cloned()
+            .collect();
+        top_cpu.sort_by(|a, b| b.cpu_seconds.total_cmp(&a.cpu_seconds));
+        top_cpu.truncate(TOP);
+        let io_of = |o: &OtherProcess| o.read_bytes.unwrap_or(0) + o.written_bytes.unwrap_or(0);
+        let mut top_io: Vec<OtherProcess> = others.into_iter().filter(|o| io_of(o) > 0).collect();
+        top_io.sort_by_key(|o| std::cmp::Reverse(io_of(o)));
+        top_io.truncate(TOP);
+        let delta =
+            |f: fn(&CpuTicks) -> u64| f(&last.cpu).saturating_sub(f(&first.cpu)) as f64 / tps;
+        Interference {
+            seconds: last.at.duration_since(first.at).as_secs_f64(),
+            clock_unix_s,
+            cpus: cpus.len() as u32,
+            own_cpu_seconds: self.own_ticks as f64 / tps,
+            other_cpu_seconds: self.other_ticks as f64 / tps,
+            kernel_cpu_seconds: self.kernel_ticks as f64 / tps,
+            interrupt_cpu_seconds: delta(|c| c.interrupts),
+            steal_seconds: delta(|c| c.steal),
+            busy_fraction_per_cpu,
+            own_read_bytes: self.own_io.read_bytes,
+            own_written_bytes: self.own_io.written_bytes,
+            devices,
+            interfaces,
+            top_cpu,
+            top_io,
+            series: self.series,
+            watch_cpu_seconds: thread_cpu_seconds(),
+        }
+    }
+}
+
+/// CPU seconds the calling thread has used.
+fn thread_cpu_seconds() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_busy_child_is_this_runs_and_a_busy_stranger_is_anothers() {
+        // A stranger: a shell spinning in its own session, not this process's child...
+        // which the test cannot make without a child. So the child is the test's own
+        // work here, and the account must call it so.
+        let watch = Watch::start(Touched::default(), Duration::from_millis(200));
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done"])
+            .spawn()
+            .unwrap();
+        child.wait().unwrap();
+        let account = watch.finish().expect("an account");
+        assert!(account.own_cpu_seconds >= 0.1, "{account:?}");
+        assert!(
+            account.top_cpu.iter().all(|o| o.name != "sh"),
+            "{account:?}"
+        );
+        assert!(account.seconds > 0.0 && account.cpus >= 1);
+        assert_eq!(account.series.t_s.len(), account.series.other_cores.len());
+    }
+}
