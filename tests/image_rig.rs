@@ -16,10 +16,14 @@ use serde_json::Value;
 
 const WRITE_BPS: u64 = 100 * MIB;
 const READ_BPS: u64 = 150 * MIB;
-/// How far above its rate a throttle lets a median of files through: blk-throttle
-/// grants a file that starts after a pause the rest of its 100 ms time slice, 8% of a
-/// 128 MiB file at 100 MiB/s (measured: the host folder's direct writes at 1.08x).
-const MARGIN: f64 = 1.10;
+/// How far ahead of its rate blk-throttle lets I/O run: it grants bytes by the rate
+/// times the time since its slice began rounded up to whole slices, so a file can
+/// finish up to one 100 ms slice early (8-10% of a 128 MiB file at 100 MiB/s,
+/// measured 1.08x-1.10x in the host folder's direct writes).
+const SLICE_S: f64 = 0.1;
+/// How far above its rate a median of files may be once the slice's credit is taken
+/// back (the clock's ticks and the noise of a busy machine).
+const MARGIN: f64 = 1.05;
 /// ...and one file.
 const BURST: f64 = 1.25;
 const NEEDS: &str = "it makes loop devices, FUSE exports and a blkio cgroup";
@@ -207,16 +211,24 @@ fn containers_on_a_slow_disk_stay_under_its_limit_and_prove_every_layer_evicted(
                 }
             }
         }
-        // Each place's median of the larger files: at most the rig's rate.
+        // Each place's median of the larger files, less the throttle's one slice of
+        // credit: at most the rig's rate.
         for (op, limit) in [("write", WRITE_BPS), ("read", READ_BPS)] {
             let mut rates: Vec<f64> = items
                 .iter()
                 .filter(|i| i["op"] == op && i["size_bytes"].as_u64().unwrap() >= 128 * MIB)
-                .map(|i| i["bytes_per_sec"].as_f64().unwrap() / limit as f64)
+                .map(|i| {
+                    let size = i["size_bytes"].as_u64().unwrap() as f64;
+                    let seconds = size / i["bytes_per_sec"].as_f64().unwrap();
+                    size / (seconds + SLICE_S) / limit as f64
+                })
                 .collect();
             rates.sort_by(f64::total_cmp);
             let median = rates[rates.len() / 2];
-            eprintln!("{label}: {op} of 128 MiB and more at {median:.3}x the rig's rate (median)");
+            eprintln!(
+                "{label}: {op} of 128 MiB and more at {median:.3}x the rig's rate \
+                 (median, one throttle slice taken back)"
+            );
             assert!(
                 median <= MARGIN,
                 "{label}: {op} median at {median:.3}x the rig's rate"
