@@ -12,8 +12,11 @@ use common::{entries, ratelab, refused, root_or_skip, run_json, stop_with, store
 use serde_json::Value;
 
 /// The rig's write rate: slow enough that writing, not compressing, sets the pace.
-const WRITE_BPS: u64 = 20 * MIB;
-/// How far the write step may stray from the rig's rate.
+const WRITE_BPS: u64 = 50 * MIB;
+/// The rig's read rate, for a source on a slow disk.
+const READ_BPS: u64 = 100 * MIB;
+/// How far the write step may stray from the rig's rate, and a measured gain from the
+/// modelled one.
 const TOLERANCE: f64 = 0.15;
 
 /// A scratch folder on tmpfs, where reads and writes run at memory speed.
@@ -54,6 +57,27 @@ fn step_rate(point: &Value, op: &str) -> f64 {
         .unwrap()
 }
 
+/// Checks that `op` is the measured limit at every thread count, its measured gain
+/// within [`TOLERANCE`] of the modelled one.
+fn measured_limit_is(doc: &Value, op: &str) {
+    for point in per_threads(doc) {
+        let measured = point["measured_speedup_if_free"][op].as_f64().unwrap();
+        let model = point["speedup_if_free"][op].as_f64().unwrap();
+        eprintln!(
+            "{} threads: the measured limit is {}; {op} free: {measured:.2}x measured, {model:.2}x modelled; the whole task at {:.0} MB/s",
+            point["threads"],
+            point["rate_limiting_step"],
+            step_rate(&point, "total") / 1e6
+        );
+        assert_eq!(point["rate_limiting_step"], op, "{point}");
+        assert!(measured > 1.3, "{op} free gained little: {point}");
+        assert!(
+            (measured / model - 1.0).abs() <= TOLERANCE,
+            "{op} free: {measured:.2}x measured, {model:.2}x modelled: {point}"
+        );
+    }
+}
+
 fn round_trips(doc: &Value) -> Vec<bool> {
     doc["workloads"][0]["items"]
         .as_array()
@@ -91,9 +115,10 @@ fn a_throttled_destination_makes_write_the_limit() {
             .arg(&source)
             .arg("--out")
             .arg(disk.path())
-            .args(["--make-file", "96M", "--threads", "1,2"])
+            .args(["--make-file", "160M", "--threads", "1,2"])
             .args(["--json", "-q", "--no-store"]),
     );
+    measured_limit_is(&doc, "write");
     for point in per_threads(&doc) {
         let write = step_rate(&point, "write") / WRITE_BPS as f64;
         eprintln!(
@@ -116,6 +141,51 @@ fn a_throttled_destination_makes_write_the_limit() {
         "{}",
         doc["verdicts"]
     );
+    assert!(
+        entries(disk.path()).iter().all(|e| e == "lost+found"),
+        "{:?}",
+        entries(disk.path())
+    );
+    assert!(
+        entries(memory.path()).is_empty(),
+        "{:?}",
+        entries(memory.path())
+    );
+}
+
+#[test]
+fn a_throttled_source_makes_read_the_measured_limit() {
+    let test = "a_throttled_source_makes_read_the_measured_limit";
+    if !root_or_skip(test, "a loop device and a blkio cgroup") {
+        return;
+    }
+    let Some(memory) = memory_dir() else {
+        common::skip(test, "no /dev/shm for the output");
+        return;
+    };
+    let _lock = rig::exclusive();
+    let disk = SlowDisk::new(512 * MIB);
+    let throttle = Throttle::new();
+    throttle.limit(&disk, 400 * MIB, READ_BPS);
+    let doc = run_json(
+        throttle
+            .command(common::bin())
+            .args(["task", "compress"])
+            .arg(disk.path().join("source.dat"))
+            .arg("--out")
+            .arg(memory.path())
+            .args(["--make-file", "192M", "--threads", "1,2"])
+            .args(["--json", "-q", "--no-store"]),
+    );
+    measured_limit_is(&doc, "read");
+    for point in per_threads(&doc) {
+        let read = step_rate(&point, "read") / READ_BPS as f64;
+        assert!(
+            (read - 1.0).abs() <= TOLERANCE,
+            "read at {read:.3}x: {point}"
+        );
+    }
+    assert_eq!(round_trips(&doc), [true, true]);
     assert!(
         entries(disk.path()).iter().all(|e| e == "lost+found"),
         "{:?}",

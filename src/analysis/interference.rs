@@ -6,7 +6,8 @@
 //! - **CPU**: other processes used at least [`OTHER_CORES`] cores while the machine was
 //!   at least [`BUSY_SHARE`] busy, for at least [`CONTENDED_SHARE`] of the run. Work
 //!   beside idle cores takes nothing from the run; on a quiet VM other processes used
-//!   0.01-0.05 cores.
+//!   0.01-0.05 cores. A run shorter than [`CPU_SECONDS`] is not judged on CPU: the
+//!   kernel counts CPU time in 10 ms ticks, too coarse to tell over less.
 //! - **Steal**: the hypervisor took at least [`STEAL_SHARE`] of the CPUs' time.
 //! - **Storage**: a device under a target moved at least [`OTHER_SHARE`] of its bytes,
 //!   and at least [`OTHER_BYTES`], beyond what the run's processes made storage move
@@ -32,6 +33,8 @@ pub fn disturbed(run: &RunDocument) -> bool {
 pub const OTHER_CORES: f64 = 0.25;
 /// How busy the machine must be, all its CPUs together, for their use to count.
 pub const BUSY_SHARE: f64 = 0.9;
+/// The shortest run whose CPU contention is judged.
+pub const CPU_SECONDS: f64 = 0.5;
 /// Share of the run's samples that must be contended.
 pub const CONTENDED_SHARE: f64 = 0.1;
 /// Share of the CPUs' time the hypervisor may take before it counts.
@@ -147,7 +150,7 @@ fn contended(account: &Interference) -> bool {
     let series = &account.series;
     let cpus = f64::from(account.cpus.max(1));
     let samples = series.other_cores.len();
-    if samples == 0 {
+    if samples == 0 || account.seconds < CPU_SECONDS {
         return false;
     }
     let contended = series
@@ -181,7 +184,7 @@ fn cpu_users(account: &Interference) -> String {
     if named.is_empty() {
         format!(
             "other processes used {:.2} cores",
-            account.other_cpu_seconds / seconds
+            (account.other_cpu_seconds / seconds).min(f64::from(account.cpus.max(1)))
         )
     } else {
         named.join(", ")

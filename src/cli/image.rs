@@ -217,6 +217,8 @@ pub fn run(args: ImageArgs) -> anyhow::Result<Exit> {
         direction: Direction::Compress,
         keep: false,
         seed,
+        // Inside images the task compares places; what a step costs is task's question.
+        what_if: false,
         layers: Vec::new(),
     });
     let held = image::held_bytes(&series, task.as_ref());

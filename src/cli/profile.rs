@@ -193,6 +193,8 @@ fn task(folder: &Path, cpus: usize, quick: bool) -> Box<dyn Workload> {
         direction: Direction::Compress,
         keep: false,
         seed: rand::random(),
+        // Three more whole tasks per thread count: a few seconds at these sizes.
+        what_if: true,
         layers: Vec::new(),
     };
     Box::new(TaskWorkload::new(task, None))

@@ -44,8 +44,12 @@ pub enum TaskCommand {
     after_long_help = "For each thread count, times four things: reading FILE \
 uncached (O_DIRECT, or evicted first where the filesystem refuses it), compressing it in \
 memory, writing the compressed bytes to a new file in DIR with fsync, and the whole task \
-(read, compress and write at once, as `zstd -T n` does). Steps are compared in the task's \
-unit, original bytes per second; the slowest is the rate-limiting step. Every output is \
+(read, compress and write at once, as `zstd -T n` does: a reader and a writer thread \
+beside the codec's). Then, unless --no-what-if, the whole task again with each step made \
+free in turn (FILE already in memory, bytes passed on without the codec, the output \
+dropped unsynced): the step whose freedom speeds the task up most is the rate-limiting \
+step, and how much is measured, not modelled. Steps are compared in the task's unit, \
+original bytes per second. Every output is \
 decoded and compared with FILE by SHA-256. Outputs go in a work folder ratelab makes in DIR \
 and removes after."
 )]
@@ -74,6 +78,14 @@ pub struct CompressArgs {
     /// Keep the file --make-file made.
     #[arg(long, requires = "make_file")]
     pub keep: bool,
+    /// Run the whole task again with each step made free in turn (the input in memory,
+    /// no codec, the output unsynced), measuring what each step costs the task [default].
+    #[arg(long, overrides_with = "no_what_if")]
+    pub what_if: bool,
+    /// Skip the what-if: the limiting step and its gain are then modelled from the
+    /// steps alone.
+    #[arg(long, overrides_with = "what_if")]
+    pub no_what_if: bool,
     /// Output and storage options.
     #[command(flatten)]
     pub output: MeasureArgs,
@@ -152,6 +164,7 @@ fn compress(args: CompressArgs) -> anyhow::Result<Exit> {
         },
         keep: args.keep,
         seed: rand::random(),
+        what_if: !args.no_what_if,
         layers: Vec::new(),
     };
     super::measure(

@@ -278,7 +278,14 @@ impl Account {
             }
         }
         let machine = after.cpu.process.saturating_sub(before.cpu.process);
-        let other_ticks = machine.saturating_sub(own_ticks + kernel_ticks);
+        let seconds = after.at.duration_since(before.at).as_secs_f64().max(1e-3);
+        // Ticks are counted in whole ticks per CPU: over a short look they can add up to
+        // more than the CPUs had.
+        let capacity =
+            (after.cpu.per_cpu.len().max(1) as f64 * seconds * self.ticks_per_second).ceil() as u64;
+        let other_ticks = machine
+            .saturating_sub(own_ticks + kernel_ticks)
+            .min(capacity);
         self.own_ticks += own_ticks;
         self.kernel_ticks += kernel_ticks;
         self.other_ticks += other_ticks;
@@ -286,7 +293,6 @@ impl Account {
         self.own_io.written_bytes += own_io.written_bytes;
         let moved = |look: &Look| look.devices.iter().map(|(_, r, w)| r + w).sum::<u64>();
         let device_bytes = moved(after).saturating_sub(moved(before));
-        let seconds = after.at.duration_since(before.at).as_secs_f64().max(1e-3);
         self.series
             .t_s
             .push(after.at.duration_since(self.first.at).as_secs_f64());

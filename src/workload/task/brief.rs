@@ -5,13 +5,13 @@
 use super::kind::{TaskKind, title};
 use super::shapes::DiskRuns;
 use super::summary::{ThreadsSummary, per_threads};
-use super::verdicts::series_beside;
+use super::verdicts::{MODEL_TOLERANCE, series_beside};
 use crate::vocab::units::{format_bytes, format_rate};
 use crate::vocab::{SummaryLine, Table};
 use crate::workload::{DecodeError, Stored};
 
 /// The info verdicts whose point the limit line makes.
-const COVERS: [&str; 2] = ["rate_limiting_step", "disk_vs_task"];
+const COVERS: [&str; 3] = ["rate_limiting_step", "what_if_differs", "disk_vs_task"];
 
 /// The task's lines: its rate at the most threads (and the fewest), then what limits it.
 pub fn summary_lines(w: &Stored<TaskKind>) -> Result<Vec<SummaryLine>, DecodeError> {
@@ -52,6 +52,19 @@ pub fn summary_lines(w: &Stored<TaskKind>) -> Result<Vec<SummaryLine>, DecodeErr
     ])
 }
 
+/// Whether the gain of freeing `op` was measured or modelled, with the model's figure
+/// where it strays from the measured one.
+fn how_known(summary: &ThreadsSummary, op: &str) -> String {
+    let model = summary.speedup_if_free.get(op).copied().unwrap_or(f64::NAN);
+    match summary.measured_speedup_if_free.get(op) {
+        Some(measured) if (measured / model - 1.0).abs() > MODEL_TOLERANCE => {
+            format!("measured; modelled {model:.2}x")
+        }
+        Some(_) => "measured".to_string(),
+        None => "modelled".to_string(),
+    }
+}
+
 /// `1 thread`, `2 threads`.
 fn threads(n: usize) -> String {
     format!("{n} thread{}", if n == 1 { "" } else { "s" })
@@ -65,17 +78,20 @@ fn limit_words(summary: &ThreadsSummary, disks: &DiskRuns) -> String {
         .map_or(f64::NAN, |s| s.source_bytes_per_sec);
     let gain = summary.gain_if_free(limit);
     let mut words = format!(
-        "{limit} limits the task at {} ({} alone): {gain:.2}x faster were it free",
+        "{limit} limits the task at {} ({} alone): {gain:.2}x faster were it free ({})",
         threads(summary.threads),
         format_rate(alone),
+        how_known(summary, limit),
     );
     let rates = disks.rates();
     if let Some(disk) = rates.iter().find(|d| d.op == limit) {
         let verb = if limit == "read" { "read" } else { "wrote" };
+        let step = summary.step(limit).map_or(f64::NAN, |s| s.bytes_per_sec);
         words.push_str(&format!(
-            "; the storage series {verb} {} on {}",
+            "; on {} the storage series {verb} {} and the {limit} step alone {}, in bytes on the disk",
+            disk.target,
             format_rate(disk.bytes_per_sec),
-            disk.target
+            format_rate(step),
         ));
         return words;
     }

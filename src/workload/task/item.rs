@@ -7,7 +7,8 @@ use crate::workload::disk::item::LayerResidency;
 /// A step's time and the bytes it moved.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskItem {
-    /// `read`, `compress` (or `decompress`), `write` or `total`.
+    /// `read`, `compress` (or `decompress`), `write`, `total`, or `what_if` (the whole
+    /// task with the step `free` made free).
     pub op: String,
     /// Compression threads.
     pub threads: usize,
@@ -43,6 +44,9 @@ pub struct TaskItem {
     /// Whether the output, decoded, matched the original bytes (`total`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round_trip_ok: Option<bool>,
+    /// The step made free in a `what_if` (`read`, `compress`/`decompress`, `write`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free: Option<String>,
 }
 
 impl TaskItem {
@@ -69,6 +73,7 @@ impl TaskItem {
             read_below_fraction: None,
             direct: None,
             round_trip_ok: None,
+            free: None,
         }
     }
 }

@@ -87,6 +87,7 @@ impl Kind for TaskKind {
 /// its time, the gain were it free, and which step limits.
 fn step_table(w: &Stored<TaskKind>) -> Table {
     let summaries = per_threads(&w.items);
+    let measured = summaries.iter().any(|s| s.measured());
     let rows = summaries
         .iter()
         .flat_map(|summary| {
@@ -102,9 +103,8 @@ fn step_table(w: &Stored<TaskKind>) -> Table {
                     format_rate(step.bytes_per_sec),
                     format_rate(step.source_bytes_per_sec),
                     format_seconds(step.seconds),
-                    summary
-                        .speedup_if_free
-                        .get(&step.op)
+                    Some(summary.gain_if_free(&step.op))
+                        .filter(|x| x.is_finite())
                         .map_or(String::new(), |x| format!("{x:.2}x")),
                     limit.to_string(),
                 ]
@@ -119,7 +119,11 @@ fn step_table(w: &Stored<TaskKind>) -> Table {
             "rate",
             "task rate",
             "time",
-            "if it took no time",
+            if measured {
+                "if free (measured)"
+            } else {
+                "if free (modelled)"
+            },
             "",
         ]
         .map(String::from)
@@ -175,6 +179,7 @@ mod tests {
             direction: Direction::Compress,
             keep: false,
             seed: 1,
+            what_if: false,
             layers: Vec::new(),
         };
         let mut record = WorkloadRecord::for_test(TaskKind::NAME, "/f", items);

@@ -10,11 +10,13 @@ mod frames;
 mod item;
 mod kind;
 mod made;
+mod pipeline;
 mod shapes;
 mod steps;
 mod summary;
 mod timed;
 mod verdicts;
+mod what_if;
 
 use std::path::{Path, PathBuf};
 
@@ -65,6 +67,9 @@ pub struct TaskPlan {
     pub keep: bool,
     /// Seed of the made file.
     pub seed: u64,
+    /// Run the whole task again with each step made free in turn (`--what-if`).
+    #[serde(default)]
+    pub what_if: bool,
     /// Files of the host below the folders whose caches are evicted and measured before
     /// each uncached read (a disk image's); none for a plain folder.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -212,8 +217,9 @@ impl Workload for TaskWorkload {
     fn planned_bytes(&self) -> u64 {
         let size = self.source.as_ref().map_or(0, |s| s.1);
         // Per thread count: the read, the in-memory step, a write of about a third, the
-        // whole task.
-        self.plan.threads.len() as u64 * (size * 3 + size / 3)
+        // whole task, and the whole task three times more with a step free.
+        let what_if = if self.plan.what_if { 3 * size } else { 0 };
+        self.plan.threads.len() as u64 * (size * 3 + size / 3 + what_if)
     }
 
     fn prepare(&mut self) -> Result<(), Error> {
@@ -320,8 +326,14 @@ impl Workload for TaskWorkload {
                     // Made as the whole task makes its output: read, compress, sync.
                     let reader = Uncached::open(&source, size, self.made, &self.plan.layers)?;
                     let name = format!("input.{}", how.codec.as_str());
-                    let copy = steps::whole(ctx, how, reader, Some(size), &mut workdir, &name)?;
-                    (copy.output, copy.output_bytes)
+                    let copy = pipeline::run(
+                        ctx,
+                        pipeline::Input::File(reader),
+                        pipeline::Middle::Codec(how),
+                        pipeline::Output::File(&mut workdir, &name),
+                        Some(size),
+                    )?;
+                    (copy.output.expect("written to a file"), copy.output_bytes)
                 }
             };
             let page = rustix::param::page_size() as u64;

@@ -1,6 +1,6 @@
-//! The measuring loops of a task: read a file uncached, transform bytes (compress or
-//! decompress) in memory, write bytes with a sync, and all three at once as the whole
-//! task. Files are opened before a timer starts; each timer stops after the last byte
+//! The measuring loops of a task's steps alone: read a file uncached, transform bytes
+//! (compress or decompress) in memory, write bytes with a sync (all three at once, the
+//! whole task, are in [`super::pipeline`]). Files are opened before a timer starts; each timer stops after the last byte
 //! (and, for writes, after fsync returns).
 
 use std::fs::File;
@@ -21,6 +21,38 @@ use crate::workload::{Context, Error};
 
 /// Bytes per read and write call, as the disk series uses.
 pub const CHUNK: usize = 1 << 20;
+/// Bytes written between two requests that the kernel start writing them back.
+const WRITEBACK: u64 = 8 << 20;
+
+/// Asks the kernel to start writing a file's pages back every [`WRITEBACK`] bytes
+/// written, so the device works while later bytes are made and the final fsync waits
+/// only for the rest (buffered writes alone sit in the cache until the fsync).
+#[derive(Default)]
+pub(super) struct Writeback {
+    written: u64,
+    started: u64,
+}
+
+impl Writeback {
+    /// Counts `bytes` more written to `file`, and starts their writeback when enough
+    /// have gathered. An error of the device shows at the fsync.
+    pub(super) fn wrote(&mut self, file: &File, bytes: usize) {
+        self.written += bytes as u64;
+        let gathered = self.written - self.started;
+        if gathered >= WRITEBACK {
+            // SAFETY: a plain system call on an open descriptor; no memory is passed.
+            unsafe {
+                libc::sync_file_range(
+                    std::os::fd::AsRawFd::as_raw_fd(file),
+                    self.started as libc::off64_t,
+                    gathered as libc::off64_t,
+                    libc::SYNC_FILE_RANGE_WRITE,
+                );
+            }
+            self.started = self.written;
+        }
+    }
+}
 
 /// Which way a task runs its codec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -105,7 +137,7 @@ impl Uncached {
 
     /// Reads `buf.len()` bytes (a multiple of the page size) at `offset`, or what is
     /// left of the file; retries interrupted calls.
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize, Error> {
+    pub(super) fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize, Error> {
         loop {
             match rustix::io::pread(&self.file, &mut *buf, offset) {
                 Ok(0) if offset < self.size => {
@@ -120,16 +152,14 @@ impl Uncached {
         }
     }
 
-    /// A buffered reader of the whole file in [`CHUNK`]-sized aligned reads.
-    pub fn reader(self) -> Result<UncachedReader, Error> {
-        Ok(UncachedReader {
-            buf: AlignedBuf::new(CHUNK)
-                .map_err(|e| Error::io("allocate a buffer for", &self.path, e))?,
-            source: self,
-            offset: 0,
-            start: 0,
-            end: 0,
-        })
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The file's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
     }
 }
 
@@ -161,45 +191,12 @@ pub fn read(ctx: &Context, source: &Uncached, keep: &mut [u8]) -> Result<f64, Er
 
 /// `Read::read` for a reader whose own buffer is the source: copy out what
 /// `fill_buf` holds.
-fn read_buffered(reader: &mut impl BufRead, out: &mut [u8]) -> io::Result<usize> {
+pub(super) fn read_buffered(reader: &mut impl BufRead, out: &mut [u8]) -> io::Result<usize> {
     let available = reader.fill_buf()?;
     let n = available.len().min(out.len());
     out[..n].copy_from_slice(&available[..n]);
     reader.consume(n);
     Ok(n)
-}
-
-/// An [`Uncached`] file as a buffered reader, for the whole task.
-pub struct UncachedReader {
-    source: Uncached,
-    buf: AlignedBuf,
-    offset: u64,
-    start: usize,
-    end: usize,
-}
-
-impl Read for UncachedReader {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        read_buffered(self, out)
-    }
-}
-
-impl BufRead for UncachedReader {
-    fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        if self.start == self.end && self.offset < self.source.size {
-            let n = self
-                .source
-                .read_at(self.buf.as_mut_slice(), self.offset)
-                .map_err(io::Error::other)?;
-            self.offset += n as u64;
-            (self.start, self.end) = (0, n);
-        }
-        Ok(&self.buf.as_slice()[self.start..self.end])
-    }
-
-    fn consume(&mut self, amount: usize) {
-        self.start = (self.start + amount).min(self.end);
-    }
 }
 
 /// Why a transform stopped early: the run was cancelled.
@@ -208,9 +205,16 @@ impl BufRead for UncachedReader {
 struct Cancelled;
 
 /// A reader that counts what is consumed into the run's progress and stops on cancel.
-struct Metered<'c, R> {
+pub(super) struct Metered<'c, R> {
     inner: R,
     ctx: &'c Context,
+}
+
+impl<'c, R: BufRead> Metered<'c, R> {
+    /// `inner`, counted into `ctx`'s progress.
+    pub(super) fn new(inner: R, ctx: &'c Context) -> Self {
+        Metered { inner, ctx }
+    }
 }
 
 impl<R: BufRead> Read for Metered<'_, R> {
@@ -263,7 +267,7 @@ pub fn transform<W: Write + 'static>(
     output: W,
     input_path: &Path,
 ) -> Result<(W, u64), Error> {
-    let mut input = Metered { inner: input, ctx };
+    let mut input = Metered::new(input, ctx);
     let counted = Counted {
         inner: output,
         bytes: 0,
@@ -314,6 +318,7 @@ pub fn transform<W: Write + 'static>(
 pub fn write(ctx: &Context, dir: &mut WorkDir, name: &str, data: &[u8]) -> Result<f64, Error> {
     let (path, mut file) = dir.create_file(name, false)?;
     let progress = ctx.sink.progress();
+    let mut writeback = Writeback::default();
     let started = Instant::now();
     for piece in data.chunks(CHUNK) {
         if ctx.cancel.is_set() {
@@ -321,6 +326,7 @@ pub fn write(ctx: &Context, dir: &mut WorkDir, name: &str, data: &[u8]) -> Resul
         }
         file.write_all(piece)
             .map_err(|e| Error::io("write", &path, e))?;
+        writeback.wrote(&file, piece.len());
         progress.add(piece.len() as u64);
     }
     file.sync_all().map_err(|e| Error::io("sync", &path, e))?;
@@ -328,43 +334,6 @@ pub fn write(ctx: &Context, dir: &mut WorkDir, name: &str, data: &[u8]) -> Resul
     drop(file);
     dir.remove_file(&path)?;
     Ok(seconds)
-}
-
-/// What the whole task did.
-pub struct Whole {
-    /// Seconds from the first read to the return of the output's fsync.
-    pub seconds: f64,
-    /// Bytes written to the output.
-    pub output_bytes: u64,
-    /// The output file, kept for the round-trip check.
-    pub output: PathBuf,
-}
-
-/// Times the whole task: `source` read uncached, transformed, written to a new file
-/// `name` in `dir` and synced.
-pub fn whole(
-    ctx: &Context,
-    how: Transform,
-    source: Uncached,
-    size: Option<u64>,
-    dir: &mut WorkDir,
-    name: &str,
-) -> Result<Whole, Error> {
-    let source_path = source.path.clone();
-    let reader = source.reader()?;
-    let (path, file) = dir.create_file(name, false)?;
-    let started = Instant::now();
-    let out = io::BufWriter::with_capacity(CHUNK, file);
-    let (out, output_bytes) = transform(ctx, how, size, reader, out, &source_path)?;
-    let file = out
-        .into_inner()
-        .map_err(|e| Error::io("write", &path, e.into_error()))?;
-    file.sync_all().map_err(|e| Error::io("sync", &path, e))?;
-    Ok(Whole {
-        seconds: started.elapsed().as_secs_f64(),
-        output_bytes,
-        output: path,
-    })
 }
 
 /// SHA-256 of everything `input` gives.

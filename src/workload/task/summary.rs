@@ -35,13 +35,18 @@ pub struct ThreadsSummary {
     pub threads: usize,
     /// Read, transform and write alone, then the whole task.
     pub steps: Vec<StepRate>,
-    /// The slowest of read, transform and write.
+    /// The step that limits the whole task: the one whose freedom sped it up most where
+    /// the what-if ran, else the slowest alone.
     pub rate_limiting_step: String,
     /// For each step, in the order they run, how many times faster the whole task could
     /// be if that step took no time, the steps running side by side as they do in the
     /// task: the slowest of the others would then set the pace (1 for every step but
     /// the limiting one).
     pub speedup_if_free: IndexMap<String, f64>,
+    /// For each step, the whole task's rate with that step made free (the what-if) over
+    /// its rate as it is: measured; empty where the what-if did not run.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub measured_speedup_if_free: IndexMap<String, f64>,
     /// The whole task's rate over its limiting step's rate alone: what running the
     /// steps together costs (below 1) or hides (about 1).
     pub share_of_limit: f64,
@@ -55,9 +60,19 @@ impl ThreadsSummary {
         self.steps.iter().find(|s| s.op == op)
     }
 
-    /// How many times faster the task could be if `op` took no time; NaN when unknown.
+    /// How many times faster the task could be if `op` took no time, as measured where
+    /// the what-if ran, else as modelled; NaN when unknown.
     pub fn gain_if_free(&self, op: &str) -> f64 {
-        self.speedup_if_free.get(op).copied().unwrap_or(f64::NAN)
+        self.measured_speedup_if_free
+            .get(op)
+            .or(self.speedup_if_free.get(op))
+            .copied()
+            .unwrap_or(f64::NAN)
+    }
+
+    /// Whether the gains are measured (the what-if ran).
+    pub fn measured(&self) -> bool {
+        !self.measured_speedup_if_free.is_empty()
     }
 }
 
@@ -91,7 +106,7 @@ fn transform_op(items: &[TaskItem]) -> &str {
     items
         .iter()
         .map(|i| i.op.as_str())
-        .find(|op| !matches!(*op, "read" | "write" | "total"))
+        .find(|op| !matches!(*op, "read" | "write" | "total" | "what_if"))
         .unwrap_or("compress")
 }
 
@@ -109,14 +124,48 @@ pub(super) fn summarize_threads(threads: usize, items: &[TaskItem]) -> Option<Th
     let slowest = parts
         .iter()
         .min_by(|a, b| a.source_bytes_per_sec.total_cmp(&b.source_bytes_per_sec))?;
+    let measured = measured_speedup_if_free(threads, &parts, total, items);
+    // The measurement names the limit where there is one: the step whose freedom gained most.
+    let limit = measured
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .and_then(|(op, _)| parts.iter().find(|p| p.op == *op))
+        .unwrap_or(slowest);
     Some(ThreadsSummary {
         threads,
-        rate_limiting_step: slowest.op.clone(),
-        share_of_limit: total.source_bytes_per_sec / slowest.source_bytes_per_sec,
+        rate_limiting_step: limit.op.clone(),
+        share_of_limit: total.source_bytes_per_sec / limit.source_bytes_per_sec,
         speedup_if_free: speedup_if_free(&parts, slowest),
+        measured_speedup_if_free: measured,
         steps: steps.clone(),
         ratio: ratio(threads, middle, items),
     })
+}
+
+/// For each of `parts` whose what-if ran at `threads`, the median whole-task rate with
+/// it free over the whole task's median rate.
+fn measured_speedup_if_free(
+    threads: usize,
+    parts: &[&StepRate],
+    total: &StepRate,
+    items: &[TaskItem],
+) -> IndexMap<String, f64> {
+    parts
+        .iter()
+        .filter_map(|part| {
+            let rates: Vec<f64> = items
+                .iter()
+                .filter(|i| {
+                    i.threads == threads
+                        && i.op == "what_if"
+                        && i.free.as_deref() == Some(part.op.as_str())
+                })
+                .map(|i| i.source_bytes_per_sec)
+                .collect();
+            let free = Stats::of(&rates)?.median;
+            Some((part.op.clone(), free / total.source_bytes_per_sec))
+        })
+        .collect()
 }
 
 /// The medians of step `op` at `threads`; `None` when it did not run there.

@@ -5,13 +5,14 @@
 use crate::workload::disk::layers::{read_below, read_below_fraction};
 use std::time::Instant;
 
+use super::pipeline::{self, Input, Middle, Output};
 use super::steps::{self, Direction, Transform, Uncached};
 use super::{TaskItem, TaskKind, TaskWorkload};
 use crate::workload::{Context, Error, Kind};
 
 impl TaskWorkload {
     /// The name of the output file of `step`, with the codec's extension.
-    fn output_name(&self, step: &str) -> String {
+    pub(super) fn output_name(&self, step: &str) -> String {
         match self.plan.direction {
             Direction::Compress => format!("{step}.{}", self.plan.codec.as_str()),
             Direction::Decompress => format!("{step}.out"),
@@ -25,6 +26,9 @@ impl TaskWorkload {
         let (output, original) = self.transform_step(ctx, how)?;
         self.write_step(ctx, how, output, original)?;
         self.whole_step(ctx, how)?;
+        if self.plan.what_if {
+            self.what_if(ctx, how)?;
+        }
         ctx.sink.stage_done(format!("{threads} threads"));
         Ok(())
     }
@@ -138,20 +142,21 @@ impl TaskWorkload {
             reader.direct,
             reader.layers.clone(),
         );
-        let whole = steps::whole(
+        let whole = pipeline::run(
             ctx,
-            how,
-            reader,
+            Input::File(reader),
+            Middle::Codec(how),
+            Output::File(workdir, &task_name),
             compress.then_some(size),
-            workdir,
-            &task_name,
         )?;
+        let output = whole.output.expect("written to a file");
         let read_below_fraction = read_below_fraction(below, &self.plan.layers, input_size);
         ctx.sink
             .status(format!("{} threads: check the round trip", how.threads));
         let decode = compress.then_some(how.codec);
-        let round_trip_ok = steps::file_digest(&whole.output, decode, &ctx.cancel)? == self.digest;
-        workdir.remove_file(&whole.output)?;
+        let round_trip_ok = steps::file_digest(&output, decode, &ctx.cancel)? == self.digest;
+        let workdir = self.workdir.as_mut().expect("made in setup");
+        workdir.remove_file(&output)?;
         ctx.sink.item(&TaskItem {
             output_bytes: Some(whole.output_bytes),
             cached_fraction_before: Some(fraction),

@@ -15,6 +15,8 @@ use crate::workload::{At, DecodeError, Kind, Stored};
 
 /// A stored disk rate within this factor of the task's step rate is the same rate.
 const SAME_RATE: f64 = 1.5;
+/// How far a measured gain may stray from the modelled one before a verdict says so.
+pub(super) const MODEL_TOLERANCE: f64 = 0.15;
 
 /// The task's own verdicts, from its items and context.
 pub fn verdicts(w: &Stored<TaskKind>) -> Vec<Verdict> {
@@ -42,6 +44,9 @@ pub fn verdicts(w: &Stored<TaskKind>) -> Vec<Verdict> {
             Severity::Info,
             limiting_sentence(summary),
         ));
+        if let Some(words) = model_sentence(summary) {
+            out.push(verdict("what_if_differs", Severity::Info, words));
+        }
     }
     if let Some(words) = cached_input(w) {
         out.push(verdict("input_cached", Severity::Info, words));
@@ -172,22 +177,44 @@ pub(super) fn limiting_sentence(summary: &ThreadsSummary) -> String {
         .iter()
         .filter(|s| s.op != *limit && s.op != "total")
         .collect();
-    let next = others
-        .iter()
-        .min_by(|a, b| a.source_bytes_per_sec.total_cmp(&b.source_bytes_per_sec))
-        .map_or("nothing", |s| s.op.as_str());
     let gain = summary.gain_if_free(limit);
     let together = if summary.share_of_limit < 0.9 {
         format!(
-            "; running the steps together cost {:.0}% of it",
+            ", {:.0}% below {limit} alone",
             (1.0 - summary.share_of_limit) * 100.0
         )
     } else {
         String::new()
     };
+    let names = others
+        .iter()
+        .map(|s| s.op.as_str())
+        .collect::<Vec<_>>()
+        .join(" or ");
+    let what_if = if summary.measured() {
+        let rest = others
+            .iter()
+            .map(|s| format!("{} {:.2}x", s.op, summary.gain_if_free(&s.op)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let most = others
+            .iter()
+            .map(|s| summary.gain_if_free(&s.op))
+            .fold(1.0, f64::max);
+        format!(
+            "made free in turn (measured), {limit} sped the task up {gain:.2}x, {rest}: a faster {limit} could make the task up to {gain:.2}x faster, a faster {names} at most {most:.2}x"
+        )
+    } else {
+        let next = others
+            .iter()
+            .min_by(|a, b| a.source_bytes_per_sec.total_cmp(&b.source_bytes_per_sec))
+            .map_or("nothing", |s| s.op.as_str());
+        format!(
+            "a faster {limit} could make the task up to {gain:.2}x faster, until {next} limits it, and a faster {names} gains nothing while {limit} limits it (modelled: the what-if did not run)"
+        )
+    };
     format!(
-        "at {} thread{} {limit} limits this task: alone it goes at {} of original bytes ({}), and the whole task went at {}{together}; \
-         a faster {limit} could make the task up to {gain:.2}x faster, until {next} limits it, and a faster {} gains nothing while {limit} limits it",
+        "at {} thread{} {limit} limits this task: alone it goes at {} of original bytes ({}), and the whole task went at {}{together}; {what_if}",
         summary.threads,
         if summary.threads == 1 { "" } else { "s" },
         format_rate(rate_of(limit)),
@@ -197,12 +224,46 @@ pub(super) fn limiting_sentence(summary: &ThreadsSummary) -> String {
             .collect::<Vec<_>>()
             .join(", "),
         format_rate(rate_of("total")),
-        others
-            .iter()
-            .map(|s| s.op.as_str())
-            .collect::<Vec<_>>()
-            .join(" or "),
     )
+}
+
+/// Where the measured what-if and the model of overlapping steps differ by more than
+/// [`MODEL_TOLERANCE`], in words; `None` where they agree or nothing was measured.
+fn model_sentence(summary: &ThreadsSummary) -> Option<String> {
+    let differ: Vec<String> = summary
+        .measured_speedup_if_free
+        .iter()
+        .filter_map(|(op, &measured)| {
+            let model = *summary.speedup_if_free.get(op)?;
+            ((measured / model - 1.0).abs() > MODEL_TOLERANCE).then(|| {
+                format!("with {op} free the task went {measured:.2}x faster where the model said {model:.2}x")
+            })
+        })
+        .collect();
+    if differ.is_empty() {
+        return None;
+    }
+    let slowest = summary
+        .steps
+        .iter()
+        .filter(|s| s.op != "total")
+        .min_by(|a, b| a.source_bytes_per_sec.total_cmp(&b.source_bytes_per_sec))
+        .map_or("", |s| s.op.as_str());
+    let named = if slowest != summary.rate_limiting_step {
+        format!(
+            "; alone, {slowest} is the slowest step, yet freeing {} gained most",
+            summary.rate_limiting_step
+        )
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "at {} thread{} the measured what-if and the model (the steps fully overlapped, the slowest alone setting the pace) differ by more than {:.0}%: {}{named}; the measured figures are the ones this task shows",
+        summary.threads,
+        if summary.threads == 1 { "" } else { "s" },
+        MODEL_TOLERANCE * 100.0,
+        differ.join("; "),
+    ))
 }
 
 /// What storage series of the task's folders say next to its read and write steps.
@@ -214,8 +275,24 @@ fn disk_sentences(series: &DiskRuns, summary: &ThreadsSummary) -> Vec<String> {
         .collect()
 }
 
-/// A storage series' rate next to the task's step of the same op, in words.
+/// A storage series' rate next to the task's step of the same op, in words, with the
+/// unit its rates are in.
 fn disk_sentence(disk: DiskRate, step: &StepRate, summary: &ThreadsSummary) -> String {
+    let unit = if (step.bytes_per_sec / step.source_bytes_per_sec - 1.0).abs() < 0.01 {
+        "original bytes, as in the task's table".to_string()
+    } else {
+        format!(
+            "bytes on the disk, compressed: the {} step's {} carry {} of original bytes",
+            disk.op,
+            format_rate(step.bytes_per_sec),
+            format_rate(step.source_bytes_per_sec)
+        )
+    };
+    format!("{} (rates in {unit})", disk_words(disk, step, summary))
+}
+
+/// [`disk_sentence`] without its unit.
+fn disk_words(disk: DiskRate, step: &StepRate, summary: &ThreadsSummary) -> String {
     let DiskRate {
         op,
         run_id,
