@@ -6,12 +6,14 @@
 pub mod analysis;
 pub mod cli;
 pub mod document;
+pub mod error;
 pub mod exit;
 pub mod fleet;
 pub mod monitor;
 pub mod platform;
 pub mod report;
 pub mod run;
+pub mod storage;
 pub mod store;
 pub mod vocab;
 pub mod workload;

@@ -6,7 +6,6 @@
 mod cancel;
 pub mod cpu;
 pub mod disk;
-mod error;
 pub mod gate;
 pub mod image;
 mod kind;
@@ -19,8 +18,8 @@ pub mod task;
 
 use serde_json::Value;
 
+pub use crate::error::{Error, is_interrupted};
 pub use cancel::Cancel;
-pub use error::{Error, is_interrupted};
 pub use kind::{At, DecodeError, Kind, Stored, StoredKind};
 pub use sink::{Event, Progress, Sink};
 

@@ -10,8 +10,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::tools;
+use crate::error::Error;
 use crate::platform::{Roots, mounts};
-use crate::workload::Error;
 
 /// How long the daemon may take to open the image and mount its export.
 const START_TIMEOUT: Duration = Duration::from_secs(10);

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use super::spec::{ContainerSpec, Filesystem, Format};
 use super::tools::on_path;
+use crate::error::Error;
 use crate::vocab::units::format_bytes;
-use crate::workload::Error;
 
 /// What the space refusal says needs the room, and what the user can change.
 const SPACE_ABOUT: &(&str, &str) = &(

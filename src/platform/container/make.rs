@@ -7,8 +7,8 @@ use std::process::Command;
 
 use super::daemon::Daemon;
 use super::{Container, DEFAULT_CLUSTER_SIZE_BYTES, Filesystem, Format, tools};
+use crate::error::Error;
 use crate::platform::read_attr;
-use crate::workload::Error;
 
 impl Container {
     /// Makes, attaches, formats, checks and mounts, recording each step for teardown.

@@ -21,9 +21,9 @@ pub use spec::{
     MIN_CLUSTER_SIZE_BYTES, MIN_EXTENDED_L2_CLUSTER_BYTES, Preallocation,
 };
 
+use crate::error::Error;
 use crate::platform::block::DeviceNumber;
 use crate::platform::{Roots, devices, mounts};
-use crate::workload::Error;
 use daemon::Daemon;
 
 /// A host file below a container's filesystem whose page cache could serve a read made

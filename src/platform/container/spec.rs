@@ -6,8 +6,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::Error;
 use crate::vocab::units::format_size;
-use crate::workload::Error;
 
 /// qemu's qcow2 cluster size when none is given.
 pub const DEFAULT_CLUSTER_SIZE_BYTES: u64 = 64 << 10;

@@ -7,8 +7,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::{Container, Filesystem, tools};
+use crate::error::Error;
 use crate::platform::{Roots, mounts, read_attr};
-use crate::workload::Error;
 
 /// How often a busy unmount is tried before it is done lazily.
 const UNMOUNT_TRIES: u32 = 5;

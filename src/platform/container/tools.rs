@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use crate::workload::Error;
+use crate::error::Error;
 
 /// How much of a tool's message an error quotes.
 const QUOTE_CHARS: usize = 600;

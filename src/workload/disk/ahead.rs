@@ -10,14 +10,14 @@
 //! A stamp writes 8 bytes of every 512 (one cache line in eight), so the writer's copy
 //! finds most of a pool where it was, not in the helper's cache.
 //!
-//! Every sector written stays unique, as with [`Pattern`](super::data::Pattern): two
+//! Every sector written stays unique, as with [`Pattern`](crate::storage::data::Pattern): two
 //! sectors at one place of one pool carry different block numbers in their stamps, and
 //! sectors at different places differ in their random bytes.
 
 use std::sync::mpsc::{Receiver, Sender, channel};
 
-use super::buffer::AlignedBuf;
-use super::data::{MIN_POOL, block_key, fill_random, mix, stamp};
+use crate::storage::buffer::AlignedBuf;
+use crate::storage::data::{MIN_POOL, block_key, fill_random, mix, stamp};
 
 /// Most memory the ring's pools take, unless two pools need more.
 const RING_BYTES: usize = 16 << 20;

@@ -178,17 +178,7 @@ fn blocks(start: u64, end: u64, block: usize, tail: bool) -> impl Iterator<Item 
     })
 }
 
-/// The error for a file that ends before the bytes expected of it.
-pub fn short_file(op: &'static str, path: &Path, at: u64) -> Error {
-    Error::io(
-        op,
-        path,
-        std::io::Error::new(
-            std::io::ErrorKind::UnexpectedEof,
-            format!("short {op} at byte {at}"),
-        ),
-    )
-}
+pub use crate::storage::short_file;
 
 /// Syncs a written file as the job asks; part of the timed span.
 pub fn sync_file(job: &WriteJob) -> Result<(), Error> {

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::storage::layers::LayerResidency;
+
 use super::engine::Transfer;
 use crate::document::Flag;
 
@@ -26,16 +28,6 @@ impl Op {
             Op::Read => "read",
         }
     }
-}
-
-/// What one layer below a read (a disk image's file on the host) held in its page cache
-/// before the read: at most its resident bytes, as a fraction of the file read.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LayerResidency {
-    /// The layer's name (`image`, `export`).
-    pub layer: String,
-    /// Resident bytes of the layer's file over the bytes read, at most 1.
-    pub cached_fraction_before: f64,
 }
 
 /// One file written or read, with its timing and the cache state before it.

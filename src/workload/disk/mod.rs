@@ -5,14 +5,10 @@
 
 mod ahead;
 mod brief;
-pub mod buffer;
-pub mod cache;
 pub mod charts;
-pub mod data;
 pub mod engine;
 pub mod item;
 mod kind;
-pub mod layers;
 mod null;
 mod passes;
 pub mod plan;
@@ -26,13 +22,13 @@ mod sustained;
 mod sync;
 mod uring;
 mod verdicts;
-pub mod workdir;
 
 use std::path::PathBuf;
 
 use serde_json::Value;
 
 use crate::platform::{self, StorageChain};
+use crate::storage::workdir::{self, KeptFile, WorkDir};
 use crate::workload::{Context, Error, Kind, Workload};
 use engine::Engine;
 pub use kind::DiskKind;
@@ -41,7 +37,6 @@ pub use plan::{DiskPlan, EngineKind, Phase, ReadMode, SyncMode};
 use shapes::{DiskContext, DiskParams, QuickBaseline, QuickShape};
 pub use summary::{Headline, flagged, streaming_rate};
 pub use verdicts::link_limit;
-use workdir::{KeptFile, WorkDir};
 
 /// Most files a sustained run cycles through before it writes over the first again.
 pub(crate) const MAX_RING: u64 = 64;

@@ -4,13 +4,14 @@
 use std::path::Path;
 use std::time::Instant;
 
-use super::cache::{self, Eviction};
 use super::engine::{Engine, ReadJob, Transfer, WriteJob};
-use super::item::{DiskItem, LayerResidency, Op};
-use super::layers::{Layer, evict_and_measure, read_below, read_below_fraction};
+use super::item::{DiskItem, Op};
 use super::plan::{DIRECT_ALIGN, ReadMode};
-use super::workdir::{self, KeptFile, WorkDir};
 use super::{DiskWorkload, series};
+use crate::storage::cache::{self, Eviction};
+use crate::storage::layers::LayerResidency;
+use crate::storage::layers::{Layer, evict_and_measure, read_below, read_below_fraction};
+use crate::storage::workdir::{self, KeptFile, WorkDir};
 use crate::vocab::units::format_size;
 use crate::workload::{Context, Error};
 

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::layers::Layer;
 use crate::platform::ioprio::IoPriority;
+use crate::storage::layers::Layer;
 use crate::vocab::units::format_size;
 
 /// How a file is read back.

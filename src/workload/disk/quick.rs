@@ -11,11 +11,12 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::data::Pattern;
 use super::engine::Transfer;
 use super::item::{DiskItem, Op};
 use super::shapes::{QuickBaseline, QuickShape};
-use super::{DiskKind, DiskPlan, DiskWorkload, Phase, SyncMode, flagged, workdir};
+use super::{DiskKind, DiskPlan, DiskWorkload, Phase, SyncMode, flagged};
+use crate::storage::data::Pattern;
+use crate::storage::workdir;
 use crate::workload::{Context, Error, Kind, Workload};
 
 /// The large file: 50 MB, as the check is usually described.

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::DiskWorkload;
 use super::engine::Engine;
 use super::passes::WriteSpec;
-use super::workdir::{self, KeptFile};
+use crate::storage::workdir::{self, KeptFile};
 use crate::vocab::units::format_size;
 use crate::workload::{Context, Error, Progress, Sink};
 

@@ -5,10 +5,10 @@
 use std::time::Instant;
 
 use super::ahead::{Ahead, Feed};
-use super::buffer::AlignedBuf;
 use super::engine::{
     Engine, ReadJob, Transfer, WriteJob, buffers_error, short_file, sync_file, write_calls,
 };
+use crate::storage::buffer::AlignedBuf;
 use crate::workload::Error;
 
 /// pread/pwrite in a loop, one block per call.

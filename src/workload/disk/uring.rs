@@ -8,11 +8,11 @@ use std::time::Instant;
 
 use io_uring::{IoUring, opcode, squeue, types};
 
-use super::buffer::AlignedBuf;
-use super::data::Pattern;
 use super::engine::{
     Chunk, Engine, ReadJob, Transfer, WriteJob, buffers_error, short_file, sync_file,
 };
+use crate::storage::buffer::AlignedBuf;
+use crate::storage::data::Pattern;
 use crate::workload::Cancel;
 use crate::workload::{Error, Progress};
 

@@ -20,7 +20,8 @@ pub use shapes::{ImageItem, ImageParams, ImagePlan, ImageSummary, Place};
 
 use self::record::{Recorded, Shared};
 use crate::platform::container::{self, ContainerSpec};
-use crate::workload::disk::{DiskPlan, DiskWorkload, workdir};
+use crate::storage::workdir;
+use crate::workload::disk::{DiskPlan, DiskWorkload};
 use crate::workload::task::{TaskPlan, TaskWorkload};
 use crate::workload::{Context, Error, Kind, Workload};
 
@@ -115,13 +116,13 @@ fn task_at(plan: &ImagePlan, task: &TaskPlan, index: usize, folder: &Path) -> Ta
 }
 
 /// The host files below place `index` whose caches could serve its reads.
-fn layers_at(plan: &ImagePlan, index: usize) -> Vec<crate::workload::disk::layers::Layer> {
+fn layers_at(plan: &ImagePlan, index: usize) -> Vec<crate::storage::layers::Layer> {
     match index {
         0 => Vec::new(),
         _ => paths(plan, index)
             .layers()
             .into_iter()
-            .map(|layer| crate::workload::disk::layers::Layer {
+            .map(|layer| crate::storage::layers::Layer {
                 name: layer.name.to_string(),
                 path: layer.path,
                 reader_pid: None,

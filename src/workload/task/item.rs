@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::workload::disk::item::LayerResidency;
+use crate::storage::layers::LayerResidency;
 
 /// A step's time and the bytes it moved.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -7,9 +7,9 @@
 use std::io::Write;
 use std::path::Path;
 
+use crate::storage::data::{fill_random, mix};
 use crate::workload::Cancel;
 use crate::workload::Error;
-use crate::workload::disk::data::{fill_random, mix};
 
 /// Bytes of one block of a kind.
 const BLOCK: usize = 64 << 10;

@@ -32,9 +32,9 @@ pub use summary::{StepRate, ThreadsSummary};
 
 use self::steps::{Transform, Uncached};
 use crate::platform::{self, StorageChain};
+use crate::storage::buffer::AlignedBuf;
+use crate::storage::workdir::{self, WorkDir};
 use crate::vocab::units::format_bytes;
-use crate::workload::disk::buffer::AlignedBuf;
-use crate::workload::disk::workdir::{self, WorkDir};
 use crate::workload::{Context, Error, Kind, Workload};
 
 /// Share of the available memory the in-memory steps may hold, input and output
@@ -73,7 +73,7 @@ pub struct TaskPlan {
     /// Files of the host below the folders whose caches are evicted and measured before
     /// each uncached read (a disk image's); none for a plain folder.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub layers: Vec<crate::workload::disk::layers::Layer>,
+    pub layers: Vec<crate::storage::layers::Layer>,
 }
 
 /// The task workload.

@@ -12,8 +12,8 @@ use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::time::Instant;
 
 use super::steps::{CHUNK, Transform, Uncached, Writeback, transform};
-use crate::workload::disk::buffer::AlignedBuf;
-use crate::workload::disk::workdir::WorkDir;
+use crate::storage::buffer::AlignedBuf;
+use crate::storage::workdir::WorkDir;
 use crate::workload::{Context, Error};
 
 /// Buffers of [`CHUNK`] bytes the reader may fill ahead of the codec, and the writer

@@ -11,12 +11,12 @@ use std::time::Instant;
 use sha2::{Digest, Sha256};
 
 use super::codec::Codec;
+use crate::storage::buffer::AlignedBuf;
+use crate::storage::cache::{self, Eviction};
+use crate::storage::layers::LayerResidency;
+use crate::storage::layers::{Layer, evict_and_measure};
+use crate::storage::workdir::{self, WorkDir};
 use crate::workload::Cancel;
-use crate::workload::disk::buffer::AlignedBuf;
-use crate::workload::disk::cache::{self, Eviction};
-use crate::workload::disk::item::LayerResidency;
-use crate::workload::disk::layers::{Layer, evict_and_measure};
-use crate::workload::disk::workdir::{self, WorkDir};
 use crate::workload::{Context, Error};
 
 /// Bytes per read and write call, as the disk series uses.
@@ -141,9 +141,7 @@ impl Uncached {
         loop {
             match rustix::io::pread(&self.file, &mut *buf, offset) {
                 Ok(0) if offset < self.size => {
-                    return Err(crate::workload::disk::engine::short_file(
-                        "read", &self.path, offset,
-                    ));
+                    return Err(crate::storage::short_file("read", &self.path, offset));
                 }
                 Ok(n) => return Ok(n.min((self.size - offset) as usize)),
                 Err(rustix::io::Errno::INTR) => {}

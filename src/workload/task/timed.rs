@@ -2,7 +2,7 @@
 //! the whole task at once with its output checked against the original, each step
 //! sending its item as it ends.
 
-use crate::workload::disk::layers::{read_below, read_below_fraction};
+use crate::storage::layers::{read_below, read_below_fraction};
 use std::time::Instant;
 
 use super::pipeline::{self, Input, Middle, Output};

@@ -9,8 +9,17 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::cache::{self, Eviction};
-use super::item::LayerResidency;
-use crate::workload::Error;
+use crate::error::Error;
+
+/// What one layer below a read (a disk image's file on the host) held in its page cache
+/// before the read: at most its resident bytes, as a fraction of the file read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LayerResidency {
+    /// The layer's name (`image`, `export`).
+    pub layer: String,
+    /// Resident bytes of the layer's file over the bytes read, at most 1.
+    pub cached_fraction_before: f64,
+}
 
 /// A file of the host below the target whose page cache could serve its reads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

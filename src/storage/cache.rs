@@ -5,7 +5,7 @@ use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 
-use crate::workload::Error;
+use crate::error::Error;
 
 /// cachestat(2), Linux 6.5+; the same number on every architecture.
 const SYS_CACHESTAT: libc::c_long = 451;

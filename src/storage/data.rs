@@ -23,7 +23,7 @@ use super::buffer::AlignedBuf;
 /// Bytes between stamps: the smallest sector a device deduplicates.
 const SECTOR: usize = 512;
 /// Smallest pool per slot: longer than the records of compressing filesystems.
-pub(super) const MIN_POOL: usize = 1 << 20;
+pub const MIN_POOL: usize = 1 << 20;
 
 /// Write data for `slots` buffers in flight at once, each up to `block_size` bytes.
 pub struct Pattern {
@@ -80,14 +80,14 @@ impl Pattern {
 }
 
 /// The key of block number `block` of a stream seeded with `seed`.
-pub(super) fn block_key(seed: u64, block: u64) -> u64 {
+pub fn block_key(seed: u64, block: u64) -> u64 {
     mix(seed ^ block.wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
 /// Overwrites the first 8 bytes of every sector of `window` with a stamp made from
 /// `key` and the sector's index; hashed, so stamps look as random as the bytes around
 /// them.
-pub(super) fn stamp(window: &mut [u8], key: u64) {
+pub fn stamp(window: &mut [u8], key: u64) {
     for (index, sector) in window.chunks_mut(SECTOR).enumerate() {
         let stamp = mix(key ^ index as u64).to_le_bytes();
         let n = sector.len().min(stamp.len());

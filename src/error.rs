@@ -1,4 +1,5 @@
-//! Errors a workload can meet, each naming the path or value at fault.
+//! Errors measuring can meet, each naming the path or value at fault: the workloads,
+//! the storage core and the platform's containers speak it, from below them all.
 
 use std::path::PathBuf;
 

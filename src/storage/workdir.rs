@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::Error;
 use crate::vocab::units::format_bytes;
-use crate::workload::Error;
 
 /// Prefix of every work folder's name.
 const WORK_PREFIX: &str = "ratelab-";
