@@ -5,6 +5,7 @@
 
 pub mod analysis;
 pub mod cli;
+pub mod control;
 pub mod document;
 pub mod error;
 pub mod exit;

@@ -6,7 +6,9 @@
 pub mod buffer;
 pub mod cache;
 pub mod data;
+pub mod engine;
 pub mod layers;
+pub mod read;
 pub mod workdir;
 
 use std::path::Path;

@@ -3,7 +3,6 @@
 //! shown and compared). The runner and the reports reach kinds through these two traits
 //! and [`KINDS`] alone, and never need to know what a kind measures.
 
-mod cancel;
 pub mod cpu;
 pub mod disk;
 pub mod gate;
@@ -18,10 +17,10 @@ pub mod task;
 
 use serde_json::Value;
 
+pub use crate::control::{Cancel, Progress};
 pub use crate::error::{Error, is_interrupted};
-pub use cancel::Cancel;
 pub use kind::{At, DecodeError, Kind, Stored, StoredKind};
-pub use sink::{Event, Progress, Sink};
+pub use sink::{Event, Sink};
 
 use crate::document::{RunDocument, WorkloadRecord};
 use crate::vocab::{RateUnit, Samples};
@@ -43,6 +42,16 @@ pub struct Context {
     pub cancel: Cancel,
     /// Where items, stage ends and status lines go.
     pub sink: Sink,
+}
+
+impl Context {
+    /// The cancel flag and the counters, as the storage core's loops take them.
+    pub fn controls(&self) -> crate::control::Controls<'_> {
+        crate::control::Controls {
+            cancel: &self.cancel,
+            progress: self.sink.progress(),
+        }
+    }
 }
 
 /// One measuring job of a run. Hot paths live in `run`; the other hooks have defaults.

@@ -2,7 +2,6 @@
 //! lines as events on a channel, and byte counters that the runner samples.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::time::Instant;
 
@@ -10,31 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::Error;
-
-/// Counters a workload bumps as it moves data; read by the runner on its clock.
-#[derive(Debug, Default)]
-pub struct Progress {
-    bytes: AtomicU64,
-    ops: AtomicU64,
-}
-
-impl Progress {
-    /// Counts `bytes` moved by one completed operation.
-    pub fn add(&self, bytes: u64) {
-        self.bytes.fetch_add(bytes, Ordering::Relaxed);
-        self.ops.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Bytes moved so far.
-    pub fn bytes(&self) -> u64 {
-        self.bytes.load(Ordering::Relaxed)
-    }
-
-    /// Operations completed so far.
-    pub fn ops(&self) -> u64 {
-        self.ops.load(Ordering::Relaxed)
-    }
-}
+use crate::control::Progress;
 
 /// Something a workload tells the runner.
 #[derive(Debug)]

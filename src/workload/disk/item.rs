@@ -4,8 +4,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::storage::layers::LayerResidency;
 
-use super::engine::Transfer;
 use crate::document::Flag;
+use crate::storage::engine::Transfer;
 
 /// What an item did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -3,13 +3,10 @@
 //! for a while. Engines (sync, uring, null) move the bytes; this module decides what is
 //! written, in what order, and what state the cache is in before a read.
 
-mod ahead;
 mod brief;
 pub mod charts;
-pub mod engine;
 pub mod item;
 mod kind;
-mod null;
 mod passes;
 pub mod plan;
 mod present;
@@ -19,8 +16,6 @@ pub mod shapes;
 pub mod since;
 mod summary;
 mod sustained;
-mod sync;
-mod uring;
 mod verdicts;
 
 use std::path::PathBuf;
@@ -28,11 +23,11 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use crate::platform::{self, StorageChain};
+use crate::storage::engine::{self, Engine};
+pub use crate::storage::read::read_one;
 use crate::storage::workdir::{self, KeptFile, WorkDir};
 use crate::workload::{Context, Error, Kind, Workload};
-use engine::Engine;
 pub use kind::DiskKind;
-pub use passes::read_one;
 pub use plan::{DiskPlan, EngineKind, Phase, ReadMode, SyncMode};
 use shapes::{DiskContext, DiskParams, QuickBaseline, QuickShape};
 pub use summary::{Headline, flagged, streaming_rate};
@@ -223,7 +218,12 @@ impl Workload for DiskWorkload {
     }
 
     fn setup(&mut self, ctx: &Context) -> Result<(), Error> {
-        self.engine = Some(engine::make(&self.plan)?);
+        self.engine = Some(engine::make(
+            self.plan.engine,
+            self.plan.block_size_bytes,
+            self.plan.queue_depth,
+            self.plan.seed,
+        )?);
         if self.workdir.is_none() {
             self.workdir = Some(WorkDir::create(&self.target)?);
         }

@@ -1,16 +1,14 @@
 //! A series run: each pass writes the sizes in a new random order, then reads them back
 //! in each read mode; and the single-file steps a sustained run shares with it.
 
-use std::path::Path;
 use std::time::Instant;
 
-use super::engine::{Engine, ReadJob, Transfer, WriteJob};
 use super::item::{DiskItem, Op};
 use super::plan::{DIRECT_ALIGN, ReadMode};
 use super::{DiskWorkload, series};
-use crate::storage::cache::{self, Eviction};
-use crate::storage::layers::LayerResidency;
-use crate::storage::layers::{Layer, evict_and_measure, read_below, read_below_fraction};
+use crate::storage::engine::{Engine, Transfer, WriteJob};
+use crate::storage::layers::{read_below, read_below_fraction};
+use crate::storage::read::read_one;
 use crate::storage::workdir::{self, KeptFile, WorkDir};
 use crate::vocab::units::format_size;
 use crate::workload::{Context, Error};
@@ -215,7 +213,7 @@ impl DiskWorkload {
         let layers = self.plan.layers.clone();
         let below_before = read_below(&layers);
         let (transfer, fraction) = read_one(
-            ctx,
+            ctx.controls(),
             engine,
             &path,
             kept.size_bytes,
@@ -269,65 +267,4 @@ pub(super) fn write_one(
         until: spec.until,
     };
     engine.write(&job)
-}
-
-/// How much of a file the caches held just before its read.
-pub struct Residency {
-    /// The fraction of the file in its own page cache.
-    pub file: f64,
-    /// What each layer below it held.
-    pub layers: Vec<LayerResidency>,
-}
-
-/// Puts one file in the cache state `mode` asks for, with the `layers` below it when the
-/// file is ours, measures how much of it is resident, and times its read. A file that
-/// is not ours (`layers` is `None`) is only advised out of the cache, never synced or
-/// dropped with the machine's whole cache.
-pub fn read_one(
-    ctx: &Context,
-    engine: &mut dyn Engine,
-    path: &Path,
-    size: u64,
-    mode: ReadMode,
-    until: Option<Instant>,
-    layers: Option<&[Layer]>,
-) -> Result<(Transfer, Residency), Error> {
-    let probe = workdir::open_for_read(path, false)?;
-    let how = match (mode, layers.is_some()) {
-        (ReadMode::Cached, _) => None,
-        (_, false) => Some(Eviction::Foreign),
-        (ReadMode::Direct, true) => Some(Eviction::Advise),
-        (ReadMode::Flushed, true) => Some(Eviction::Force),
-    };
-    let layers = match how {
-        Some(how) => {
-            cache::evict(&probe, path, size, how)?;
-            // The file first: writing back its pages is what fills the layers below.
-            evict_and_measure(layers.unwrap_or_default(), size, how)?
-        }
-        None => {
-            cache::warm(&probe, path, size)?;
-            Vec::new()
-        }
-    };
-    let fraction = Residency {
-        file: cache::resident_fraction(&probe, path, size)?,
-        layers,
-    };
-    let direct = mode == ReadMode::Direct;
-    let reader = if direct {
-        workdir::open_for_read(path, true)?
-    } else {
-        probe
-    };
-    let job = ReadJob {
-        file: &reader,
-        path,
-        size,
-        direct,
-        progress: ctx.sink.progress(),
-        cancel: &ctx.cancel,
-        until,
-    };
-    Ok((engine.read(&job)?, fraction))
 }

@@ -6,78 +6,10 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::platform::ioprio::IoPriority;
+pub use crate::storage::engine::{DIRECT_ALIGN, EngineKind, SyncMode};
 use crate::storage::layers::Layer;
+pub use crate::storage::read::ReadMode;
 use crate::vocab::units::format_size;
-
-/// How a file is read back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum ReadMode {
-    /// O_DIRECT with aligned buffers: the device, never the page cache.
-    Direct,
-    /// Evicted from the page cache first, then read through it.
-    Flushed,
-    /// Read through a warm page cache, to show what the cache does.
-    Cached,
-}
-
-impl ReadMode {
-    /// The name stored and printed.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReadMode::Direct => "direct",
-            ReadMode::Flushed => "flushed",
-            ReadMode::Cached => "cached",
-        }
-    }
-}
-
-/// How a written file is made durable before its timing stops.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum SyncMode {
-    /// fsync(2): data and metadata.
-    Fsync,
-    /// fdatasync(2): data, and metadata only where needed to read it back.
-    Fdatasync,
-    /// No sync: the time ends when the last write returns.
-    None,
-}
-
-impl SyncMode {
-    /// The name stored and printed.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SyncMode::Fsync => "fsync",
-            SyncMode::Fdatasync => "fdatasync",
-            SyncMode::None => "none",
-        }
-    }
-}
-
-/// Which I/O engine moves the data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum EngineKind {
-    /// pread/pwrite, one call at a time.
-    Sync,
-    /// io_uring with --queue-depth requests in flight.
-    Uring,
-    /// No I/O at all: tests ratelab itself, as fio's null engine does (every transfer
-    /// is reported at a made-up 1 GB/s).
-    Null,
-}
-
-impl EngineKind {
-    /// The name stored and printed.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EngineKind::Sync => "sync",
-            EngineKind::Uring => "uring",
-            EngineKind::Null => "null",
-        }
-    }
-}
 
 /// Which phases of the series run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -102,10 +34,6 @@ impl Phase {
         matches!(self, Phase::Read | Phase::Both)
     }
 }
-
-/// Alignment of O_DIRECT offsets, lengths and buffers: the largest logical block
-/// size in common use, so one value serves every device.
-pub const DIRECT_ALIGN: usize = 4096;
 
 /// Smallest file of a sustained run.
 pub const MIN_SUSTAINED_FILE: u64 = 16 << 20;

@@ -11,11 +11,11 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::engine::Transfer;
 use super::item::{DiskItem, Op};
 use super::shapes::{QuickBaseline, QuickShape};
 use super::{DiskKind, DiskPlan, DiskWorkload, Phase, SyncMode, flagged};
 use crate::storage::data::Pattern;
+use crate::storage::engine::Transfer;
 use crate::storage::workdir;
 use crate::workload::{Context, Error, Kind, Workload};
 
@@ -62,7 +62,7 @@ impl QuickWorkload {
                 )
             })
             .collect::<std::io::Result<Vec<_>>>()
-            .map_err(super::engine::buffers_error)?;
+            .map_err(crate::storage::engine::buffers_error)?;
         let go = Barrier::new(THREADS + 1);
         let (results, elapsed) = std::thread::scope(|scope| {
             let handles: Vec<_> = patterns

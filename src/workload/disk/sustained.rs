@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::DiskWorkload;
-use super::engine::Engine;
 use super::passes::WriteSpec;
+use crate::storage::engine::Engine;
 use crate::storage::workdir::{self, KeptFile};
 use crate::vocab::units::format_size;
 use crate::workload::{Context, Error, Progress, Sink};

@@ -232,7 +232,7 @@ impl Kind for ReaddirKind {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::disk::engine::Transfer;
+    use crate::storage::engine::Transfer;
     use crate::workload::disk::item::Op;
 
     fn item(size: u64) -> DiskItem {

@@ -12,7 +12,7 @@ use serde_json::Value;
 pub use kind::ReaddirKind;
 
 use crate::platform::{self, StorageChain};
-use crate::workload::disk::engine::{self, Engine};
+use crate::storage::engine::{self, Engine};
 use crate::workload::disk::item::{DiskItem, Op};
 use crate::workload::disk::{ReadMode, read_one};
 use crate::workload::{Context, Error, Kind, Workload};
@@ -250,12 +250,20 @@ fn read_file(
     found: &Found,
     mode: ReadMode,
 ) -> Result<(ReadMode, engine::Transfer, f64), Error> {
-    match read_one(ctx, engine, &found.path, found.size, mode, None, None) {
+    match read_one(
+        ctx.controls(),
+        engine,
+        &found.path,
+        found.size,
+        mode,
+        None,
+        None,
+    ) {
         // Refused at open, before any byte was read: the folder's filesystem does not
         // take O_DIRECT.
         Err(Error::Unsupported(_)) if mode == ReadMode::Direct => {
             let (transfer, fraction) = read_one(
-                ctx,
+                ctx.controls(),
                 engine,
                 &found.path,
                 found.size,

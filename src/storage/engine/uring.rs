@@ -8,13 +8,11 @@ use std::time::Instant;
 
 use io_uring::{IoUring, opcode, squeue, types};
 
-use super::engine::{
-    Chunk, Engine, ReadJob, Transfer, WriteJob, buffers_error, short_file, sync_file,
-};
+use super::{Chunk, Engine, ReadJob, Transfer, WriteJob, buffers_error, short_file, sync_file};
+use crate::control::{Cancel, Progress};
+use crate::error::Error;
 use crate::storage::buffer::AlignedBuf;
 use crate::storage::data::Pattern;
-use crate::workload::Cancel;
-use crate::workload::{Error, Progress};
 
 /// io_uring reads and writes, `queue_depth` at a time.
 pub struct UringEngine {

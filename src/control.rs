@@ -1,9 +1,10 @@
-//! The stop flag handed to every worker: set by SIGINT or SIGTERM, or by the runner
-//! when the run cannot go on (the results database failed). A second signal ends the
-//! process at once; a stop the runner asked for does not count as the first signal.
+//! How a measuring loop is told to stop and what it counts as it goes: the cancel flag
+//! (SIGINT, SIGTERM, a failed neighbour) and the byte and operation counters the
+//! runner samples on its clock. Below the workloads and the storage core, which use
+//! them, it imports neither.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 
@@ -50,4 +51,38 @@ impl Cancel {
     pub fn interrupted(&self) -> bool {
         self.signalled.load(Ordering::Relaxed)
     }
+}
+
+/// Counters a workload bumps as it moves data; read by the runner on its clock.
+#[derive(Debug, Default)]
+pub struct Progress {
+    bytes: AtomicU64,
+    ops: AtomicU64,
+}
+
+impl Progress {
+    /// Counts `bytes` moved by one completed operation.
+    pub fn add(&self, bytes: u64) {
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.ops.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Bytes moved so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Operations completed so far.
+    pub fn ops(&self) -> u64 {
+        self.ops.load(Ordering::Relaxed)
+    }
+}
+
+/// What a measuring loop stops on and counts into, together.
+#[derive(Clone, Copy)]
+pub struct Controls<'a> {
+    /// The run's cancel flag.
+    pub cancel: &'a Cancel,
+    /// The run's counters.
+    pub progress: &'a Progress,
 }

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use super::engine::{Engine, ReadJob, Transfer, WriteJob};
-use crate::workload::Cancel;
-use crate::workload::{Error, Progress};
+use super::{Engine, ReadJob, Transfer, WriteJob};
+use crate::control::{Cancel, Progress};
+use crate::error::Error;
 
 /// The rate the null engine reports every transfer at, bytes per second.
 pub const NULL_BYTES_PER_SEC: f64 = 1e9;

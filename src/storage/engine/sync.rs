@@ -5,11 +5,11 @@
 use std::time::Instant;
 
 use super::ahead::{Ahead, Feed};
-use super::engine::{
+use super::{
     Engine, ReadJob, Transfer, WriteJob, buffers_error, short_file, sync_file, write_calls,
 };
+use crate::error::Error;
 use crate::storage::buffer::AlignedBuf;
-use crate::workload::Error;
 
 /// pread/pwrite in a loop, one block per call.
 pub struct SyncEngine {

@@ -1,13 +1,70 @@
 //! The engine interface: one timed write or read of a whole file. An engine is one
-//! file in this folder and one line in [`make`]; the series code never changes.
+//! file in this folder and one line in [`make`]; the kinds that use engines never change.
+
+mod ahead;
+mod null;
+mod sync;
+mod uring;
 
 use std::fs::File;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::plan::{DIRECT_ALIGN, DiskPlan, EngineKind, SyncMode};
-use crate::workload::Cancel;
-use crate::workload::{Error, Progress};
+use serde::{Deserialize, Serialize};
+
+use crate::control::{Cancel, Progress};
+use crate::error::Error;
+
+/// Alignment of O_DIRECT offsets, lengths and buffers: the largest logical block
+/// size in common use, so one value serves every device.
+pub const DIRECT_ALIGN: usize = 4096;
+
+/// How a written file is made durable before its timing stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum SyncMode {
+    /// fsync(2): data and metadata.
+    Fsync,
+    /// fdatasync(2): data, and metadata only where needed to read it back.
+    Fdatasync,
+    /// No sync: the time ends when the last write returns.
+    None,
+}
+
+impl SyncMode {
+    /// The name stored and printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SyncMode::Fsync => "fsync",
+            SyncMode::Fdatasync => "fdatasync",
+            SyncMode::None => "none",
+        }
+    }
+}
+
+/// Which I/O engine moves the data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineKind {
+    /// pread/pwrite, one call at a time.
+    Sync,
+    /// io_uring with --queue-depth requests in flight.
+    Uring,
+    /// No I/O at all: tests ratelab itself, as fio's null engine does (every transfer
+    /// is reported at a made-up 1 GB/s).
+    Null,
+}
+
+impl EngineKind {
+    /// The name stored and printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Sync => "sync",
+            EngineKind::Uring => "uring",
+            EngineKind::Null => "null",
+        }
+    }
+}
 
 /// One file to write, opened by the caller; the engine times writes and sync.
 pub struct WriteJob<'a> {
@@ -90,25 +147,25 @@ pub fn until(
 }
 
 /// The engine a plan asks for, with its write data made (outside any timing).
-pub fn make(plan: &DiskPlan) -> Result<Box<dyn Engine>, Error> {
-    Ok(match plan.engine {
-        EngineKind::Sync => Box::new(
-            super::sync::SyncEngine::new(plan.block_size_bytes, plan.seed)
-                .map_err(buffers_error)?,
-        ),
-        EngineKind::Uring => Box::new(super::uring::UringEngine::new(
-            plan.block_size_bytes,
-            plan.queue_depth,
-            plan.seed,
-        )?),
-        EngineKind::Null => Box::new(super::null::NullEngine),
+pub fn make(
+    kind: EngineKind,
+    block_size: usize,
+    queue_depth: u32,
+    seed: u64,
+) -> Result<Box<dyn Engine>, Error> {
+    Ok(match kind {
+        EngineKind::Sync => {
+            Box::new(sync::SyncEngine::new(block_size, seed).map_err(buffers_error)?)
+        }
+        EngineKind::Uring => Box::new(uring::UringEngine::new(block_size, queue_depth, seed)?),
+        EngineKind::Null => Box::new(null::NullEngine),
     })
 }
 
 /// A `sync` engine moving `block_size` bytes per call, for workloads that only read.
 pub fn sync_engine(block_size: usize) -> Result<Box<dyn Engine>, Error> {
     Ok(Box::new(
-        super::sync::SyncEngine::reader(block_size).map_err(buffers_error)?,
+        sync::SyncEngine::reader(block_size).map_err(buffers_error)?,
     ))
 }
 
