@@ -356,6 +356,35 @@ impl Verdict {
 }
 
 impl RunDocument {
+    /// A new run of `verb` on `machine`, started now and incomplete until concluded:
+    /// how the runner and the servers that store runs of their own begin one.
+    pub fn begin(
+        verb: &str,
+        label: Option<String>,
+        machine: Machine,
+        workloads: Vec<WorkloadRecord>,
+    ) -> RunDocument {
+        RunDocument {
+            run_id: None,
+            run_uuid: Some(uuid::Uuid::now_v7().to_string()),
+            status: RunStatus::Incomplete,
+            incomplete_reason: None,
+            ratelab_version: env!("CARGO_PKG_VERSION").to_string(),
+            verb: verb.to_string(),
+            label,
+            started_at: now_rfc3339(),
+            finished_at: None,
+            machine,
+            workloads,
+            contention: None,
+            verdicts: Vec::new(),
+            runner_cpu_seconds: None,
+            runner_wall_seconds: None,
+            fleet: None,
+            interference: None,
+        }
+    }
+
     /// A complete run of `workloads` made up for tests: run 1, on no machine in particular.
     #[cfg(test)]
     pub fn for_test(workloads: Vec<WorkloadRecord>) -> RunDocument {

@@ -12,6 +12,9 @@ use common::{entries, ratelab, refused, root_or_skip, run_json, stop_with, store
 use serde_json::Value;
 
 /// The rig's write rate: slow enough that writing, not compressing, sets the pace.
+/// The measured-limit tests compress with 2 threads: on this 2-core VM one thread of
+/// level 3 ran anywhere from 117 to 180 MB/s, too near the rigs' rates for a limit and
+/// its gain to stand out of one round's noise; two ran at 250-300 MB/s.
 const WRITE_BPS: u64 = 50 * MIB;
 /// The rig's read rate, for a source on a slow disk.
 const READ_BPS: u64 = 100 * MIB;
@@ -57,25 +60,58 @@ fn step_rate(point: &Value, op: &str) -> f64 {
         .unwrap()
 }
 
-/// Checks that `op` is the measured limit at every thread count, its measured gain
-/// within [`TOLERANCE`] of the modelled one.
-fn measured_limit_is(doc: &Value, op: &str) {
-    for point in per_threads(doc) {
-        let measured = point["measured_speedup_if_free"][op].as_f64().unwrap();
-        let model = point["speedup_if_free"][op].as_f64().unwrap();
-        eprintln!(
-            "{} threads: the measured limit is {}; {op} free: {measured:.2}x measured, {model:.2}x modelled; the whole task at {:.0} MB/s",
-            point["threads"],
-            point["rate_limiting_step"],
-            step_rate(&point, "total") / 1e6
-        );
-        assert_eq!(point["rate_limiting_step"], op, "{point}");
-        assert!(measured > 1.3, "{op} free gained little: {point}");
+/// Runs a task `ROUNDS` times and checks that `op` is the measured limit at every
+/// thread count each time, and that its measured gain, the median over the rounds, is
+/// within [`TOLERANCE`] of the modelled one (one round's steps and what-ifs are one
+/// sample each, and a 2-core VM moves a single one by up to a quarter). Gives the last
+/// run.
+fn measured_limit_is(run: impl Fn() -> Value, op: &str) -> Value {
+    const ROUNDS: usize = 3;
+    let mut off: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
+    let mut last = Value::Null;
+    for _ in 0..ROUNDS {
+        last = run();
+        for point in per_threads(&last) {
+            let measured = point["measured_speedup_if_free"][op].as_f64().unwrap();
+            let model = point["speedup_if_free"][op].as_f64().unwrap();
+            eprintln!(
+                "{} threads: the measured limit is {}; {op} free: {measured:.2}x measured, {model:.2}x modelled; the whole task at {:.0} MB/s",
+                point["threads"],
+                point["rate_limiting_step"],
+                step_rate(&point, "total") / 1e6
+            );
+            assert_eq!(point["rate_limiting_step"], op, "{point}");
+            assert!(measured > 1.3, "{op} free gained little: {point}");
+            off.entry(point["threads"].as_u64().unwrap())
+                .or_default()
+                .push(measured / model - 1.0);
+        }
+    }
+    for (threads, mut offs) in off {
+        offs.sort_by(f64::total_cmp);
+        let median = offs[offs.len() / 2];
         assert!(
-            (measured / model - 1.0).abs() <= TOLERANCE,
-            "{op} free: {measured:.2}x measured, {model:.2}x modelled: {point}"
+            median.abs() <= TOLERANCE,
+            "{threads} threads: {op} free measured {:+.0}% off the model (median of {offs:?})",
+            median * 100.0
         );
     }
+    last
+}
+
+/// A task at 2 threads inside `throttle`, on a file of `size` it makes at `source`,
+/// writing in `out`.
+fn throttled_task(throttle: &Throttle, source: &Path, out: &Path, size: &str) -> Value {
+    run_json(
+        throttle
+            .command(common::bin())
+            .args(["task", "compress"])
+            .arg(source)
+            .arg("--out")
+            .arg(out)
+            .args(["--make-file", size, "--threads", "2"])
+            .args(["--json", "-q", "--no-store"]),
+    )
 }
 
 fn round_trips(doc: &Value) -> Vec<bool> {
@@ -108,17 +144,10 @@ fn a_throttled_destination_makes_write_the_limit() {
     let throttle = Throttle::new();
     throttle.limit(&disk, WRITE_BPS, 400 * MIB);
     let source = memory.path().join("source.dat");
-    let doc = run_json(
-        throttle
-            .command(common::bin())
-            .args(["task", "compress"])
-            .arg(&source)
-            .arg("--out")
-            .arg(disk.path())
-            .args(["--make-file", "160M", "--threads", "1,2"])
-            .args(["--json", "-q", "--no-store"]),
+    let doc = measured_limit_is(
+        || throttled_task(&throttle, &source, disk.path(), "160M"),
+        "write",
     );
-    measured_limit_is(&doc, "write");
     for point in per_threads(&doc) {
         let write = step_rate(&point, "write") / WRITE_BPS as f64;
         eprintln!(
@@ -130,7 +159,7 @@ fn a_throttled_destination_makes_write_the_limit() {
         assert_eq!(point["rate_limiting_step"], "write", "{point}");
         assert!((write - 1.0).abs() <= TOLERANCE, "{point}");
     }
-    assert_eq!(round_trips(&doc), [true, true]);
+    assert_eq!(round_trips(&doc), [true]);
     assert!(
         doc["verdicts"]
             .as_array()
@@ -167,17 +196,11 @@ fn a_throttled_source_makes_read_the_measured_limit() {
     let disk = SlowDisk::new(512 * MIB);
     let throttle = Throttle::new();
     throttle.limit(&disk, 400 * MIB, READ_BPS);
-    let doc = run_json(
-        throttle
-            .command(common::bin())
-            .args(["task", "compress"])
-            .arg(disk.path().join("source.dat"))
-            .arg("--out")
-            .arg(memory.path())
-            .args(["--make-file", "192M", "--threads", "1,2"])
-            .args(["--json", "-q", "--no-store"]),
+    let source = disk.path().join("source.dat");
+    let doc = measured_limit_is(
+        || throttled_task(&throttle, &source, memory.path(), "192M"),
+        "read",
     );
-    measured_limit_is(&doc, "read");
     for point in per_threads(&doc) {
         let read = step_rate(&point, "read") / READ_BPS as f64;
         assert!(
@@ -185,7 +208,7 @@ fn a_throttled_source_makes_read_the_measured_limit() {
             "read at {read:.3}x: {point}"
         );
     }
-    assert_eq!(round_trips(&doc), [true, true]);
+    assert_eq!(round_trips(&doc), [true]);
     assert!(
         entries(disk.path()).iter().all(|e| e == "lost+found"),
         "{:?}",

@@ -49,10 +49,17 @@ pub struct FleetArgs {
     pub verb: Vec<String>,
 }
 
-/// Verbs that measure and print one run document with --json.
-const MEASURING: &[&str] = &[
-    "profile", "disk", "image", "quick", "readdir", "net", "cpu", "monitor", "task", "scale",
-];
+/// The verbs a fleet may run: those that store a run (they take `--no-store`, one of
+/// the options every measuring verb takes), as the one clap definition of the commands
+/// says.
+fn measuring_verbs() -> Vec<String> {
+    use clap::CommandFactory;
+    Cli::command()
+        .get_subcommands()
+        .filter(|verb| verb.get_arguments().any(|arg| arg.get_id() == "no_store"))
+        .map(|verb| verb.get_name().to_string())
+        .collect()
+}
 
 /// Runs `ratelab fleet`.
 pub fn run(args: FleetArgs) -> anyhow::Result<Exit> {
@@ -145,10 +152,11 @@ pub fn run(args: FleetArgs) -> anyhow::Result<Exit> {
 /// not parse: clap's own message, as the hosts would give it.
 fn check_verb(verb: &[String]) -> Result<(), UsageError> {
     let name = verb.first().map(String::as_str).unwrap_or_default();
-    if !MEASURING.contains(&name) {
+    let measuring = measuring_verbs();
+    if !measuring.iter().any(|v| v == name) {
         return Err(UsageError(format!(
             "fleet runs a measuring verb ({}), not {name:?}",
-            MEASURING.join(", ")
+            measuring.join(", ")
         )));
     }
     if verb.iter().any(|a| a == "--db" || a.starts_with("--db=")) {

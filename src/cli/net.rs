@@ -460,7 +460,11 @@ fn recorder(
 ) -> anyhow::Result<crate::workload::net::Recorder> {
     let at = crate::store::Address::of(db.path.as_deref())?;
     let store = std::sync::Mutex::new(None::<crate::store::Store>);
-    Ok(Arc::new(move |doc| {
+    Ok(Arc::new(move |mut doc| {
+        // Concluded as the runner concludes every run: summaries, then verdicts.
+        if let Err(e) = crate::run::conclude(&mut doc, None) {
+            log(&format!("the iperf3 test's figures do not read back: {e}"));
+        }
         let mut store = store.lock().unwrap_or_else(|p| p.into_inner());
         if store.is_none() {
             match at.open() {

@@ -94,6 +94,13 @@ pub fn parse_list(text: &str) -> Option<Vec<usize>> {
     Some(cpus)
 }
 
+/// CPU time (user and system) the calling thread has used so far, in seconds: what a
+/// measuring thread spent, read from its own CPU clock.
+pub fn calling_thread_cpu_seconds() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

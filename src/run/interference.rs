@@ -18,6 +18,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::document::{
     DeviceTraffic, InterfaceTraffic, Interference, InterferenceSeries, OtherProcess,
 };
+use crate::platform::cores::calling_thread_cpu_seconds;
 use crate::platform::diskstats;
 use crate::platform::procfs::{self, CpuTicks, Io, Process};
 
@@ -219,11 +220,11 @@ fn keep(touched: &Touched, every: Duration, stop: &Receiver<()>) -> Option<Inter
             stop.recv_timeout(next.saturating_duration_since(Instant::now())),
             Ok(()) | Err(RecvTimeoutError::Disconnected)
         );
-        let cpu_before = thread_cpu_seconds();
+        let cpu_before = calling_thread_cpu_seconds();
         let look = Look::take(touched, Some(&last));
         account.add(&last, &look);
         last = look;
-        let cost = thread_cpu_seconds() - cpu_before;
+        let cost = calling_thread_cpu_seconds() - cpu_before;
         if stopping {
             break;
         }
@@ -403,15 +404,9 @@ impl Account {
             top_cpu,
             top_io,
             series: self.series,
-            watch_cpu_seconds: thread_cpu_seconds(),
+            watch_cpu_seconds: calling_thread_cpu_seconds(),
         }
     }
-}
-
-/// CPU seconds the calling thread has used.
-fn thread_cpu_seconds() -> f64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use super::interference::{LOOK_EVERY, Touched, Watch};
 use super::progress::ProgressDisplay;
 use super::schedule::Schedule;
 use crate::document::{RunDocument, RunStatus, Verdict, WorkloadRecord, now_rfc3339};
+use crate::platform::cores::calling_thread_cpu_seconds;
 use crate::store::Store;
 use crate::workload::Cancel;
 use crate::workload::{self, Workload};
@@ -95,25 +96,12 @@ pub fn execute(
 /// The run's document before anything runs, stored as an incomplete run when the run
 /// is stored.
 fn begin(spec: &mut RunSpec, workloads: &[Box<dyn Workload>]) -> anyhow::Result<RunDocument> {
-    let mut doc = RunDocument {
-        run_id: None,
-        run_uuid: Some(uuid::Uuid::now_v7().to_string()),
-        status: RunStatus::Incomplete,
-        incomplete_reason: None,
-        ratelab_version: env!("CARGO_PKG_VERSION").to_string(),
-        verb: spec.verb.clone(),
-        label: spec.label.clone(),
-        started_at: now_rfc3339(),
-        finished_at: None,
-        machine: crate::platform::probe_machine(),
-        workloads: workloads.iter().map(|w| record_of(w.as_ref())).collect(),
-        contention: None,
-        verdicts: Vec::new(),
-        runner_cpu_seconds: None,
-        runner_wall_seconds: None,
-        fleet: None,
-        interference: None,
-    };
+    let mut doc = RunDocument::begin(
+        &spec.verb,
+        spec.label.clone(),
+        crate::platform::probe_machine(),
+        workloads.iter().map(|w| record_of(w.as_ref())).collect(),
+    );
     if let Some(store) = spec.store.as_mut() {
         doc.run_id = Some(store.begin_run(&doc)?);
     }
@@ -135,7 +123,7 @@ fn run_groups(
     let mut outcome: anyhow::Result<()> = Ok(());
     let touches: Vec<workload::Touches> = workloads.iter().map(|w| w.touches()).collect();
     let watch = Watch::start(Touched::of(&touches), LOOK_EVERY);
-    let cpu_before = thread_cpu_seconds();
+    let cpu_before = calling_thread_cpu_seconds();
     let wall = Instant::now();
     let parts = spec.schedule.groups.len();
     for (part, group) in spec.schedule.groups.iter().enumerate() {
@@ -167,9 +155,7 @@ fn run_groups(
         }
     }
     doc.interference = watch.finish();
-    doc.runner_cpu_seconds = thread_cpu_seconds()
-        .zip(cpu_before)
-        .map(|(after, before)| after - before);
+    doc.runner_cpu_seconds = Some(calling_thread_cpu_seconds() - cpu_before);
     doc.runner_wall_seconds = Some(wall.elapsed().as_secs_f64());
     display.finish();
     // Groups that never ran (after an error) still clean up what prepare found.
@@ -264,17 +250,4 @@ fn record_of(workload: &dyn Workload) -> WorkloadRecord {
         measured_by: workload.measured_by(),
         warnings: Vec::new(),
     }
-}
-
-/// CPU time this thread has used, in seconds; `None` where the system will not say.
-fn thread_cpu_seconds() -> Option<f64> {
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: getrusage fills the struct it is given; RUSAGE_THREAD is Linux's.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr()) };
-    (rc == 0).then(|| {
-        // SAFETY: initialised by the successful call above.
-        let usage = unsafe { usage.assume_init() };
-        let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-        seconds(usage.ru_utime) + seconds(usage.ru_stime)
-    })
 }

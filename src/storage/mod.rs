@@ -7,7 +7,9 @@ pub mod buffer;
 pub mod cache;
 pub mod data;
 pub mod engine;
+pub mod item;
 pub mod layers;
+pub mod rates;
 pub mod read;
 pub mod workdir;
 

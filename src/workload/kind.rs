@@ -209,6 +209,12 @@ pub trait Kind: Sync + 'static {
     fn exposure(&self, _w: &Stored<Self>) -> Exposure {
         Exposure::CPU
     }
+
+    /// The rate at which it streamed large files for `op` (`read`, `write`) on its
+    /// target, as a task beside it can expect; `None` for a kind that streams no files.
+    fn streaming_rate(&self, _w: &Stored<Self>, _op: &str) -> Option<f64> {
+        None
+    }
 }
 
 /// A kind as the runner and the reports use it, whatever its shapes: each call decodes
@@ -255,6 +261,9 @@ pub trait StoredKind: Sync {
 
     /// What other work can move its figures.
     fn exposure(&self, at: At) -> Result<Exposure, DecodeError>;
+
+    /// Its streaming rate of large files for `op`, where it measures one.
+    fn streaming_rate(&self, at: At, op: &str) -> Result<Option<f64>, DecodeError>;
 }
 
 impl<K: Kind> StoredKind for K {
@@ -316,5 +325,9 @@ impl<K: Kind> StoredKind for K {
 
     fn exposure(&self, at: At) -> Result<Exposure, DecodeError> {
         Ok(Kind::exposure(self, &Stored::decode(at)?))
+    }
+
+    fn streaming_rate(&self, at: At, op: &str) -> Result<Option<f64>, DecodeError> {
+        Ok(Kind::streaming_rate(self, &Stored::decode(at)?, op))
     }
 }

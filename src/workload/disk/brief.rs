@@ -4,10 +4,10 @@
 //! could not find.
 
 use super::DiskKind;
-use super::item::{DiskItem, Op};
-use super::summary::{RateSummary, by_size};
 use crate::analysis::stats::Stats;
 use crate::document::Flag;
+use crate::storage::item::{DiskItem, Op};
+use crate::storage::rates::{RateSummary, by_size};
 use crate::vocab::units::{format_rate, format_size};
 use crate::vocab::{SummaryLine, Table, Unmeasured};
 use crate::workload::Stored;

@@ -1,11 +1,12 @@
 //! How ratelab summarises, judges and shows stored disk workloads, from their records
 //! alone: what `results show` and every report of an old run rely on.
 
-use super::item::{DiskItem, Op};
 use super::shapes::{DiskContext, DiskParams, DiskSummary};
-use super::{brief, charts, present, summary, verdicts};
+use super::{brief, present, summary, verdicts};
 use crate::analysis;
 use crate::document::{Knee, Verdict};
+use crate::storage::item::{DiskItem, Op};
+use crate::storage::rates;
 use crate::vocab::Exposure;
 use crate::vocab::{Chart, GroupKey, LinkLimit, RateUnit, Samples, SummaryLine, Table, Unmeasured};
 use crate::workload::{DecodeError, Kind, Stored};
@@ -14,6 +15,10 @@ use crate::workload::{DecodeError, Kind, Stored};
 pub struct DiskKind;
 
 impl Kind for DiskKind {
+    fn streaming_rate(&self, w: &Stored<Self>, op: &str) -> Option<f64> {
+        rates::streaming_rate(&w.items, op)
+    }
+
     fn exposure(&self, w: &Stored<Self>) -> Exposure {
         // The null engine makes its figures up: no other work can move them.
         if w.params.plan.engine == super::EngineKind::Null {
@@ -53,13 +58,13 @@ impl Kind for DiskKind {
     }
 
     fn charts(&self, w: &Stored<Self>) -> Vec<Chart> {
-        charts::by_size_chart(&w.record.target, &w.items)
+        rates::by_size_chart(&w.record.target, &w.items)
             .into_iter()
             .collect()
     }
 
     fn link_limit(&self, w: &Stored<Self>) -> Option<LinkLimit> {
-        Some(verdicts::link_limit(
+        Some(rates::link_limit(
             w.context.max_bytes_per_sec,
             w.context.chain.as_ref(),
         ))

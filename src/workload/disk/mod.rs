@@ -4,8 +4,6 @@
 //! written, in what order, and what state the cache is in before a read.
 
 mod brief;
-pub mod charts;
-pub mod item;
 mod kind;
 mod passes;
 pub mod plan;
@@ -24,14 +22,14 @@ use serde_json::Value;
 
 use crate::platform::{self, StorageChain};
 use crate::storage::engine::{self, Engine};
+pub use crate::storage::rates::link_limit;
+pub use crate::storage::rates::{Headline, flagged, streaming_rate};
 pub use crate::storage::read::read_one;
 use crate::storage::workdir::{self, KeptFile, WorkDir};
 use crate::workload::{Context, Error, Kind, Workload};
 pub use kind::DiskKind;
 pub use plan::{DiskPlan, EngineKind, Phase, ReadMode, SyncMode};
 use shapes::{DiskContext, DiskParams, QuickBaseline, QuickShape};
-pub use summary::{Headline, flagged, streaming_rate};
-pub use verdicts::link_limit;
 
 /// Most files a sustained run cycles through before it writes over the first again.
 pub(crate) const MAX_RING: u64 = 64;

@@ -3,10 +3,10 @@
 
 use std::time::Instant;
 
-use super::item::{DiskItem, Op};
 use super::plan::{DIRECT_ALIGN, ReadMode};
 use super::{DiskWorkload, series};
 use crate::storage::engine::{Engine, Transfer, WriteJob};
+use crate::storage::item::{DiskItem, Op};
 use crate::storage::layers::{read_below, read_below_fraction};
 use crate::storage::read::read_one;
 use crate::storage::workdir::{self, KeptFile, WorkDir};

@@ -1,14 +1,14 @@
 //! The disk tables of text reports: one per operation and mode, a row per file size.
 
 use super::DiskKind;
-use super::summary::by_size;
 use super::verdicts::link_words;
 use crate::document::Flag;
+use crate::storage::rates::by_size;
 use crate::vocab::Table;
 use crate::vocab::units::{format_rate, format_size, mb_per_sec};
 use crate::workload::Stored;
 
-use super::item::Op;
+use crate::storage::item::Op;
 
 /// The tables for one disk workload.
 pub fn tables(w: &Stored<DiskKind>) -> Vec<Table> {

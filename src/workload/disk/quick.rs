@@ -11,11 +11,11 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::item::{DiskItem, Op};
 use super::shapes::{QuickBaseline, QuickShape};
 use super::{DiskKind, DiskPlan, DiskWorkload, Phase, SyncMode, flagged};
 use crate::storage::data::Pattern;
 use crate::storage::engine::Transfer;
+use crate::storage::item::{DiskItem, Op};
 use crate::storage::workdir;
 use crate::workload::{Context, Error, Kind, Workload};
 

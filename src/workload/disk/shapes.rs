@@ -7,8 +7,8 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
 use super::plan::DiskPlan;
-use super::summary::{Headline, SizeRow};
 use crate::platform::StorageChain;
+use crate::storage::rates::{Headline, SizeRow};
 
 /// A disk workload's parameters as stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

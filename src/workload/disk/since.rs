@@ -9,11 +9,11 @@
 //! change is never put down to the storage when other work disturbed either run.
 
 use super::DiskKind;
-use super::summary::streaming_rates;
 use crate::analysis::interference;
 use crate::analysis::mann_whitney::{self, holm};
 use crate::analysis::stats::Stats;
 use crate::document::{RunDocument, Severity, Verdict};
+use crate::storage::rates::streaming_rates;
 use crate::workload::{At, DecodeError, Kind, Stored};
 
 /// Family-wise error rate of the tests together.

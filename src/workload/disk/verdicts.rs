@@ -3,13 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use super::item::{DiskItem, Op};
 use super::shapes::DiskContext;
-use super::summary::{EVICTED_FRACTION, SizeRow, by_size};
 use super::{DiskKind, ReadMode, SyncMode};
 use crate::document::{Flag, Severity, Verdict};
-use crate::platform::StorageChain;
-use crate::vocab::LinkLimit;
+use crate::storage::item::{DiskItem, Op};
+use crate::storage::rates::{EVICTED_FRACTION, SizeRow, by_size};
 use crate::vocab::units::{format_bytes, format_rate, format_seconds, format_size};
 use crate::workload::Stored;
 
@@ -272,23 +270,6 @@ fn plural(op: Op) -> &'static str {
     }
 }
 
-/// The limit a storage workload's figures were checked against (`max_bytes_per_sec`,
-/// found along `chain`), as reports list it.
-pub fn link_limit(max_bytes_per_sec: Option<f64>, chain: Option<&StorageChain>) -> LinkLimit {
-    match max_bytes_per_sec {
-        Some(limit) => LinkLimit {
-            limit: format_rate(limit),
-            from: format!(
-                "data rate of {}",
-                chain
-                    .and_then(|c| c.limit_via.as_deref())
-                    .unwrap_or("its link")
-            ),
-        },
-        None => LinkLimit::unknown(),
-    }
-}
-
 /// The link in words, from a disk workload's stored context.
 pub fn link_words(context: &DiskContext) -> String {
     if context.limit_source.as_deref() == Some("--link-rate") {
@@ -313,8 +294,8 @@ pub fn link_words(context: &DiskContext) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::summary::tests::item;
     use super::*;
+    use crate::storage::item::tests::item;
 
     #[test]
     fn small_files_verdict_names_the_sizes() {

@@ -10,10 +10,10 @@ use super::shapes::{ImageItem, ImageParams, ImageSummary, OpRatio, PlaceSummary}
 use crate::analysis::stats::Stats;
 use crate::document::{Severity, Verdict};
 use crate::platform::container::Format;
+use crate::storage::item::DiskItem;
 use crate::vocab::chart::{Chart, Line, size_axis};
 use crate::vocab::units::{format_bytes, format_rate, format_size};
 use crate::vocab::{SummaryLine, Table};
-use crate::workload::disk::item::DiskItem;
 use crate::workload::task::TaskItem;
 use crate::workload::{Kind, Stored};
 

@@ -10,7 +10,7 @@ use super::shapes::OpRatio;
 use crate::analysis::mann_whitney;
 use crate::analysis::stats::Stats;
 use crate::document::Flag;
-use crate::workload::disk::item::{DiskItem, Op};
+use crate::storage::item::{DiskItem, Op};
 
 /// Files at least this large show the streaming rate a big transfer sees.
 const LARGE_BYTES: u64 = 64 << 20;
@@ -149,7 +149,7 @@ fn scaled_test(host: &[DiskItem], place: &[DiskItem]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::disk::item::DiskItem;
+    use crate::storage::item::DiskItem;
 
     fn item(op: Op, size: u64, pass: u32, rate: f64) -> DiskItem {
         DiskItem {

@@ -76,10 +76,3 @@ pub fn stop_group(child: &mut Child) {
     // SAFETY: as above; the group may be gone already, which is fine.
     unsafe { libc::kill(group, libc::SIGKILL) };
 }
-
-/// CPU time the calling thread has used, in seconds; `None` where the clock is missing.
-pub fn thread_cpu_seconds() -> Option<f64> {
-    let time = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-    let seconds = time.tv_sec as f64 + time.tv_nsec as f64 / 1e9;
-    (seconds > 0.0).then_some(seconds)
-}

@@ -32,6 +32,7 @@ pub use summary::{
 
 use crate::monitor::Monitor;
 use crate::monitor::residency::PROC_STAT;
+use crate::platform::cores::calling_thread_cpu_seconds;
 use crate::workload::{Context, Error, Kind, Workload};
 
 /// What a monitor was asked to do.
@@ -161,7 +162,7 @@ impl Workload for MonitorWorkload {
     }
 
     fn run(&mut self, ctx: &Context) -> Result<(), Error> {
-        let cpu_start = command::thread_cpu_seconds();
+        let cpu_start = calling_thread_cpu_seconds();
         let start = Instant::now();
         if let Some(program) = &self.program {
             let child = command::spawn(program, &self.plan.command)?;
@@ -181,9 +182,7 @@ impl Workload for MonitorWorkload {
         self.stop_command();
         ctx.sink.stage_done("samples");
         self.wall_seconds = Some(start.elapsed().as_secs_f64());
-        self.cpu_seconds = command::thread_cpu_seconds()
-            .zip(cpu_start)
-            .map(|(end, start)| end - start);
+        self.cpu_seconds = Some(calling_thread_cpu_seconds() - cpu_start);
         self.ended = ended.as_ref().ok().copied();
         match ended? {
             Ended::Cancelled => Err(Error::Interrupted),

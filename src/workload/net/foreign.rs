@@ -4,11 +4,10 @@
 //! something silent) instead of waiting out the usual timeout. Telling them apart is a
 //! pure function over those first bytes.
 
-use std::io::Read;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use super::protocol::{self, DecodeError, Message, WireError};
+use super::protocol::{self, DecodeError, Message, ReadBy, WireError};
 
 /// Longest wait for the first answer to a hello: a ratelab server answers at once.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(3);
@@ -205,7 +204,6 @@ pub fn receive_answer(
     let deadline = Instant::now() + timeout;
     let mut buffer = Vec::with_capacity(256);
     let mut chunk = [0u8; 4096];
-    let mut stream = stream;
     loop {
         if !could_start_frame(&buffer, limit) {
             linger(stream, &mut buffer);
@@ -223,30 +221,14 @@ pub fn receive_answer(
             Err(DecodeError::Incomplete { need, .. }) => need,
             Err(e) => return Err(WireError::from(e).into()),
         };
-        let left = deadline.saturating_duration_since(Instant::now());
         // Silence, or a reply that stopped short, from a peer that closed or went quiet.
         let foreign = || AnswerError::Foreign(classify(&buffer));
-        if left.is_zero() {
-            return Err(foreign());
-        }
-        stream
-            .set_read_timeout(Some(left))
-            .map_err(WireError::from)?;
         // Never read past the frame, as protocol::receive does not.
         let want = (need - buffer.len()).min(chunk.len());
-        match stream.read(&mut chunk[..want]) {
-            Ok(0) if buffer.is_empty() => return Err(WireError::Closed.into()),
-            Ok(0) => return Err(foreign()),
-            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Err(foreign());
-            }
+        match protocol::read_by(stream, &mut chunk[..want], deadline) {
+            Ok(ReadBy::Read(0)) if buffer.is_empty() => return Err(WireError::Closed.into()),
+            Ok(ReadBy::Read(n)) if n > 0 => buffer.extend_from_slice(&chunk[..n]),
+            Ok(_) => return Err(foreign()),
             Err(e) if buffer.is_empty() => return Err(WireError::from(e).into()),
             Err(_) => return Err(foreign()),
         }
@@ -254,21 +236,15 @@ pub fn receive_answer(
 }
 
 /// Reads what else a foreign peer sends within [`LINGER`], up to [`SNIFF_BYTES`].
-fn linger(mut stream: &TcpStream, buffer: &mut Vec<u8>) {
+fn linger(stream: &TcpStream, buffer: &mut Vec<u8>) {
     let until = Instant::now() + LINGER;
     let mut chunk = [0u8; SNIFF_BYTES];
     while buffer.len() < SNIFF_BYTES {
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
-            return;
-        }
         let want = SNIFF_BYTES - buffer.len();
-        match stream.read(&mut chunk[..want]) {
-            Ok(0) => return,
-            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+        match protocol::read_by(stream, &mut chunk[..want], until) {
+            Ok(ReadBy::Read(n)) if n > 0 => buffer.extend_from_slice(&chunk[..n]),
             // Quiet, closed or reset: what came is all there is.
-            Err(_) => return,
+            _ => return,
         }
     }
 }

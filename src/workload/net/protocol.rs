@@ -278,13 +278,50 @@ pub fn send(stream: &TcpStream, message: &Message, timeout: Duration) -> Result<
         })
 }
 
+/// What one read against a deadline gave.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ReadBy {
+    /// This many bytes; 0 when the peer closed.
+    Read(usize),
+    /// The deadline passed first.
+    Late,
+}
+
+/// Reads into `buf` what arrives before `deadline`, retrying interrupted reads: the one
+/// deadline-bounded read every exchange on a control connection uses.
+pub fn read_by(
+    mut stream: &TcpStream,
+    buf: &mut [u8],
+    deadline: Instant,
+) -> std::io::Result<ReadBy> {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(ReadBy::Late);
+        }
+        stream.set_read_timeout(Some(left))?;
+        match stream.read(buf) {
+            Ok(n) => return Ok(ReadBy::Read(n)),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Ok(ReadBy::Late);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Receives one message whose frame must arrive whole within `timeout`, so a peer that
 /// trickles bytes is cut off as surely as a silent one.
 pub fn receive(stream: &TcpStream, limit: usize, timeout: Duration) -> Result<Message, WireError> {
     let deadline = Instant::now() + timeout;
     let mut buffer = Vec::with_capacity(256);
     let mut chunk = [0u8; 4096];
-    let mut stream = stream;
     loop {
         match decode(&buffer, limit) {
             // A control peer never sends a second frame before the answer to its
@@ -298,26 +335,12 @@ pub fn receive(stream: &TcpStream, limit: usize, timeout: Duration) -> Result<Me
                 .into());
             }
             Err(DecodeError::Incomplete { need, .. }) => {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Err(WireError::Timeout(timeout));
-                }
-                stream.set_read_timeout(Some(left))?;
                 // Never read past the frame: data may follow a data connection's header.
                 let want = (need - buffer.len()).min(chunk.len());
-                match stream.read(&mut chunk[..want]) {
-                    Ok(0) => return Err(WireError::Closed),
-                    Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-                    Err(e)
-                        if matches!(
-                            e.kind(),
-                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                        ) =>
-                    {
-                        return Err(WireError::Timeout(timeout));
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e.into()),
+                match read_by(stream, &mut chunk[..want], deadline)? {
+                    ReadBy::Read(0) => return Err(WireError::Closed),
+                    ReadBy::Read(n) => buffer.extend_from_slice(&chunk[..n]),
+                    ReadBy::Late => return Err(WireError::Timeout(timeout)),
                 }
             }
             Err(e) => return Err(e.into()),

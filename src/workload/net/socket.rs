@@ -200,9 +200,3 @@ pub fn set_receive_low_water(socket: &TcpStream, bytes: usize) -> std::io::Resul
     }
     Ok(())
 }
-
-/// CPU time the calling thread has used, in seconds.
-pub fn thread_cpu_seconds() -> f64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
-}

@@ -204,7 +204,7 @@ impl Ticker {
 /// Runs one stream to its end and reports it.
 pub fn run(mut job: StreamJob<'_>) -> StreamReport {
     let mut block = std::mem::take(&mut job.block);
-    let cpu_before = socket::thread_cpu_seconds();
+    let cpu_before = crate::platform::cores::calling_thread_cpu_seconds();
     let mss_bytes = socket::mss_bytes(&job.socket);
     let mtu_bytes = socket::path_mtu_bytes(&job.socket);
     let (bytes, end, intervals, error) = match job.role {
@@ -220,7 +220,7 @@ pub fn run(mut job: StreamJob<'_>) -> StreamReport {
         tcp: socket::tcp_stats(&job.socket),
         mss_bytes,
         mtu_bytes,
-        cpu_seconds: socket::thread_cpu_seconds() - cpu_before,
+        cpu_seconds: crate::platform::cores::calling_thread_cpu_seconds() - cpu_before,
         error,
         congestion: options::congestion_of(&job.socket),
     }

@@ -6,11 +6,12 @@ use serde::{Deserialize, Serialize};
 
 use super::{ReaddirContext, ReaddirPlan};
 use crate::document::{Flag, Severity, Verdict};
+use crate::storage::item::DiskItem;
+use crate::storage::rates::by_size_chart;
+use crate::storage::rates::{Headline, link_limit};
+use crate::storage::read::ReadMode;
 use crate::vocab::units::{format_bytes, format_rate, mb_per_sec};
 use crate::vocab::{Chart, GroupKey, LinkLimit, RateUnit, Samples, Table};
-use crate::workload::disk::charts::by_size_chart;
-use crate::workload::disk::item::DiskItem;
-use crate::workload::disk::{Headline, ReadMode, link_limit};
 use crate::workload::{Kind, Stored};
 
 /// Upper edges of the size bands, in decimal units as people write "10 KB".
@@ -233,7 +234,7 @@ impl Kind for ReaddirKind {
 mod tests {
     use super::*;
     use crate::storage::engine::Transfer;
-    use crate::workload::disk::item::Op;
+    use crate::storage::item::Op;
 
     fn item(size: u64) -> DiskItem {
         let transfer = Transfer {

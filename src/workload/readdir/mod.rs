@@ -13,8 +13,8 @@ pub use kind::ReaddirKind;
 
 use crate::platform::{self, StorageChain};
 use crate::storage::engine::{self, Engine};
-use crate::workload::disk::item::{DiskItem, Op};
-use crate::workload::disk::{ReadMode, read_one};
+use crate::storage::item::{DiskItem, Op};
+use crate::storage::read::{ReadMode, read_one};
 use crate::workload::{Context, Error, Kind, Workload};
 
 /// What `readdir` was asked to do.
@@ -231,7 +231,7 @@ impl Workload for ReaddirWorkload {
                             &name.display().to_string(),
                         )
                     };
-                    ctx.sink.item(&crate::workload::disk::flagged(item, limit));
+                    ctx.sink.item(&crate::storage::rates::flagged(item, limit));
                 }
                 Err(Error::Interrupted) => return Err(Error::Interrupted),
                 Err(e) => ctx.sink.warning(format!("{:#}", anyhow::Error::new(e))),

@@ -22,7 +22,7 @@ use crate::workload::{Context, Error};
 /// Bytes per read and write call, as the disk series uses.
 pub const CHUNK: usize = 1 << 20;
 /// Bytes written between two requests that the kernel start writing them back.
-const WRITEBACK: u64 = 8 << 20;
+const WRITEBACK: u64 = 2 << 20;
 
 /// Asks the kernel to start writing a file's pages back every [`WRITEBACK`] bytes
 /// written, so the device works while later bytes are made and the final fsync waits

@@ -10,8 +10,7 @@ use super::summary::{StepRate, ThreadsSummary, per_threads, summarize};
 use crate::document::{Severity, Verdict};
 use crate::platform;
 use crate::vocab::units::format_rate;
-use crate::workload::disk::{DiskKind, streaming_rate};
-use crate::workload::{At, DecodeError, Kind, Stored};
+use crate::workload::{At, DecodeError, Stored};
 
 /// A stored disk rate within this factor of the task's step rate is the same rate.
 const SAME_RATE: f64 = 1.5;
@@ -143,10 +142,7 @@ fn series_rate(
         .workloads
         .iter()
         .enumerate()
-        .filter(|(_, record)| {
-            record.kind == DiskKind::NAME
-                && platform::measured_by(folder, Path::new(&record.target))
-        })
+        .filter(|(_, record)| platform::measured_by(folder, Path::new(&record.target)))
         .collect();
     // The deepest target is the nearest storage; among equals, the run's order.
     candidates.sort_by_key(|(index, record)| {
@@ -156,8 +152,11 @@ fn series_rate(
         )
     });
     for (index, record) in candidates {
-        let series = Stored::<DiskKind>::decode(At::new(run, index))?;
-        if let Some(rate) = streaming_rate(&series.items, op) {
+        // Each kind says whether it streamed files there (a storage series does).
+        let Some(kind) = crate::workload::kind(&record.kind) else {
+            continue;
+        };
+        if let Some(rate) = kind.streaming_rate(At::new(run, index), op)? {
             return Ok(Some((record.target.clone(), rate)));
         }
     }

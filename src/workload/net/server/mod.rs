@@ -49,8 +49,8 @@ pub struct ServeConfig {
     pub iperf3_authority: Option<Arc<Authority>>,
 }
 
-/// Where the run of each test served to an iperf3 client goes (ratelab's own clients
-/// store their runs themselves).
+/// Where the run of each test served to an iperf3 client goes, as measured and not yet
+/// concluded (ratelab's own clients store their runs themselves).
 pub type Recorder = Arc<dyn Fn(crate::document::RunDocument) + Send + Sync>;
 
 /// What the server tells its operator, one line per event.

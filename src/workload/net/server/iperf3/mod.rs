@@ -13,7 +13,7 @@ mod admit;
 mod record;
 mod streams;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -30,7 +30,7 @@ use crate::workload::net::iperf3::wire::{
     self, COOKIE_BYTES, MAX_PARAMS_BYTES, MAX_RESULTS_BYTES, Params, Results, State as Wire,
 };
 use crate::workload::net::iperf3::{our_results, remote_report};
-use crate::workload::net::protocol::{DecodeError, TestRequest, WireError};
+use crate::workload::net::protocol::{self, DecodeError, ReadBy, TestRequest, WireError};
 use crate::workload::net::report::{self, Role, SideReport};
 
 /// Serves a connection whose first bytes are an iperf3 cookie, the `accepted`-th the
@@ -311,27 +311,12 @@ fn read_exact(
     timeout: Duration,
 ) -> Result<(), WireError> {
     let deadline = Instant::now() + timeout;
-    let mut reader = connection;
     let mut filled = 0;
     while filled < buffer.len() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(WireError::Timeout(timeout));
-        }
-        connection.set_read_timeout(Some(left))?;
-        match reader.read(&mut buffer[filled..]) {
-            Ok(0) => return Err(WireError::Closed),
-            Ok(n) => filled += n,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Err(WireError::Timeout(timeout));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e.into()),
+        match protocol::read_by(connection, &mut buffer[filled..], deadline)? {
+            ReadBy::Read(0) => return Err(WireError::Closed),
+            ReadBy::Read(n) => filled += n,
+            ReadBy::Late => return Err(WireError::Timeout(timeout)),
         }
     }
     Ok(())

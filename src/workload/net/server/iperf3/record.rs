@@ -73,18 +73,11 @@ pub(super) fn document(peer: SocketAddr, done: &Served, started_at: String) -> R
         ),
         None => (RunStatus::Complete, None),
     };
-    let mut doc = RunDocument {
-        run_id: None,
-        run_uuid: Some(uuid::Uuid::now_v7().to_string()),
-        status,
-        incomplete_reason,
-        ratelab_version: env!("CARGO_PKG_VERSION").to_string(),
-        verb: "net".into(),
-        label: Some("iperf3 client".into()),
-        started_at,
-        finished_at: Some(now_rfc3339()),
-        machine: crate::platform::probe_machine(),
-        workloads: vec![WorkloadRecord {
+    let mut doc = RunDocument::begin(
+        "net",
+        Some("iperf3 client".into()),
+        crate::platform::probe_machine(),
+        vec![WorkloadRecord {
             kind: "net".into(),
             target: format!("iperf3 client {peer}"),
             params: serde_json::to_value(plan).expect("plans serialise"),
@@ -96,13 +89,11 @@ pub(super) fn document(peer: SocketAddr, done: &Served, started_at: String) -> R
             measured_by: None,
             warnings: Vec::new(),
         }],
-        contention: None,
-        verdicts: Vec::new(),
-        runner_cpu_seconds: None,
-        runner_wall_seconds: None,
-        fleet: None,
-        interference: None,
-    };
-    let _ = crate::run::conclude(&mut doc, None);
+    );
+    doc.status = status;
+    doc.incomplete_reason = incomplete_reason;
+    doc.started_at = started_at;
+    doc.finished_at = Some(now_rfc3339());
+    // Summaries and verdicts are the runner's to make, when the run is stored.
     doc
 }

@@ -111,3 +111,34 @@ impl DiskItem {
         (!self.flags.contains(&Flag::Small)).then_some(self.bytes_per_sec)
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// An item of `op` in `mode` of `size` bytes at `rate`, `fraction` resident before.
+    pub(crate) fn item(
+        op: Op,
+        mode: &str,
+        size: u64,
+        rate: f64,
+        fraction: Option<f64>,
+    ) -> DiskItem {
+        DiskItem {
+            op,
+            mode: mode.into(),
+            size_bytes: size,
+            bytes: size,
+            seconds: size as f64 / rate,
+            bytes_per_sec: rate,
+            cached_fraction_before: fraction,
+            layers: vec![],
+            read_below_fraction: None,
+            flags: vec![],
+            direct: false,
+            pass: 1,
+            file: "f".into(),
+            files: None,
+        }
+    }
+}
