@@ -312,85 +312,30 @@ impl Account {
     fn close(self, last: &Look, clock_unix_s: f64) -> Interference {
         let first = &self.first;
         let tps = self.ticks_per_second;
-        let mut cpus: Vec<&u32> = last.cpu.per_cpu.keys().collect();
-        cpus.sort();
-        let busy_fraction_per_cpu = cpus
-            .iter()
-            .map(|cpu| {
-                let (busy, all) = last.cpu.per_cpu[cpu];
-                let (busy0, all0) = first.cpu.per_cpu.get(cpu).copied().unwrap_or((busy, all));
-                let all = all.saturating_sub(all0);
-                if all == 0 {
-                    0.0
-                } else {
-                    busy.saturating_sub(busy0) as f64 / all as f64
-                }
-            })
-            .collect();
         let own_bytes = self.own_io.read_bytes + self.own_io.written_bytes;
-        let devices = last
-            .devices
-            .iter()
-            .map(|(name, read, written)| {
-                let (read0, written0) = first
-                    .devices
-                    .iter()
-                    .find(|(n, _, _)| n == name)
-                    .map_or((*read, *written), |(_, r, w)| (*r, *w));
-                let (read, written) =
-                    (read.saturating_sub(read0), written.saturating_sub(written0));
-                DeviceTraffic {
-                    name: name.clone(),
-                    read_bytes: read,
-                    written_bytes: written,
-                    other_bytes: (read + written).saturating_sub(own_bytes),
-                }
+        let devices = moved_since(&first.devices, &last.devices)
+            .map(|(name, read, written)| DeviceTraffic {
+                name,
+                read_bytes: read,
+                written_bytes: written,
+                other_bytes: (read + written).saturating_sub(own_bytes),
             })
             .collect();
-        let interfaces = last
-            .interfaces
-            .iter()
-            .map(|(name, received, sent)| {
-                let (received0, sent0) = first
-                    .interfaces
-                    .iter()
-                    .find(|(n, _, _)| n == name)
-                    .map_or((*received, *sent), |(_, r, s)| (*r, *s));
-                InterfaceTraffic {
-                    name: name.clone(),
-                    received_bytes: received.saturating_sub(received0),
-                    sent_bytes: sent.saturating_sub(sent0),
-                }
+        let interfaces = moved_since(&first.interfaces, &last.interfaces)
+            .map(|(name, received, sent)| InterfaceTraffic {
+                name,
+                received_bytes: received,
+                sent_bytes: sent,
             })
             .collect();
-        let others: Vec<OtherProcess> = self
-            .others
-            .iter()
-            .map(|(&(pid, _), other)| OtherProcess {
-                pid,
-                name: other.name.clone(),
-                cpu_seconds: other.cpu_ticks as f64 / tps,
-                read_bytes: other.io.map(|i| i.read_bytes),
-                written_bytes: other.io.map(|i| i.written_bytes),
-            })
-            .collect();
-        let mut top_cpu: Vec<OtherProcess> = others
-            .iter()
-            .filter(|o| o.cpu_seconds > 0.0)
-            .cloned()
-            .collect();
-        top_cpu.sort_by(|a, b| b.cpu_seconds.total_cmp(&a.cpu_seconds));
-        top_cpu.truncate(TOP);
-        let io_of = |o: &OtherProcess| o.read_bytes.unwrap_or(0) + o.written_bytes.unwrap_or(0);
-        let mut top_io: Vec<OtherProcess> = others.into_iter().filter(|o| io_of(o) > 0).collect();
-        top_io.sort_by_key(|o| std::cmp::Reverse(io_of(o)));
-        top_io.truncate(TOP);
+        let (top_cpu, top_io) = self.top_others();
+        let busy_fraction_per_cpu = busy_fractions(&first.cpu, &last.cpu);
         let delta =
             |f: fn(&CpuTicks) -> u64| f(&last.cpu).saturating_sub(f(&first.cpu)) as f64 / tps;
         Interference {
             seconds: last.at.duration_since(first.at).as_secs_f64(),
             clock_unix_s,
-            cpus: cpus.len() as u32,
+            cpus: busy_fraction_per_cpu.len() as u32,
             own_cpu_seconds: self.own_ticks as f64 / tps,
             other_cpu_seconds: self.other_ticks as f64 / tps,
             kernel_cpu_seconds: self.kernel_ticks as f64 / tps,
@@ -407,6 +352,67 @@ impl Account {
             watch_cpu_seconds: calling_thread_cpu_seconds(),
         }
     }
+
+    /// The other processes that used most CPU, and those that moved most bytes.
+    fn top_others(&self) -> (Vec<OtherProcess>, Vec<OtherProcess>) {
+        let others: Vec<OtherProcess> = self
+            .others
+            .iter()
+            .map(|(&(pid, _), other)| OtherProcess {
+                pid,
+                name: other.name.clone(),
+                cpu_seconds: other.cpu_ticks as f64 / self.ticks_per_second,
+                read_bytes: other.io.map(|i| i.read_bytes),
+                written_bytes: other.io.map(|i| i.written_bytes),
+            })
+            .collect();
+        let mut top_cpu: Vec<OtherProcess> = others
+            .iter()
+            .filter(|o| o.cpu_seconds > 0.0)
+            .cloned()
+            .collect();
+        top_cpu.sort_by(|a, b| b.cpu_seconds.total_cmp(&a.cpu_seconds));
+        top_cpu.truncate(TOP);
+        let io_of = |o: &OtherProcess| o.read_bytes.unwrap_or(0) + o.written_bytes.unwrap_or(0);
+        let mut top_io: Vec<OtherProcess> = others.into_iter().filter(|o| io_of(o) > 0).collect();
+        top_io.sort_by_key(|o| std::cmp::Reverse(io_of(o)));
+        top_io.truncate(TOP);
+        (top_cpu, top_io)
+    }
+}
+
+/// Each named counter pair of `last` (a device's read and written bytes, an
+/// interface's received and sent) less its value in `first`; a name missing from
+/// `first` counts as unchanged.
+fn moved_since<'a>(
+    first: &'a [(String, u64, u64)],
+    last: &'a [(String, u64, u64)],
+) -> impl Iterator<Item = (String, u64, u64)> + 'a {
+    last.iter().map(|(name, a, b)| {
+        let (a0, b0) = first
+            .iter()
+            .find(|(n, _, _)| n == name)
+            .map_or((*a, *b), |(_, a0, b0)| (*a0, *b0));
+        (name.clone(), a.saturating_sub(a0), b.saturating_sub(b0))
+    })
+}
+
+/// How busy each CPU was between two looks, in CPU order.
+fn busy_fractions(first: &CpuTicks, last: &CpuTicks) -> Vec<f64> {
+    let mut cpus: Vec<&u32> = last.per_cpu.keys().collect();
+    cpus.sort();
+    cpus.iter()
+        .map(|cpu| {
+            let (busy, all) = last.per_cpu[cpu];
+            let (busy0, all0) = first.per_cpu.get(cpu).copied().unwrap_or((busy, all));
+            let all = all.saturating_sub(all0);
+            if all == 0 {
+                0.0
+            } else {
+                busy.saturating_sub(busy0) as f64 / all as f64
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

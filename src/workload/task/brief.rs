@@ -5,7 +5,7 @@
 use super::kind::{TaskKind, title};
 use super::shapes::DiskRuns;
 use super::summary::{ThreadsSummary, per_threads};
-use super::verdicts::{MODEL_TOLERANCE, series_beside};
+use super::verdicts::series_beside;
 use crate::vocab::units::{format_bytes, format_rate};
 use crate::vocab::{SummaryLine, Table};
 use crate::workload::{DecodeError, Stored};
@@ -55,12 +55,9 @@ pub fn summary_lines(w: &Stored<TaskKind>) -> Result<Vec<SummaryLine>, DecodeErr
 /// Whether the gain of freeing `op` was measured or modelled, with the model's figure
 /// where it strays from the measured one.
 fn how_known(summary: &ThreadsSummary, op: &str) -> String {
-    let model = summary.speedup_if_free.get(op).copied().unwrap_or(f64::NAN);
-    match summary.measured_speedup_if_free.get(op) {
-        Some(measured) if (measured / model - 1.0).abs() > MODEL_TOLERANCE => {
-            format!("measured; modelled {model:.2}x")
-        }
-        Some(_) => "measured".to_string(),
+    match summary.model_strays(op) {
+        Some((_, model)) => format!("measured; modelled {model:.2}x"),
+        None if summary.measured_speedup_if_free.contains_key(op) => "measured".to_string(),
         None => "modelled".to_string(),
     }
 }

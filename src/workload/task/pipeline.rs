@@ -9,6 +9,7 @@ use std::fs::File;
 use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
+use std::thread::{Scope, ScopedJoinHandle};
 use std::time::Instant;
 
 use super::steps::{CHUNK, Transform, Uncached, Writeback, transform};
@@ -92,46 +93,14 @@ pub fn run(
             .map_err(|e| Error::io("allocate a buffer for", &input_path, e))?,
         Input::Memory { .. } => Vec::new(),
     };
-    let write_pool: Vec<Vec<u8>> = (0..DEPTH).map(|_| Vec::with_capacity(CHUNK)).collect();
+    let write_pool: Vec<Vec<u8>> = match &file {
+        Some(_) => (0..DEPTH).map(|_| Vec::with_capacity(CHUNK)).collect(),
+        None => Vec::new(),
+    };
     let started = Instant::now();
     let (output_bytes, path) = std::thread::scope(|scope| {
-        let (source, reader): (Box<dyn BufRead + Send + '_>, _) = match input {
-            Input::File(uncached) => {
-                let (full_tx, full_rx) = channel();
-                let (free_tx, free_rx) = channel();
-                let reader =
-                    scope.spawn(move || read_ahead(ctx, &uncached, read_pool, full_tx, free_rx));
-                let queue = Ahead {
-                    full: full_rx,
-                    free: free_tx,
-                    current: None,
-                };
-                (Box::new(queue), Some(reader))
-            }
-            Input::Memory { bytes, total } => (
-                Box::new(Cycle {
-                    bytes,
-                    at: 0,
-                    left: total,
-                }),
-                None,
-            ),
-        };
-        let (sink, writer) = match file {
-            Some((path, file)) => {
-                let (full_tx, full_rx) = sync_channel(DEPTH);
-                let (free_tx, free_rx) = channel();
-                let writer = scope.spawn(move || write_behind(file, path, full_rx, free_tx));
-                let sink = Behind {
-                    full: full_tx,
-                    free: free_rx,
-                    pool: write_pool,
-                    current: Vec::new(),
-                };
-                (Drain::Behind(sink), Some(writer))
-            }
-            None => (Drain::Dropped, None),
-        };
+        let (source, reader) = start_reading(scope, ctx, input, read_pool);
+        let (sink, writer) = start_writing(scope, file, write_pool);
         let made = match middle {
             Middle::Codec(how) => transform(ctx, how, size, source, sink, &input_path),
             Middle::Free { output, per } => pass(ctx, source, sink, output, per, &input_path),
@@ -162,6 +131,65 @@ pub fn run(
         output_bytes,
         output: path,
     })
+}
+
+/// A reader or writer thread of the pipeline, and what it gives when it ends.
+type Thread<'scope, T> = ScopedJoinHandle<'scope, Result<T, Error>>;
+
+/// The codec's input: a file read ahead by a reader thread started in `scope` (with
+/// `pool`'s buffers), or bytes in memory, which need none.
+fn start_reading<'scope, 'env: 'scope>(
+    scope: &'scope Scope<'scope, 'env>,
+    ctx: &'env Context,
+    input: Input<'env>,
+    pool: Vec<AlignedBuf>,
+) -> (Box<dyn BufRead + Send + 'env>, Option<Thread<'scope, ()>>) {
+    match input {
+        Input::File(uncached) => {
+            let (full_tx, full_rx) = channel();
+            let (free_tx, free_rx) = channel();
+            let reader = scope.spawn(move || read_ahead(ctx, &uncached, pool, full_tx, free_rx));
+            let queue = Ahead {
+                full: full_rx,
+                free: free_tx,
+                current: None,
+            };
+            (Box::new(queue), Some(reader))
+        }
+        Input::Memory { bytes, total } => (
+            Box::new(Cycle {
+                bytes,
+                at: 0,
+                left: total,
+            }),
+            None,
+        ),
+    }
+}
+
+/// Where the codec writes: the queue of a writer thread started in `scope` for `file`
+/// (with `pool`'s buffers), or nowhere.
+fn start_writing<'scope>(
+    scope: &'scope Scope<'scope, '_>,
+    file: Option<(PathBuf, File)>,
+    pool: Vec<Vec<u8>>,
+) -> (
+    Drain,
+    Option<ScopedJoinHandle<'scope, Result<PathBuf, Error>>>,
+) {
+    let Some((path, file)) = file else {
+        return (Drain::Dropped, None);
+    };
+    let (full_tx, full_rx) = sync_channel(DEPTH);
+    let (free_tx, free_rx) = channel();
+    let writer = scope.spawn(move || write_behind(file, path, full_rx, free_tx));
+    let sink = Behind {
+        full: full_tx,
+        free: free_rx,
+        pool,
+        current: Vec::new(),
+    };
+    (Drain::Behind(sink), Some(writer))
 }
 
 /// The reader thread: fills each free buffer from `source` in turn and queues it,

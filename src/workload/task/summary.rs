@@ -10,6 +10,9 @@ use super::shapes::TaskSummary;
 use crate::analysis::fits::FitsSummary;
 use crate::analysis::stats::Stats;
 
+/// How far a measured gain may stray from the modelled one before it is said.
+pub const MODEL_TOLERANCE: f64 = 0.15;
+
 /// The steps a task is split into, in the order they run.
 const STEPS: [&str; 3] = ["read", "transform", "write"];
 
@@ -68,6 +71,14 @@ impl ThreadsSummary {
             .or(self.speedup_if_free.get(op))
             .copied()
             .unwrap_or(f64::NAN)
+    }
+
+    /// The measured and modelled gain of freeing `op`, where they differ by more than
+    /// [`MODEL_TOLERANCE`]; `None` where they agree or nothing was measured.
+    pub fn model_strays(&self, op: &str) -> Option<(f64, f64)> {
+        let measured = *self.measured_speedup_if_free.get(op)?;
+        let model = *self.speedup_if_free.get(op)?;
+        ((measured / model - 1.0).abs() > MODEL_TOLERANCE).then_some((measured, model))
     }
 
     /// Whether the gains are measured (the what-if ran).

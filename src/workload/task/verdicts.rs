@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::kind::TaskKind;
 use super::shapes::{DiskRate, DiskRead, DiskRuns, DiskWrite};
-use super::summary::{StepRate, ThreadsSummary, per_threads, summarize};
+use super::summary::{MODEL_TOLERANCE, StepRate, ThreadsSummary, per_threads, summarize};
 use crate::document::{Severity, Verdict};
 use crate::platform;
 use crate::vocab::units::format_rate;
@@ -14,8 +14,6 @@ use crate::workload::{At, DecodeError, Stored};
 
 /// A stored disk rate within this factor of the task's step rate is the same rate.
 const SAME_RATE: f64 = 1.5;
-/// How far a measured gain may stray from the modelled one before a verdict says so.
-pub(super) const MODEL_TOLERANCE: f64 = 0.15;
 
 /// The task's own verdicts, from its items and context.
 pub fn verdicts(w: &Stored<TaskKind>) -> Vec<Verdict> {
@@ -231,12 +229,12 @@ pub(super) fn limiting_sentence(summary: &ThreadsSummary) -> String {
 fn model_sentence(summary: &ThreadsSummary) -> Option<String> {
     let differ: Vec<String> = summary
         .measured_speedup_if_free
-        .iter()
-        .filter_map(|(op, &measured)| {
-            let model = *summary.speedup_if_free.get(op)?;
-            ((measured / model - 1.0).abs() > MODEL_TOLERANCE).then(|| {
-                format!("with {op} free the task went {measured:.2}x faster where the model said {model:.2}x")
-            })
+        .keys()
+        .filter_map(|op| {
+            let (measured, model) = summary.model_strays(op)?;
+            Some(format!(
+                "with {op} free the task went {measured:.2}x faster where the model said {model:.2}x"
+            ))
         })
         .collect();
     if differ.is_empty() {
