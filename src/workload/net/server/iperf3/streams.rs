@@ -171,6 +171,9 @@ pub(super) fn run_streams(
             // Told before its streams close, as iperf3's server does on a signal, so
             // the client reports the stop rather than a broken stream.
             let _ = write(connection, &[Wire::ServerTerminate.byte()], timeout);
+            // Its streams run on until the client has read that and hung up: closed
+            // at once, they break the client's writes before it reads the news.
+            await_hangup(connection, Instant::now() + TOLD);
         }
         stop.store(true, Ordering::Relaxed);
         let mut local = streams.join().expect("the stream threads do not panic");
@@ -228,16 +231,34 @@ fn await_end(connection: &TcpStream, hard_stop: Instant, stopping: &dyn Fn() -> 
                     )),
                 };
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) => {}
+            Err(e) if waiting(&e) => {}
             Err(e) => return End::Gone(format!("failed: {e}")),
         }
     }
+}
+
+/// How long a client told SERVER_TERMINATE has to hang up before its streams close.
+const TOLD: Duration = Duration::from_secs(1);
+
+/// Waits until the client closes `connection` (or it fails), or until `deadline`.
+fn await_hangup(connection: &TcpStream, deadline: Instant) {
+    let _ = connection.set_read_timeout(Some(Duration::from_millis(20)));
+    let mut byte = [0u8; 1];
+    let mut reader = connection;
+    while Instant::now() < deadline {
+        match reader.read(&mut byte) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if waiting(&e) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// Whether a read failed only because nothing came in time.
+fn waiting(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{Interrupted, TimedOut, WouldBlock};
+    matches!(e.kind(), WouldBlock | TimedOut | Interrupted)
 }
 
 /// Whether the client closed `connection` or said anything on it while its streams
