@@ -9,4 +9,5 @@ pub mod fits;
 pub mod interference;
 pub mod knees;
 pub mod mann_whitney;
+pub mod since;
 pub mod stats;

@@ -15,10 +15,10 @@ use crate::exit::{Exit, UsageError};
 use crate::platform::container::{ContainerSpec, Filesystem, Format, Preallocation};
 use crate::report::layout::Detail;
 use crate::run::{Member, Schedule};
-use crate::workload::Workload;
-use crate::workload::disk::DiskPlan;
+use crate::workload::disk::{DiskPlan, DiskWorkload};
 use crate::workload::image::{self, ImagePlan};
-use crate::workload::task::{Codec, Direction, TaskPlan};
+use crate::workload::task::{Codec, Direction, TaskPlan, TaskWorkload};
+use crate::workload::{InPlace, Workload};
 
 /// The series of an image run: small files, where a container's metadata shows, up to
 /// files large enough to stream.
@@ -160,23 +160,26 @@ fn plan(
         work_folder: target.join(format!("ratelab-image-{}", std::process::id())),
         target,
         containers,
-        series,
-        task,
+        series: serde_json::to_value(series).expect("plans serialise"),
+        task: task.map(|t| serde_json::to_value(t).expect("plans serialise")),
     }
+}
+
+/// The most a place holds at once: the series' files, and the task's.
+fn held_bytes(series: &DiskPlan, task: Option<&TaskPlan>) -> u64 {
+    DiskWorkload::new(series.clone()).held_bytes()
+        + task.map_or(0, |t| TaskWorkload::new(t.clone(), None).held_bytes())
 }
 
 /// What `profile --images` adds: a raw-sparse and a qcow2 container (64 KiB clusters)
 /// at the default sizes, beside `target`, as workloads from index `first` on.
-pub(super) fn for_profile(
-    target: &Path,
-    first: usize,
-) -> Result<Vec<Box<dyn Workload>>, UsageError> {
+pub(super) fn for_profile(target: &Path, first: usize) -> anyhow::Result<Vec<Box<dyn Workload>>> {
     let sizes = super::values::parse_size_list(DEFAULT_SIZES).map_err(UsageError)?;
     let series = DiskPlan {
         repeat: 3,
         ..DiskPlan::new(target.to_path_buf(), sizes.0, rand::random())
     };
-    let image_size_bytes = default_image_size(image::held_bytes(&series, None));
+    let image_size_bytes = default_image_size(held_bytes(&series, None));
     let containers = [Format::RawSparse, Format::Qcow2]
         .into_iter()
         .map(|format| ContainerSpec {
@@ -191,7 +194,7 @@ pub(super) fn for_profile(
     Ok(image::workloads(
         plan(target, containers, series, None),
         first,
-    ))
+    )?)
 }
 
 /// Runs `ratelab image`.
@@ -221,7 +224,7 @@ pub fn run(args: ImageArgs) -> anyhow::Result<Exit> {
         what_if: false,
         layers: Vec::new(),
     });
-    let held = image::held_bytes(&series, task.as_ref());
+    let held = held_bytes(&series, task.as_ref());
     let image_size = args.image_size.unwrap_or_else(|| default_image_size(held));
     if image_size < held + (held >> 3) {
         return Err(UsageError(format!(
@@ -233,7 +236,7 @@ pub fn run(args: ImageArgs) -> anyhow::Result<Exit> {
     }
     let containers = args.containers(image_size)?;
     let plan = plan(&args.target, containers, series, task);
-    let workloads = image::workloads(plan, 0);
+    let workloads = image::workloads(plan, 0)?;
     // The image workload runs every place; the places' records are never scheduled.
     let schedule = Schedule {
         groups: vec![vec![Member {

@@ -16,6 +16,7 @@ use clap::Args;
 use super::MeasureArgs;
 use super::disk::DEFAULT_SIZES;
 use super::values::{parse_host_port, parse_size_list};
+use crate::analysis::since::since;
 use crate::document::RunDocument;
 use crate::exit::{Exit, UsageError};
 use crate::report::layout::Detail;
@@ -25,7 +26,6 @@ use crate::workload::Error;
 use crate::workload::Workload;
 use crate::workload::cpu::kernels::DEFAULT_TESTS;
 use crate::workload::cpu::{Budget, CpuPlan, CpuWorkload, SchedClass};
-use crate::workload::disk::since::since;
 use crate::workload::disk::{DiskPlan, DiskWorkload};
 use crate::workload::monitor::{MonitorPlan, MonitorWorkload};
 use crate::workload::net::{DEFAULT_PORT, NetPlan, NetWorkload};
@@ -225,7 +225,15 @@ fn last_profile(output: &MeasureArgs) -> Option<RunDocument> {
 
 /// The verdicts on what moved since `previous` (see [`since`]).
 fn changes_since(previous: RunDocument) -> crate::run::Judge {
-    Box::new(move |doc| Ok(since(&previous, doc)?))
+    Box::new(move |doc| {
+        let then = crate::workload::profile_figures(&previous)?;
+        Ok(since(
+            &previous,
+            doc,
+            &then,
+            &crate::workload::profile_figures(doc)?,
+        ))
+    })
 }
 
 /// Where the report goes: a file named with --report, or reports/ beside the database,

@@ -7,10 +7,10 @@
 //! different things.
 
 use crate::analysis::interference::DISTURBED;
+use crate::analysis::since;
 use crate::document::{RunDocument, Severity, Verdict, WorkloadRecord};
 use crate::vocab::units::format_bytes;
 use crate::vocab::{SummaryLine, Table, Unmeasured};
-use crate::workload::disk::since;
 use crate::workload::{self, At, DecodeError};
 
 /// How much of each workload a report shows.

@@ -49,91 +49,80 @@ impl RunQuery {
 
     /// The SQL condition in `dialect`, and its parameters.
     fn condition(&self, dialect: Dialect) -> (String, Vec<SqlValue>) {
-        let mut clauses: Vec<String> = Vec::new();
-        let mut values: Vec<SqlValue> = Vec::new();
-        // `clause` takes the numbers of its parameters, in the order they are given.
-        let mut push = |clause: &dyn Fn(&[usize]) -> String, given: Vec<String>| {
-            let marks: Vec<usize> = (values.len() + 1..=values.len() + given.len()).collect();
-            clauses.push(clause(&marks));
-            values.extend(given.into_iter().map(SqlValue::Text));
-        };
-        let list = |marks: &[usize]| {
-            marks
-                .iter()
-                .map(|n| format!("?{n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        let mut sql = Conditions::default();
         if !self.verbs.is_empty() {
-            push(&|m| format!("r.verb IN ({})", list(m)), self.verbs.clone());
+            let list = |marks: &[usize]| {
+                let marks: Vec<String> = marks.iter().map(|n| format!("?{n}")).collect();
+                format!("r.verb IN ({})", marks.join(", "))
+            };
+            sql.push(list, self.verbs.clone());
         }
-        if let Some(status) = self.status {
-            push(
-                &|m| format!("r.status = ?{}", m[0]),
-                vec![status.as_str().into()],
-            );
-        }
-        if let Some(host) = &self.hostname {
-            push(&|m| format!("r.hostname = ?{}", m[0]), vec![host.clone()]);
-        }
+        let status = self.status.map(|s| s.as_str().to_string());
+        sql.one(&status, |n| format!("r.status = ?{n}"));
+        sql.one(&self.hostname, |n| format!("r.hostname = ?{n}"));
         if let Some(text) = &self.machine_contains {
             let cpu = format!(
                 "coalesce({}, '')",
                 dialect.json_text("r.machine", "cpu_model")
             );
-            push(
-                &|m| {
-                    format!(
-                        "({} OR {})",
-                        dialect.contains("r.hostname", m[0], true),
-                        dialect.contains(&cpu, m[1], true)
-                    )
-                },
-                vec![text.clone(), text.clone()],
-            );
+            let either = |m: &[usize]| {
+                format!(
+                    "({} OR {})",
+                    dialect.contains("r.hostname", m[0], true),
+                    dialect.contains(&cpu, m[1], true)
+                )
+            };
+            sql.push(either, vec![text.clone(), text.clone()]);
         }
         let workload = |condition: String| {
             format!("EXISTS (SELECT 1 FROM workloads w WHERE w.run_id = r.id AND {condition})")
         };
-        if let Some(kind) = &self.kind {
-            push(
-                &|m| workload(format!("w.kind = ?{}", m[0])),
-                vec![kind.clone()],
-            );
+        sql.one(&self.kind, |n| workload(format!("w.kind = ?{n}")));
+        sql.one(&self.target, |n| workload(format!("w.target = ?{n}")));
+        sql.one(&self.target_contains, |n| {
+            workload(dialect.contains("w.target", n, false))
+        });
+        sql.one(&self.label_contains, |n| {
+            dialect.contains("r.label", n, false)
+        });
+        sql.one(&self.started_from, |n| format!("r.started_at >= ?{n}"));
+        sql.one(&self.started_until, |n| format!("r.started_at <= ?{n}"));
+        sql.one(&self.started_before, |n| format!("r.started_at < ?{n}"));
+        sql.finish()
+    }
+}
+
+/// A WHERE condition being built: its clauses, joined by AND, and their parameters.
+#[derive(Default)]
+struct Conditions {
+    clauses: Vec<String>,
+    values: Vec<SqlValue>,
+}
+
+impl Conditions {
+    /// Adds a clause of `given.len()` parameters, written from their numbers.
+    fn push(&mut self, clause: impl Fn(&[usize]) -> String, given: Vec<String>) {
+        let first = self.values.len() + 1;
+        let marks: Vec<usize> = (first..first + given.len()).collect();
+        self.clauses.push(clause(&marks));
+        self.values.extend(given.into_iter().map(SqlValue::Text));
+    }
+
+    /// Adds a clause of one parameter, `value`, where it is given.
+    fn one(&mut self, value: &Option<String>, clause: impl Fn(usize) -> String) {
+        if let Some(value) = value {
+            self.push(|marks| clause(marks[0]), vec![value.clone()]);
         }
-        if let Some(target) = &self.target {
-            push(
-                &|m| workload(format!("w.target = ?{}", m[0])),
-                vec![target.clone()],
-            );
-        }
-        if let Some(text) = &self.target_contains {
-            push(
-                &|m| workload(dialect.contains("w.target", m[0], false)),
-                vec![text.clone()],
-            );
-        }
-        if let Some(text) = &self.label_contains {
-            push(
-                &|m| dialect.contains("r.label", m[0], false),
-                vec![text.clone()],
-            );
-        }
-        if let Some(at) = &self.started_from {
-            push(&|m| format!("r.started_at >= ?{}", m[0]), vec![at.clone()]);
-        }
-        if let Some(at) = &self.started_until {
-            push(&|m| format!("r.started_at <= ?{}", m[0]), vec![at.clone()]);
-        }
-        if let Some(at) = &self.started_before {
-            push(&|m| format!("r.started_at < ?{}", m[0]), vec![at.clone()]);
-        }
-        let condition = if clauses.is_empty() {
+    }
+
+    /// The condition (`1 = 1` for none) and its parameters.
+    fn finish(self) -> (String, Vec<SqlValue>) {
+        let condition = if self.clauses.is_empty() {
             "1 = 1".to_string()
         } else {
-            clauses.join(" AND ")
+            self.clauses.join(" AND ")
         };
-        (condition, values)
+        (condition, self.values)
     }
 }
 

@@ -136,3 +136,15 @@ pub struct Samples {
     /// Each item's group and rate.
     pub items: Vec<(GroupKey, Option<f64>)>,
 }
+
+/// One figure a later profile of the machine sets against an earlier one's: it is set
+/// against the earlier figure of the same key only (measured the same way).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProfileFigure {
+    /// Equal for two figures measured the same way (target, sizes, settings, op).
+    pub key: String,
+    /// The figure in words: `write on /data`.
+    pub words: String,
+    /// Its rates, one per item, for a rank test.
+    pub rates: Vec<f64>,
+}

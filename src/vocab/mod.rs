@@ -12,7 +12,7 @@ pub mod units;
 
 pub use chart::{Chart, Line};
 pub use exposure::Exposure;
-pub use group::{GroupKey, RateUnit, Samples};
+pub use group::{GroupKey, ProfileFigure, RateUnit, Samples};
 pub use limit::LinkLimit;
 pub use summary_line::{SummaryLine, Unmeasured};
 pub use table::Table;

@@ -8,8 +8,11 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::{InPlace, Site};
 use crate::document::{Knee, RunDocument, Verdict, WorkloadRecord};
-use crate::vocab::{Chart, Exposure, LinkLimit, RateUnit, Samples, SummaryLine, Table, Unmeasured};
+use crate::vocab::{
+    Chart, Exposure, LinkLimit, ProfileFigure, RateUnit, Samples, SummaryLine, Table, Unmeasured,
+};
 
 /// One workload of a run: where every hook of a kind starts from.
 #[derive(Debug, Clone, Copy)]
@@ -215,6 +218,24 @@ pub trait Kind: Sync + 'static {
     fn streaming_rate(&self, _w: &Stored<Self>, _op: &str) -> Option<f64> {
         None
     }
+
+    /// The one rate that stands for the whole workload, as a kind that runs it in many
+    /// places compares them (a task's whole rate at its most threads); `None` by default.
+    fn whole_rate(&self, _w: &Stored<Self>) -> Option<f64> {
+        None
+    }
+
+    /// The figures a later profile of the machine sets against this one's; none by
+    /// default.
+    fn profile_figures(&self, _w: &Stored<Self>) -> Vec<ProfileFigure> {
+        Vec::new()
+    }
+
+    /// Its work made from `params` to run in `site`, a place another kind made; `None`
+    /// for a kind that runs only where it is pointed.
+    fn in_place(&self, _params: Self::Params, _site: Site) -> Option<Box<dyn InPlace>> {
+        None
+    }
 }
 
 /// A kind as the runner and the reports use it, whatever its shapes: each call decodes
@@ -264,6 +285,20 @@ pub trait StoredKind: Sync {
 
     /// Its streaming rate of large files for `op`, where it measures one.
     fn streaming_rate(&self, at: At, op: &str) -> Result<Option<f64>, DecodeError>;
+
+    /// The one rate that stands for the whole workload, where it has one.
+    fn whole_rate(&self, at: At) -> Result<Option<f64>, DecodeError>;
+
+    /// The figures a later profile sets against this one's.
+    fn profile_figures(&self, at: At) -> Result<Vec<ProfileFigure>, DecodeError>;
+
+    /// Its work made from stored `params` to run in `site`; `Ok(None)` for a kind that
+    /// cannot, an error for params it cannot read.
+    fn in_place(
+        &self,
+        params: &Value,
+        site: Site,
+    ) -> Result<Option<Box<dyn InPlace>>, serde_json::Error>;
 }
 
 impl<K: Kind> StoredKind for K {
@@ -329,5 +364,21 @@ impl<K: Kind> StoredKind for K {
 
     fn streaming_rate(&self, at: At, op: &str) -> Result<Option<f64>, DecodeError> {
         Ok(Kind::streaming_rate(self, &Stored::decode(at)?, op))
+    }
+
+    fn whole_rate(&self, at: At) -> Result<Option<f64>, DecodeError> {
+        Ok(Kind::whole_rate(self, &Stored::decode(at)?))
+    }
+
+    fn profile_figures(&self, at: At) -> Result<Vec<ProfileFigure>, DecodeError> {
+        Ok(Kind::profile_figures(self, &Stored::decode(at)?))
+    }
+
+    fn in_place(
+        &self,
+        params: &Value,
+        site: Site,
+    ) -> Result<Option<Box<dyn InPlace>>, serde_json::Error> {
+        Ok(Kind::in_place(self, K::Params::deserialize(params)?, site))
     }
 }

@@ -7,6 +7,7 @@ pub mod cpu;
 pub mod disk;
 pub mod gate;
 pub mod image;
+mod in_place;
 mod kind;
 pub mod monitor;
 pub mod net;
@@ -19,11 +20,12 @@ use serde_json::Value;
 
 pub use crate::control::{Cancel, Progress};
 pub use crate::error::{Error, is_interrupted};
+pub use in_place::{InPlace, RoundBytes, Site};
 pub use kind::{At, DecodeError, Kind, Stored, StoredKind};
 pub use sink::{Event, Sink};
 
 use crate::document::{RunDocument, WorkloadRecord};
-use crate::vocab::{RateUnit, Samples};
+use crate::vocab::{ProfileFigure, RateUnit, Samples};
 
 /// The storage and network a workload's figures depend on: the folders (or files) it
 /// moves bytes to and from, and the network interfaces its tests use.
@@ -45,6 +47,14 @@ pub struct Context {
 }
 
 impl Context {
+    /// The same run's context for workload `index`, whose items this workload sends.
+    pub fn for_record(&self, index: usize) -> Context {
+        Context {
+            cancel: self.cancel.clone(),
+            sink: self.sink.for_record(index),
+        }
+    }
+
     /// The cancel flag and the counters, as the storage core's loops take them.
     pub fn controls(&self) -> crate::control::Controls<'_> {
         crate::control::Controls {
@@ -145,6 +155,21 @@ pub fn samples_of(run: &RunDocument) -> Result<Vec<Option<Samples>>, DecodeError
             None => Ok(None),
         })
         .collect()
+}
+
+/// The figures of every workload of `run` a later profile sets against this one's, in
+/// the run's order; those run alone first (`--alone`) are left out.
+pub fn profile_figures(run: &RunDocument) -> Result<Vec<ProfileFigure>, DecodeError> {
+    let mut figures = Vec::new();
+    for (index, record) in run.workloads.iter().enumerate() {
+        if record.alone_of.is_some() {
+            continue;
+        }
+        if let Some(kind) = kind(&record.kind) {
+            figures.extend(kind.profile_figures(At::new(run, index))?);
+        }
+    }
+    Ok(figures)
 }
 
 /// The names of every kind ratelab knows, in the order of [`KINDS`].

@@ -8,15 +8,51 @@ use crate::document::{Knee, Verdict};
 use crate::storage::item::{DiskItem, Op};
 use crate::storage::rates;
 use crate::vocab::Exposure;
-use crate::vocab::{Chart, GroupKey, LinkLimit, RateUnit, Samples, SummaryLine, Table, Unmeasured};
-use crate::workload::{DecodeError, Kind, Stored};
+use crate::vocab::{
+    Chart, GroupKey, LinkLimit, ProfileFigure, RateUnit, Samples, SummaryLine, Table, Unmeasured,
+};
+use crate::workload::{DecodeError, InPlace, Kind, Site, Stored};
 
 /// How ratelab summarises, judges and shows stored disk workloads.
 pub struct DiskKind;
 
 impl Kind for DiskKind {
+    fn in_place(&self, params: DiskParams, site: Site) -> Option<Box<dyn InPlace>> {
+        Some(Box::new(super::DiskWorkload::new(super::DiskPlan {
+            target: site.folder,
+            layers: site.layers,
+            ..params.plan
+        })))
+    }
+
     fn streaming_rate(&self, w: &Stored<Self>, op: &str) -> Option<f64> {
         rates::streaming_rate(&w.items, op)
+    }
+
+    /// The streaming rates of writes and of reads, keyed by everything that makes two
+    /// series one series measured twice: the target, sizes, passes, read modes, sync,
+    /// engine and block size.
+    fn profile_figures(&self, w: &Stored<Self>) -> Vec<ProfileFigure> {
+        let plan = &w.params.plan;
+        let settings = serde_json::to_string(&(
+            &w.record.target,
+            &plan.sizes_bytes,
+            plan.repeat,
+            &plan.read_modes,
+            &plan.sync,
+            plan.direct_writes,
+            &plan.engine,
+            plan.block_size_bytes,
+        ))
+        .expect("settings serialise");
+        ["write", "read"]
+            .into_iter()
+            .map(|op| ProfileFigure {
+                key: format!("disk {op} {settings}"),
+                words: format!("{op} on {}", w.record.target),
+                rates: rates::streaming_rates(&w.items, op),
+            })
+            .collect()
     }
 
     fn exposure(&self, w: &Stored<Self>) -> Exposure {

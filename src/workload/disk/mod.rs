@@ -11,7 +11,6 @@ mod present;
 pub mod quick;
 pub mod series;
 pub mod shapes;
-pub mod since;
 mod summary;
 mod sustained;
 mod verdicts;
@@ -26,7 +25,7 @@ pub use crate::storage::rates::link_limit;
 pub use crate::storage::rates::{Headline, flagged, streaming_rate};
 pub use crate::storage::read::read_one;
 use crate::storage::workdir::{self, KeptFile, WorkDir};
-use crate::workload::{Context, Error, Kind, Workload};
+use crate::workload::{Context, Error, InPlace, Kind, RoundBytes, Workload};
 pub use kind::DiskKind;
 pub use plan::{DiskPlan, EngineKind, Phase, ReadMode, SyncMode};
 use shapes::{DiskContext, DiskParams, QuickBaseline, QuickShape};
@@ -45,6 +44,8 @@ pub struct DiskWorkload {
     kept: Vec<KeptFile>,
     /// Files a sustained run cycles through.
     ring: usize,
+    /// Files the last round run in a place wrote, removed when the round ends.
+    in_round: Vec<KeptFile>,
     /// The workload this one runs alone for (`--alone`).
     alone_of: Option<usize>,
 }
@@ -61,6 +62,7 @@ impl DiskWorkload {
             engine: None,
             kept: Vec::new(),
             ring: 1,
+            in_round: Vec::new(),
             alone_of: None,
         }
     }
@@ -109,15 +111,6 @@ impl DiskWorkload {
         }
     }
 
-    /// Runs pass `pass` of the series alone, for a workload that interleaves it with
-    /// others (an image's places); returns the files it wrote, still in the work folder.
-    pub fn run_pass(&mut self, ctx: &Context, pass: u32) -> Result<Vec<KeptFile>, Error> {
-        let mut engine = self.engine.take().expect("the engine is made in setup");
-        let result = self.one_pass(ctx, engine.as_mut(), pass);
-        self.engine = Some(engine);
-        result
-    }
-
     fn passes(&self) -> u64 {
         u64::from(self.plan.repeat)
     }
@@ -157,6 +150,34 @@ impl DiskWorkload {
             None => {}
         }
         Ok(())
+    }
+}
+
+impl InPlace for DiskWorkload {
+    fn rounds(&self) -> u32 {
+        self.plan.repeat
+    }
+
+    fn held_bytes(&self) -> u64 {
+        self.plan.sizes_bytes.iter().sum()
+    }
+
+    /// One pass of the series; its files stay in the work folder until the round ends.
+    fn run_round(&mut self, ctx: &Context, round: u32) -> Result<RoundBytes, Error> {
+        let mut engine = self.engine.take().expect("the engine is made in setup");
+        let result = self.one_pass(ctx, engine.as_mut(), round);
+        self.engine = Some(engine);
+        self.in_round = result?;
+        let (written, read) = self.plan.pass_bytes();
+        Ok(RoundBytes {
+            written,
+            moved: written + read,
+        })
+    }
+
+    fn end_round(&mut self) -> Result<(), Error> {
+        let files = std::mem::take(&mut self.in_round);
+        self.remove_files(&files)
     }
 }
 

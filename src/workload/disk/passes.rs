@@ -100,7 +100,7 @@ impl DiskWorkload {
     }
 
     /// Removes files a pass left in the work folder.
-    pub fn remove_files(&mut self, files: &[KeptFile]) -> Result<(), Error> {
+    pub(super) fn remove_files(&mut self, files: &[KeptFile]) -> Result<(), Error> {
         let workdir = self.workdir();
         for file in files {
             workdir.remove_file(&workdir.path().join(&file.name))?;

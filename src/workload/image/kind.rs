@@ -14,8 +14,7 @@ use crate::storage::item::DiskItem;
 use crate::vocab::chart::{Chart, Line, size_axis};
 use crate::vocab::units::{format_bytes, format_rate, format_size};
 use crate::vocab::{SummaryLine, Table};
-use crate::workload::task::TaskItem;
-use crate::workload::{Kind, Stored};
+use crate::workload::{At, Kind, Stored};
 
 /// How ratelab summarises, judges and shows stored image workloads.
 pub struct ImageKind;
@@ -156,7 +155,8 @@ impl Kind for ImageKind {
         let rates = Table {
             title: format!(
                 "containers beside the host folder {} · {} rounds · host folder: median rate of its files of 64 MiB and more (else its largest); containers: median ratio to the host's file of the same size and round [95% interval]",
-                w.record.target, w.params.plan.series.repeat
+                w.record.target,
+                rounds(w)
             ),
             numeric: (1..header.len()).collect(),
             header,
@@ -219,7 +219,7 @@ impl Kind for ImageKind {
             }
             rates.title = format!(
                 "containers beside the host folder · {} rounds · host folder: median rate of its largest files; containers: median ratio to the host's file of the same size and round",
-                w.params.plan.series.repeat
+                rounds(w)
             );
         }
         tables
@@ -339,16 +339,16 @@ fn records<T: DeserializeOwned>(w: &Stored<ImageKind>, index: usize) -> Vec<T> {
         .unwrap_or_default()
 }
 
-/// A task record's whole rate at its most threads.
+/// A record's whole rate (a task's at its most threads), as its own kind says.
 fn whole_task_rate(w: &Stored<ImageKind>, index: Option<usize>) -> Option<f64> {
-    let items = records::<TaskItem>(w, index?);
-    let threads = items.iter().map(|i| i.threads).max()?;
-    let rates: Vec<f64> = items
-        .iter()
-        .filter(|i| i.op == "total" && i.threads == threads)
-        .map(|i| i.source_bytes_per_sec)
-        .collect();
-    Stats::of(&rates).map(|s| s.median)
+    let index = index?;
+    let kind = crate::workload::kind(&w.at.run.workloads.get(index)?.kind)?;
+    kind.whole_rate(At::new(w.at.run, index)).ok().flatten()
+}
+
+/// The rounds its places ran.
+fn rounds(w: &Stored<ImageKind>) -> u32 {
+    w.items.iter().map(|item| item.round).max().unwrap_or(0)
 }
 
 /// The operations of every place, in the order first met.

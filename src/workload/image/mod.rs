@@ -10,7 +10,7 @@ mod record;
 mod shapes;
 mod turn;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
@@ -21,9 +21,7 @@ pub use shapes::{ImageItem, ImageParams, ImagePlan, ImageSummary, Place};
 use self::record::{Recorded, Shared};
 use crate::platform::container::{self, ContainerSpec};
 use crate::storage::workdir;
-use crate::workload::disk::{DiskPlan, DiskWorkload};
-use crate::workload::task::{TaskPlan, TaskWorkload};
-use crate::workload::{Context, Error, Kind, Workload};
+use crate::workload::{Context, Error, InPlace, Kind, Site, Workload};
 
 /// The image workload: it owns the containers and runs every place's series and task.
 pub struct ImageWorkload {
@@ -32,11 +30,18 @@ pub struct ImageWorkload {
     contexts: Vec<(Shared, Option<Shared>)>,
     /// Whether the work folder was made (and so must be removed).
     made_folder: bool,
+    /// The rounds its series plans, known once prepared.
+    rounds: u32,
 }
+
+/// The kind whose work every place runs as its storage series.
+const SERIES: &str = "disk";
+/// The kind of the task every place runs, when asked.
+const TASK: &str = "task";
 
 /// The image workload at index `first` of a run, followed by the records of every
 /// place's series and task, in the order [`ImageParams::places`] names them.
-pub fn workloads(plan: ImagePlan, first: usize) -> Vec<Box<dyn Workload>> {
+pub fn workloads(plan: ImagePlan, first: usize) -> Result<Vec<Box<dyn Workload>>, Error> {
     let mut places = Vec::new();
     let mut disks: Vec<Box<dyn Workload>> = Vec::new();
     let mut tasks: Vec<Box<dyn Workload>> = Vec::new();
@@ -44,20 +49,26 @@ pub fn workloads(plan: ImagePlan, first: usize) -> Vec<Box<dyn Workload>> {
     let count = plan.containers.len() + 1;
     for index in 0..count {
         let container = index.checked_sub(1).map(|c| plan.containers[c].clone());
-        let folder = place_folder(&plan, index);
         let disk_context: Shared = Arc::new(Mutex::new(Value::Null));
-        let disk = DiskWorkload::new(series_at(&plan, index, &folder));
+        let disk = work(SERIES, &plan.series, site(&plan, index, None))?;
         disks.push(Box::new(Recorded::of(
-            &disk,
+            disk.as_ref(),
             first,
             Arc::clone(&disk_context),
         )));
-        let task_context = plan.task.as_ref().map(|task| {
-            let shared: Shared = Arc::new(Mutex::new(Value::Null));
-            let task = TaskWorkload::new(task_at(&plan, task, index, &folder), None);
-            tasks.push(Box::new(Recorded::of(&task, first, Arc::clone(&shared))));
-            shared
-        });
+        let task_context = match &plan.task {
+            Some(params) => {
+                let shared: Shared = Arc::new(Mutex::new(Value::Null));
+                let task = work(TASK, params, site(&plan, index, None))?;
+                tasks.push(Box::new(Recorded::of(
+                    task.as_ref(),
+                    first,
+                    Arc::clone(&shared),
+                )));
+                Some(shared)
+            }
+            None => None,
+        };
         places.push(Place {
             label: container
                 .as_ref()
@@ -72,11 +83,26 @@ pub fn workloads(plan: ImagePlan, first: usize) -> Vec<Box<dyn Workload>> {
         params: ImageParams { plan, places },
         contexts,
         made_folder: false,
+        rounds: 0,
     };
     let mut out: Vec<Box<dyn Workload>> = vec![Box::new(driver)];
     out.extend(disks);
     out.extend(tasks);
-    out
+    Ok(out)
+}
+
+/// The work of kind `kind`, made from its `params` for `site`.
+fn work(kind: &str, params: &Value, site: Site) -> Result<Box<dyn InPlace>, Error> {
+    let made = crate::workload::kind(kind).map(|k| k.in_place(params, site));
+    match made {
+        Some(Ok(Some(work))) => Ok(work),
+        Some(Err(e)) => Err(Error::Unsupported(format!(
+            "the image's {kind} params cannot be read: {e}"
+        ))),
+        _ => Err(Error::Unsupported(format!(
+            "a {kind} workload cannot run inside a container"
+        ))),
+    }
 }
 
 /// The short name of container `index` (from 1) in file names: `c2-qcow2-64k`.
@@ -97,37 +123,24 @@ fn place_folder(plan: &ImagePlan, index: usize) -> PathBuf {
     }
 }
 
-/// The series place `index` runs, with the layers below it.
-fn series_at(plan: &ImagePlan, index: usize, folder: &Path) -> DiskPlan {
-    DiskPlan {
-        target: folder.to_path_buf(),
-        layers: layers_at(plan, index),
-        ..plan.series.clone()
-    }
-}
-
-/// The task place `index` runs.
-fn task_at(plan: &ImagePlan, task: &TaskPlan, index: usize, folder: &Path) -> TaskPlan {
-    TaskPlan {
-        out: folder.to_path_buf(),
-        layers: layers_at(plan, index),
-        ..task.clone()
-    }
-}
-
-/// The host files below place `index` whose caches could serve its reads.
-fn layers_at(plan: &ImagePlan, index: usize) -> Vec<crate::storage::layers::Layer> {
-    match index {
+/// Place `index`: its folder and the host files below it whose caches could serve its
+/// reads, the image's read by `daemon` where a daemon serves it.
+fn site(plan: &ImagePlan, index: usize, daemon: Option<u32>) -> Site {
+    let layers = match index {
         0 => Vec::new(),
         _ => paths(plan, index)
             .layers()
             .into_iter()
             .map(|layer| crate::storage::layers::Layer {
+                reader_pid: daemon.filter(|_| layer.name == "image"),
                 name: layer.name.to_string(),
                 path: layer.path,
-                reader_pid: None,
             })
             .collect(),
+    };
+    Site {
+        folder: place_folder(plan, index),
+        layers,
     }
 }
 
@@ -140,21 +153,15 @@ fn paths(plan: &ImagePlan, index: usize) -> container::Paths {
     )
 }
 
-/// The most a place holds at once: a pass's files, and the task's input, its output
-/// and the write step's copy.
-pub fn held_bytes(series: &DiskPlan, task: Option<&TaskPlan>) -> u64 {
-    let files: u64 = series.sizes_bytes.iter().sum();
-    files
-        + task
-            .and_then(|t| t.make_file_bytes)
-            .map_or(0, |bytes| bytes * 3)
-}
-
 impl ImageWorkload {
-    /// The bytes a container must be able to hold: the series' files and the task's.
-    fn needed_bytes(&self) -> u64 {
+    /// The series' and the task's work at the host folder.
+    fn host_works(&self) -> Result<Vec<Box<dyn InPlace>>, Error> {
         let plan = &self.params.plan;
-        held_bytes(&plan.series, plan.task.as_ref())
+        let mut works = vec![work(SERIES, &plan.series, site(plan, 0, None))?];
+        if let Some(task) = &plan.task {
+            works.push(work(TASK, task, site(plan, 0, None))?);
+        }
+        Ok(works)
     }
 }
 
@@ -179,12 +186,14 @@ impl Workload for ImageWorkload {
     }
 
     fn planned_bytes(&self) -> u64 {
-        let plan = &self.params.plan.series;
-        let (written, read) = plan.pass_bytes();
-        (written + read) * u64::from(plan.repeat) * self.params.places.len() as u64
+        let series = work(SERIES, &self.params.plan.series, Site::default());
+        series.map_or(0, |s| s.planned_bytes()) * self.params.places.len() as u64
     }
 
     fn prepare(&mut self) -> Result<(), Error> {
+        let works = self.host_works()?;
+        self.rounds = works[0].rounds();
+        let needed: u64 = works.iter().map(|w| w.held_bytes()).sum();
         let plan = &self.params.plan;
         let target = workdir::check_target(&plan.target)?;
         if plan.work_folder.exists() {
@@ -197,11 +206,11 @@ impl Workload for ImageWorkload {
         let largest = plan
             .containers
             .iter()
-            .map(|spec| spec.host_bytes(self.needed_bytes()))
+            .map(|spec| spec.host_bytes(needed))
             .max()
             .unwrap_or(0);
-        container::check_environment(&plan.containers, &target, self.needed_bytes())?;
-        workdir::check_space(&target, self.needed_bytes() + largest, 2)?;
+        container::check_environment(&plan.containers, &target, needed)?;
+        workdir::check_space(&target, needed + largest, 2)?;
         Ok(())
     }
 
@@ -213,7 +222,7 @@ impl Workload for ImageWorkload {
     }
 
     fn run(&mut self, ctx: &Context) -> Result<(), Error> {
-        let rounds = self.params.plan.series.repeat;
+        let rounds = self.rounds;
         let count = self.params.places.len();
         for round in 1..=rounds {
             // Each round starts at another place, so that none always runs first.
@@ -226,7 +235,6 @@ impl Workload for ImageWorkload {
                     plan: &self.params.plan,
                     place: &self.params.places[place],
                     index: place,
-                    folder: place_folder(&self.params.plan, place),
                     name: (place > 0).then(|| container_name(&self.params.plan, place)),
                     contexts: &self.contexts[place],
                     round,

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use serde_json::Value;
+
 use crate::platform::container::ContainerSpec;
-use crate::workload::disk::DiskPlan;
-use crate::workload::task::TaskPlan;
 
 /// What `ratelab image` was asked to do, validated.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -21,10 +21,12 @@ pub struct ImagePlan {
     pub work_folder: PathBuf,
     /// The containers, in the order given.
     pub containers: Vec<ContainerSpec>,
-    /// The series every place runs, one pass per round (its target is the host folder).
-    pub series: DiskPlan,
-    /// The task every place runs in every round, if asked (`--task`).
-    pub task: Option<TaskPlan>,
+    /// The params of the storage series every place runs, one pass per round (its
+    /// target is the host folder), as a disk workload stores them.
+    pub series: Value,
+    /// The params of the task every place runs in every round, if asked (`--task`), as
+    /// a task workload stores them.
+    pub task: Option<Value>,
 }
 
 /// One place the work ran: the host folder or a container, and its records.

@@ -7,12 +7,10 @@ use std::time::Instant;
 
 use super::record::Shared;
 use super::shapes::{ImageItem, ImagePlan, Place};
-use super::{series_at, task_at};
+use super::{SERIES, TASK};
 use crate::platform::container::Container;
 use crate::platform::diskstats;
-use crate::workload::disk::DiskWorkload;
-use crate::workload::task::TaskWorkload;
-use crate::workload::{Context, Error, Workload};
+use crate::workload::{Context, Error, InPlace, RoundBytes};
 
 /// One place in one round.
 pub(super) struct Turn<'a> {
@@ -22,8 +20,6 @@ pub(super) struct Turn<'a> {
     pub place: &'a Place,
     /// Its index among the places (0 is the host folder).
     pub index: usize,
-    /// The folder it runs in.
-    pub folder: PathBuf,
     /// The container's file name, for a container.
     pub name: Option<String>,
     /// Its records' contexts.
@@ -61,78 +57,60 @@ impl Turn<'_> {
         container: Option<&Container>,
         setup_seconds: f64,
     ) -> Result<ImageItem, Error> {
-        let disk_ctx = Context {
-            cancel: ctx.cancel.clone(),
-            sink: ctx.sink.for_record(self.place.disk_workload),
-        };
         let host_device = match container {
             Some(c) => c.host_device(),
-            None => crate::platform::probe_path(&self.folder)
+            None => crate::platform::probe_path(&self.folder())
                 .ok()
                 .and_then(|chain| diskstats::device_name(&chain.source)),
         };
-        let daemon_before = container.and_then(Container::daemon_cpu_seconds);
-        let mut series = series_at(self.plan, self.index, &self.folder);
         // The daemon reads the image: what it reads proves each read inside reached it.
-        for layer in series.layers.iter_mut().filter(|l| l.name == "image") {
-            layer.reader_pid = container.and_then(Container::daemon_pid);
-        }
-        let mut disk = DiskWorkload::new(series);
-        disk.prepare()?;
-        set(&self.contexts.0, disk.context());
-        disk.setup(&disk_ctx)?;
-        let written_before = host_device.as_deref().and_then(diskstats::bytes_written);
-        let files = match disk.run_pass(&disk_ctx, self.round) {
-            Ok(files) => files,
-            Err(e) => {
-                let _ = disk.cleanup();
-                return Err(e);
-            }
+        let site = || {
+            super::site(
+                self.plan,
+                self.index,
+                container.and_then(Container::daemon_pid),
+            )
         };
-        // The pass synced each file; what the host device wrote for them is written.
-        let written_after = host_device.as_deref().and_then(diskstats::bytes_written);
-        let daemon_after = container.and_then(Container::daemon_cpu_seconds);
-        let (allocated, used) = match container {
-            Some(c) => (c.allocated_bytes().ok(), c.inner_used_bytes().ok()),
-            None => (None, None),
-        };
-        let removed = disk.remove_files(&files);
-        let cleaned = disk.cleanup();
-        removed?;
-        cleaned?;
-        if let (Some(task), Some(index), Some(shared)) =
+        let daemon_before = container.and_then(Container::daemon_cpu_seconds);
+        let written = || host_device.as_deref().and_then(diskstats::bytes_written);
+        let mut series = super::work(SERIES, &self.plan.series, site())?;
+        let (bytes, written_before, (written_after, daemon_after, allocated, used)) = round_of(
+            series.as_mut(),
+            &self.contexts.0,
+            &ctx.for_record(self.place.disk_workload),
+            self.round,
+            written,
+            // The round synced each file; what the host device wrote for them is written.
+            || {
+                let (allocated, used) = match container {
+                    Some(c) => (c.allocated_bytes().ok(), c.inner_used_bytes().ok()),
+                    None => (None, None),
+                };
+                let daemon_after = container.and_then(Container::daemon_cpu_seconds);
+                (written(), daemon_after, allocated, used)
+            },
+        )?;
+        if let (Some(params), Some(index), Some(shared)) =
             (&self.plan.task, self.place.task_workload, &self.contexts.1)
         {
-            let task_ctx = Context {
-                cancel: ctx.cancel.clone(),
-                sink: ctx.sink.for_record(index),
-            };
-            let mut plan = task_at(self.plan, task, self.index, &self.folder);
-            for layer in plan.layers.iter_mut().filter(|l| l.name == "image") {
-                layer.reader_pid = container.and_then(Container::daemon_pid);
-            }
-            let mut task = TaskWorkload::new(plan, None);
-            let ran = task
-                .prepare()
-                .and_then(|()| {
-                    set(shared, task.context());
-                    task.setup(&task_ctx)
-                })
-                .and_then(|()| task.run(&task_ctx));
-            set(shared, task.context());
-            let cleaned = task.cleanup();
-            ran?;
-            cleaned?;
+            let mut task = super::work(TASK, params, site())?;
+            round_of(
+                task.as_mut(),
+                shared,
+                &ctx.for_record(index),
+                self.round,
+                || (),
+                || (),
+            )?;
         }
-        let (written, read) = self.plan.series.pass_bytes();
         Ok(ImageItem {
             place: self.index,
             round: self.round,
             setup_seconds,
             loop_direct_io: container.map(Container::direct_io),
             host_device,
-            written_bytes: written,
-            moved_bytes: written + read,
+            written_bytes: bytes.written,
+            moved_bytes: bytes.moved,
             device_written_bytes: written_before
                 .zip(written_after)
                 .map(|(before, after)| after.saturating_sub(before)),
@@ -143,6 +121,45 @@ impl Turn<'_> {
                 .map(|(after, before)| after - before),
         })
     }
+
+    /// The folder the place runs in.
+    fn folder(&self) -> PathBuf {
+        super::place_folder(self.plan, self.index)
+    }
+}
+
+/// Runs `work`'s round `round` from its checks to its cleanup, its record's context kept
+/// in `shared`: `before` looks at the place just before the round, `after` once it is
+/// done and before what it left is removed.
+fn round_of<B, A>(
+    work: &mut dyn InPlace,
+    shared: &Shared,
+    ctx: &Context,
+    round: u32,
+    before: impl FnOnce() -> B,
+    after: impl FnOnce() -> A,
+) -> Result<(RoundBytes, B, A), Error> {
+    let ran = work
+        .prepare()
+        .and_then(|()| {
+            set(shared, work.context());
+            work.setup(ctx)
+        })
+        .and_then(|()| {
+            let seen = before();
+            let bytes = work.run_round(ctx, round)?;
+            Ok((bytes, seen, after()))
+        });
+    set(shared, work.context());
+    let ended = match ran {
+        Ok(_) => work.end_round(),
+        Err(_) => Ok(()),
+    };
+    let cleaned = work.cleanup();
+    let out = ran?;
+    ended?;
+    cleaned?;
+    Ok(out)
 }
 
 /// Sets a record's context.

@@ -9,12 +9,33 @@ use crate::document::Verdict;
 use crate::vocab::Exposure;
 use crate::vocab::units::{format_bytes, format_rate, format_seconds};
 use crate::vocab::{Chart, GroupKey, LinkLimit, RateUnit, Samples, SummaryLine, Table};
-use crate::workload::{DecodeError, Kind, Stored};
+use crate::workload::{DecodeError, InPlace, Kind, Site, Stored};
 
 /// How ratelab summarises, judges and shows stored task workloads.
 pub struct TaskKind;
 
 impl Kind for TaskKind {
+    fn in_place(&self, params: TaskPlan, site: Site) -> Option<Box<dyn InPlace>> {
+        let plan = TaskPlan {
+            out: site.folder,
+            layers: site.layers,
+            ..params
+        };
+        Some(Box::new(super::TaskWorkload::new(plan, None)))
+    }
+
+    /// The whole task's median rate at its most threads.
+    fn whole_rate(&self, w: &Stored<Self>) -> Option<f64> {
+        let threads = w.items.iter().map(|i| i.threads).max()?;
+        let rates: Vec<f64> = w
+            .items
+            .iter()
+            .filter(|i| i.op == "total" && i.threads == threads)
+            .map(|i| i.source_bytes_per_sec)
+            .collect();
+        crate::analysis::stats::Stats::of(&rates).map(|s| s.median)
+    }
+
     fn exposure(&self, _w: &Stored<Self>) -> Exposure {
         Exposure::STORAGE
     }

@@ -35,7 +35,7 @@ use crate::platform::{self, StorageChain};
 use crate::storage::buffer::AlignedBuf;
 use crate::storage::workdir::{self, WorkDir};
 use crate::vocab::units::format_bytes;
-use crate::workload::{Context, Error, Kind, Workload};
+use crate::workload::{Context, Error, InPlace, Kind, RoundBytes, Workload};
 
 /// Share of the available memory the in-memory steps may hold, input and output
 /// together (each gets half).
@@ -170,6 +170,19 @@ fn source_size(path: &Path) -> Result<u64, Error> {
     }
     std::fs::File::open(path).map_err(|e| refuse(why(e)))?;
     Ok(meta.len())
+}
+
+impl InPlace for TaskWorkload {
+    /// The input it makes, its output and the write step's copy.
+    fn held_bytes(&self) -> u64 {
+        self.plan.make_file_bytes.map_or(0, |bytes| bytes * 3)
+    }
+
+    /// The whole task again: every round measures it afresh.
+    fn run_round(&mut self, ctx: &Context, _round: u32) -> Result<RoundBytes, Error> {
+        self.run(ctx)?;
+        Ok(RoundBytes::default())
+    }
 }
 
 impl Workload for TaskWorkload {

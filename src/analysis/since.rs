@@ -1,20 +1,19 @@
 //! What moved since the last profile of a machine. Only figures measured the same way
-//! in both runs are set side by side: the storage series of the same target with the
-//! same sizes and passes, by operation, over the files of 64 MiB and more (the rates a
-//! big transfer sees, and enough items for a rank test). Each is tested with a
+//! in both runs are set side by side, as each kind keys them (`Kind::profile_figures`):
+//! the storage series of the same target with the same sizes and passes, by operation,
+//! over the files of 64 MiB and more (the rates a big transfer sees, and enough items
+//! for a rank test). Each is tested with a
 //! Mann-Whitney U test, Holm-corrected across the figures so that several tests at
 //! once do not raise false alarms, and called only when its median moved by 10% or
 //! more. Other parts (one cpu item per test and thread count, a few net intervals)
 //! have too few items to tell noise from change; `results compare` shows them all. A
 //! change is never put down to the storage when other work disturbed either run.
 
-use super::DiskKind;
-use crate::analysis::interference;
-use crate::analysis::mann_whitney::{self, holm};
-use crate::analysis::stats::Stats;
+use super::interference;
+use super::mann_whitney::{self, holm};
+use super::stats::Stats;
 use crate::document::{RunDocument, Severity, Verdict};
-use crate::storage::rates::streaming_rates;
-use crate::workload::{At, DecodeError, Kind, Stored};
+use crate::vocab::ProfileFigure;
 
 /// Family-wise error rate of the tests together.
 const ALPHA: f64 = 0.05;
@@ -38,31 +37,29 @@ struct Figure {
     p_value: f64,
 }
 
-/// The storage series of `run`, decoded; those run alone first (`--alone`) are left out.
-fn series_of(run: &RunDocument) -> Result<Vec<Stored<'_, DiskKind>>, DecodeError> {
-    (0..run.workloads.len())
-        .filter(|&i| run.workloads[i].kind == DiskKind::NAME && run.workloads[i].alone_of.is_none())
-        .map(|i| Stored::decode(At::new(run, i)))
-        .collect()
-}
-
-/// The verdicts on what moved from `previous` to `current`, two profiles of one machine.
-pub fn since(previous: &RunDocument, current: &RunDocument) -> Result<Vec<Verdict>, DecodeError> {
+/// The verdicts on what moved from `previous` to `current`, two profiles of one machine
+/// whose figures are `then` and `now`.
+pub fn since(
+    previous: &RunDocument,
+    current: &RunDocument,
+    then: &[ProfileFigure],
+    now: &[ProfileFigure],
+) -> Vec<Verdict> {
     let before = format!(
         "profile run {} of this machine ({})",
         previous.run_id.unwrap_or_default(),
         previous.started_at
     );
     let verdict = Verdict::about(None);
-    let figures = figures(previous, current)?;
+    let figures = figures(then, now);
     if figures.is_empty() {
-        return Ok(vec![verdict(
+        return vec![verdict(
             CODES[0],
             Severity::Info,
             format!(
                 "{before} measured other targets or settings: no storage figure to set this one against"
             ),
-        )]);
+        )];
     }
     let p_values: Vec<f64> = figures.iter().map(|f| f.p_value).collect();
     let moved = holm(&p_values, ALPHA);
@@ -77,14 +74,14 @@ pub fn since(previous: &RunDocument, current: &RunDocument) -> Result<Vec<Verdic
         .map(|(f, _)| f)
         .collect();
     if called.is_empty() {
-        return Ok(vec![verdict(
+        return vec![verdict(
             CODES[1],
             Severity::Info,
             format!(
                 "no storage figure moved beyond the noise since {before} ({}; files of 64 MiB and more)",
                 all.join(", ")
             ),
-        )]);
+        )];
     }
     let named: Vec<String> = called
         .iter()
@@ -102,7 +99,7 @@ pub fn since(previous: &RunDocument, current: &RunDocument) -> Result<Vec<Verdic
         .map(|(_, which)| which.to_string())
         .collect();
     if !disturbed.is_empty() {
-        return Ok(vec![verdict(
+        return vec![verdict(
             CODES[3],
             Severity::Info,
             format!(
@@ -111,10 +108,10 @@ pub fn since(previous: &RunDocument, current: &RunDocument) -> Result<Vec<Verdic
                 named.join("; "),
                 disturbed.join(" and ")
             ),
-        )]);
+        )];
     }
     let slower = called.iter().any(|f| f.ratio < 1.0);
-    Ok(vec![verdict(
+    vec![verdict(
         CODES[2],
         if slower {
             Severity::Warning
@@ -128,48 +125,62 @@ pub fn since(previous: &RunDocument, current: &RunDocument) -> Result<Vec<Verdic
             previous.run_id.unwrap_or_default(),
             current.run_id.unwrap_or_default(),
         ),
-    )])
+    )]
 }
 
-/// The streaming rates of writes and reads of every storage series that both runs
-/// measured the same way, each set against the other with a rank test.
-fn figures(previous: &RunDocument, current: &RunDocument) -> Result<Vec<Figure>, DecodeError> {
-    let mut figures: Vec<Figure> = Vec::new();
-    let earlier = series_of(previous)?;
-    for now in series_of(current)? {
-        let Some(then) = earlier.iter().find(|then| same_series(then, &now)) else {
-            continue;
-        };
-        for op in ["write", "read"] {
-            let (a, b) = (
-                streaming_rates(&then.items, op),
-                streaming_rates(&now.items, op),
-            );
-            let (Some(test), Some(x), Some(y)) =
-                (mann_whitney::test(&a, &b), Stats::of(&a), Stats::of(&b))
-            else {
-                continue;
-            };
-            figures.push(Figure {
-                words: format!("{op} on {}", now.record.target),
+/// Each figure of `now` set against the figure of `then` measured the same way, with a
+/// rank test.
+fn figures(then: &[ProfileFigure], now: &[ProfileFigure]) -> Vec<Figure> {
+    now.iter()
+        .filter_map(|now| {
+            let then = then.iter().find(|then| then.key == now.key)?;
+            let (a, b) = (&then.rates, &now.rates);
+            let test = mann_whitney::test(a, b)?;
+            let (x, y) = (Stats::of(a)?, Stats::of(b)?);
+            Some(Figure {
+                words: now.words.clone(),
                 ratio: y.median / x.median,
                 p_value: test.p_value,
-            });
-        }
-    }
-    Ok(figures)
+            })
+        })
+        .collect()
 }
 
-/// Whether two storage series are one series measured twice: the same target, sizes,
-/// passes, read modes, sync, engine and block size.
-fn same_series(a: &Stored<DiskKind>, b: &Stored<DiskKind>) -> bool {
-    let (x, y) = (&a.params.plan, &b.params.plan);
-    a.record.target == b.record.target
-        && x.sizes_bytes == y.sizes_bytes
-        && x.repeat == y.repeat
-        && x.read_modes == y.read_modes
-        && x.sync == y.sync
-        && x.direct_writes == y.direct_writes
-        && x.engine == y.engine
-        && x.block_size_bytes == y.block_size_bytes
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figure(key: &str, rate: f64) -> ProfileFigure {
+        ProfileFigure {
+            key: key.into(),
+            words: format!("write on {key}"),
+            // Twelve files whose rates spread by a few percent, as a quiet disk's do.
+            rates: (0..12).map(|i| rate * (1.0 + 0.004 * i as f64)).collect(),
+        }
+    }
+
+    fn code(then: &[ProfileFigure], now: &[ProfileFigure]) -> (String, String) {
+        let doc = RunDocument::for_test(Vec::new());
+        let verdicts = since(&doc, &doc, then, now);
+        assert_eq!(verdicts.len(), 1);
+        (verdicts[0].code.clone(), verdicts[0].message.clone())
+    }
+
+    #[test]
+    fn a_figure_is_set_only_against_one_measured_the_same_way() {
+        let (code, _) = code(&[figure("/a", 100.0)], &[figure("/b", 50.0)]);
+        assert_eq!(code, CODES[0]);
+    }
+
+    #[test]
+    fn a_move_beyond_the_noise_is_called_and_a_slower_one_warns() {
+        let (same, _) = code(&[figure("/a", 100.0)], &[figure("/a", 100.5)]);
+        assert_eq!(same, CODES[1]);
+        let (moved, words) = code(&[figure("/a", 100.0)], &[figure("/a", 70.0)]);
+        assert_eq!(moved, CODES[2]);
+        assert!(words.contains("write on /a 0.70x"), "{words}");
+        // Beyond the noise but under 10%: not worth a word.
+        let (small, _) = code(&[figure("/a", 100.0)], &[figure("/a", 95.0)]);
+        assert_eq!(small, CODES[1]);
+    }
 }
