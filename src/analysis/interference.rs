@@ -77,47 +77,12 @@ pub fn judge(account: &Interference, workloads: &[Exposed]) -> Option<Verdict> {
             100.0 * account.steal_seconds / (account.seconds * f64::from(account.cpus.max(1)))
         ));
     }
-    let storage: Vec<String> = account
-        .devices
-        .iter()
-        .filter(|d| {
-            let all = d.read_bytes + d.written_bytes;
-            d.other_bytes >= OTHER_BYTES && d.other_bytes as f64 >= OTHER_SHARE * all as f64
-        })
-        .map(|d| {
-            format!(
-                "{} more on {} than this run moved",
-                format_bytes(d.other_bytes),
-                d.name
-            )
-        })
-        .collect();
+    let storage = busy_devices(account);
     if !storage.is_empty() {
         touched.push("storage");
         what.push(with_writers(storage.join(", "), account));
     }
-    let own_network: u64 = workloads
-        .iter()
-        .filter_map(|w| w.exposure.network_bytes)
-        .sum();
-    let network: Vec<String> = account
-        .interfaces
-        .iter()
-        .filter_map(|i| {
-            let all = i.received_bytes + i.sent_bytes;
-            // Loopback carries each packet out and in: twice on one interface.
-            let copies = if i.name == "lo" { 2.0 } else { 1.0 };
-            let own = (own_network as f64 * WIRE_PER_PAYLOAD * copies) as u64;
-            let other = all.saturating_sub(own);
-            (other >= OTHER_BYTES && other as f64 >= OTHER_SHARE * all as f64).then(|| {
-                format!(
-                    "{} more on {} than this run's tests",
-                    format_bytes(other),
-                    i.name
-                )
-            })
-        })
-        .collect();
+    let network = busy_interfaces(account, workloads);
     if !network.is_empty() {
         touched.push("network");
         what.extend(network);
@@ -143,6 +108,51 @@ pub fn judge(account: &Interference, workloads: &[Exposed]) -> Option<Verdict> {
             hit.join(", ")
         ),
     ))
+}
+
+/// The devices others moved enough bytes on, in words.
+fn busy_devices(account: &Interference) -> Vec<String> {
+    account
+        .devices
+        .iter()
+        .filter(|d| {
+            let all = d.read_bytes + d.written_bytes;
+            d.other_bytes >= OTHER_BYTES && d.other_bytes as f64 >= OTHER_SHARE * all as f64
+        })
+        .map(|d| {
+            format!(
+                "{} more on {} than this run moved",
+                format_bytes(d.other_bytes),
+                d.name
+            )
+        })
+        .collect()
+}
+
+/// The interfaces that carried enough bytes beyond the run's own tests, in words.
+fn busy_interfaces(account: &Interference, workloads: &[Exposed]) -> Vec<String> {
+    let own_network: u64 = workloads
+        .iter()
+        .filter_map(|w| w.exposure.network_bytes)
+        .sum();
+    account
+        .interfaces
+        .iter()
+        .filter_map(|i| {
+            let all = i.received_bytes + i.sent_bytes;
+            // Loopback carries each packet out and in: twice on one interface.
+            let copies = if i.name == "lo" { 2.0 } else { 1.0 };
+            let own = (own_network as f64 * WIRE_PER_PAYLOAD * copies) as u64;
+            let other = all.saturating_sub(own);
+            (other >= OTHER_BYTES && other as f64 >= OTHER_SHARE * all as f64).then(|| {
+                format!(
+                    "{} more on {} than this run's tests",
+                    format_bytes(other),
+                    i.name
+                )
+            })
+        })
+        .collect()
 }
 
 /// Whether other processes took CPUs the run needed, for long enough to count.

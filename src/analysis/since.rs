@@ -61,19 +61,12 @@ pub fn since(
             ),
         )];
     }
-    let p_values: Vec<f64> = figures.iter().map(|f| f.p_value).collect();
-    let moved = holm(&p_values, ALPHA);
-    let all: Vec<String> = figures
-        .iter()
-        .map(|f| format!("{} {:.2}x", f.words, f.ratio))
-        .collect();
-    let called: Vec<&Figure> = figures
-        .iter()
-        .zip(&moved)
-        .filter(|(f, beyond)| **beyond && (f.ratio - 1.0).abs() >= MIN_CHANGE)
-        .map(|(f, _)| f)
-        .collect();
+    let called = called(&figures);
     if called.is_empty() {
+        let all: Vec<String> = figures
+            .iter()
+            .map(|f| format!("{} {:.2}x", f.words, f.ratio))
+            .collect();
         return vec![verdict(
             CODES[1],
             Severity::Info,
@@ -83,16 +76,7 @@ pub fn since(
             ),
         )];
     }
-    let named: Vec<String> = called
-        .iter()
-        .take(NAMED)
-        .map(|f| format!("{} {:.2}x (p {:.2e})", f.words, f.ratio, f.p_value))
-        .collect();
-    let more = if called.len() > NAMED {
-        format!("; and {} more", called.len() - NAMED)
-    } else {
-        String::new()
-    };
+    let (named, more) = named(&called);
     let disturbed: Vec<String> = [(previous, "that run"), (current, "this run")]
         .into_iter()
         .filter(|(run, _)| interference::disturbed(run))
@@ -126,6 +110,33 @@ pub fn since(
             current.run_id.unwrap_or_default(),
         ),
     )]
+}
+
+/// The figures that moved beyond the noise (Holm-corrected across all) and by
+/// [`MIN_CHANGE`] or more.
+fn called(figures: &[Figure]) -> Vec<&Figure> {
+    let p_values: Vec<f64> = figures.iter().map(|f| f.p_value).collect();
+    figures
+        .iter()
+        .zip(holm(&p_values, ALPHA))
+        .filter(|(f, beyond)| *beyond && (f.ratio - 1.0).abs() >= MIN_CHANGE)
+        .map(|(f, _)| f)
+        .collect()
+}
+
+/// The first [`NAMED`] of `called` in words, and how many more there are in words.
+fn named(called: &[&Figure]) -> (Vec<String>, String) {
+    let named = called
+        .iter()
+        .take(NAMED)
+        .map(|f| format!("{} {:.2}x (p {:.2e})", f.words, f.ratio, f.p_value))
+        .collect();
+    let more = if called.len() > NAMED {
+        format!("; and {} more", called.len() - NAMED)
+    } else {
+        String::new()
+    };
+    (named, more)
 }
 
 /// Each figure of `now` set against the figure of `then` measured the same way, with a

@@ -12,6 +12,7 @@ use super::{Cli, DbArg};
 use crate::exit::{Exit, UsageError};
 use crate::fleet::{self, Outcome, inventory};
 use crate::report;
+use crate::report::fleet::HostRun;
 use crate::store::Address;
 use crate::workload::Cancel;
 
@@ -67,21 +68,7 @@ pub fn run(args: FleetArgs) -> anyhow::Result<Exit> {
     let hosts = inventory::hosts(args.inventory.as_deref(), &args.hosts)?;
     let mut store = Address::of(args.db.path.as_deref())?.open()?;
     let cancel = Cancel::on_signals().context("cannot install signal handlers")?;
-    let say = |text: &str| eprintln!("{text}");
-    let outcomes: Vec<Outcome> = if args.together {
-        fleet::run_together(&hosts, &args.verb, &say, &cancel)
-    } else {
-        hosts
-            .iter()
-            .map(|host| {
-                if cancel.is_set() {
-                    Outcome::Failed("not run: interrupted".into())
-                } else {
-                    fleet::run_on(host, &args.verb, &say, &cancel)
-                }
-            })
-            .collect()
-    };
+    let outcomes = outcomes(&args, &hosts, &cancel);
     let mut runs = Vec::new();
     let mut failed = Vec::new();
     for (host, outcome) in hosts.iter().zip(outcomes) {
@@ -100,34 +87,15 @@ pub fn run(args: FleetArgs) -> anyhow::Result<Exit> {
             Outcome::Failed(reason) => failed.push((host, reason)),
         }
     }
-    let mut out = String::new();
-    for (host, doc) in &runs {
-        if host.name == host.ssh {
-            out.push_str(&format!("host {}:\n", host.name));
-        } else {
-            out.push_str(&format!("host {} ({}):\n", host.name, host.ssh));
-        }
-        out.push_str(&report::terminal::head(doc)?);
-        out.push('\n');
-    }
-    if let Some(fleet) = runs.iter().find_map(|(_, doc)| doc.fleet.as_ref()) {
-        out.push_str(&format!(
-            "started together: {:.1} ms between the first and the last start; each from the agreed instant: {}\n\n",
-            fleet.skew_s * 1e3,
-            runs.iter()
-                .filter_map(|(host, doc)| {
-                    let f = doc.fleet.as_ref()?;
-                    Some(format!(
-                        "{} {:+.1} ms (clock {:+.1} ms)",
-                        host.name,
-                        f.start_error_s * 1e3,
-                        f.clock_offset_s * 1e3
-                    ))
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
+    let brought: Vec<HostRun> = runs
+        .iter()
+        .map(|(host, doc)| HostRun {
+            name: &host.name,
+            ssh: &host.ssh,
+            doc,
+        })
+        .collect();
+    let mut out = report::fleet::terminal(&brought)?;
     if runs.len() > 1 {
         let docs: Vec<_> = runs.iter().map(|(_, doc)| doc.clone()).collect();
         let comparison = super::results::comparison_of(&docs)?;
@@ -146,6 +114,25 @@ pub fn run(args: FleetArgs) -> anyhow::Result<Exit> {
     } else {
         Exit::Success
     })
+}
+
+/// What each host's run came to: all started together, or one host after another until
+/// a Ctrl-C.
+fn outcomes(args: &FleetArgs, hosts: &[inventory::Host], cancel: &Cancel) -> Vec<Outcome> {
+    let say = |text: &str| eprintln!("{text}");
+    if args.together {
+        return fleet::run_together(hosts, &args.verb, &say, cancel);
+    }
+    hosts
+        .iter()
+        .map(|host| {
+            if cancel.is_set() {
+                Outcome::Failed("not run: interrupted".into())
+            } else {
+                fleet::run_on(host, &args.verb, &say, cancel)
+            }
+        })
+        .collect()
 }
 
 /// Refuses, before any host is reached, a verb that does not measure or whose flags do

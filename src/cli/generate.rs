@@ -21,8 +21,12 @@ pub fn completions(args: CompletionsArgs) -> anyhow::Result<Exit> {
     Ok(Exit::Success)
 }
 
+/// Options of `ratelab man`: none.
+#[derive(Debug, Args)]
+pub struct ManArgs {}
+
 /// Prints the man page on stdout.
-pub fn man() -> anyhow::Result<Exit> {
+pub fn man(_args: ManArgs) -> anyhow::Result<Exit> {
     let mut bytes = Vec::new();
     clap_mangen::Man::new(super::Cli::command()).render(&mut bytes)?;
     crate::report::emit(&bytes, None)?;

@@ -51,41 +51,62 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// The verbs.
-#[derive(Debug, Subcommand)]
-pub enum Command {
+/// Declares the verbs once, each on one line: its clap variant (whose doc is its help
+/// line), the function that runs it, and, for a kind that runs in scenarios, how it
+/// does. `Command`, `dispatch` and the scenario kinds all come from this list.
+macro_rules! verbs {
+    ($($(#[$doc:meta])* $verb:ident($args:ty) => $run:path $(, scenario $scenario:path)?;)*) => {
+        /// The verbs.
+        #[derive(Debug, Subcommand)]
+        pub enum Command {
+            $($(#[$doc])* $verb($args),)*
+        }
+
+        /// Runs a parsed command line.
+        pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
+            match cli.command {
+                $(Command::$verb(args) => $run(args),)*
+            }
+        }
+
+        /// The kinds a scenario can run, each offered by the verb whose flags its fields are.
+        const SCENARIO_KINDS: &[scenario::ScenarioKind] = &[$($($scenario,)?)*];
+    };
+}
+
+verbs! {
     /// Storage series: write files of a series of sizes, then read them back uncached.
-    Disk(disk::DiskArgs),
+    Disk(disk::DiskArgs) => disk::run, scenario disk::SCENARIO;
     /// A verb on every host of an inventory over OpenSSH; runs stored here with their machines.
-    Fleet(fleet::FleetArgs),
+    Fleet(fleet::FleetArgs) => fleet::run;
     /// Disk images: the series (and a task) inside raw and qcow2 containers, beside the host folder.
-    Image(image::ImageArgs),
+    Image(image::ImageArgs) => image::run;
     /// The main job: a profile of this machine, stored, with verdicts.
-    Profile(profile::ProfileArgs),
+    Profile(profile::ProfileArgs) => profile::run;
     /// A scenario: the workloads of a TOML file side by side, with the contention report.
-    Run(run::RunArgs),
+    Run(run::RunArgs) => run::run;
     /// Destination check: one 50 MB file, then 500 files of 4 KiB written at once.
-    Quick(quick::QuickArgs),
+    Quick(quick::QuickArgs) => quick::run;
     /// In-core loop tests at 1..N threads, by scheduling class and affinity.
-    Cpu(cpu::CpuArgs),
+    Cpu(cpu::CpuArgs) => cpu::run;
     /// Sample each core's residency, frequency and power, and where a command's threads ran.
-    Monitor(monitor::MonitorArgs),
+    Monitor(monitor::MonitorArgs) => monitor::run;
     /// TCP throughput between two hosts: `net serve` on one, `net HOST` on the other.
-    Net(Box<net::NetArgs>),
+    Net(Box<net::NetArgs>) => net::run, scenario net::SCENARIO;
     /// Read every file (10 KB and up) of a folder uncached, summarised by size band.
-    Readdir(readdir::ReaddirArgs),
+    Readdir(readdir::ReaddirArgs) => readdir::run;
     /// The machine: CPU, memory, kernel, and each filesystem's chain down to its link.
-    Info(info::InfoArgs),
+    Info(info::InfoArgs) => info::run;
     /// The results database: list, show and export stored runs.
-    Results(results::ResultsArgs),
+    Results(results::ResultsArgs) => results::run;
     /// Time any command held to 1..N CPUs, R times each: speedup and efficiency.
-    Scale(scale::ScaleArgs),
+    Scale(scale::ScaleArgs) => scale::run;
     /// Time a real task (compression) at 1..N threads, split into read, compress and write.
-    Task(task::TaskArgs),
+    Task(task::TaskArgs) => task::run;
     /// Print a shell completion script.
-    Completions(generate::CompletionsArgs),
+    Completions(generate::CompletionsArgs) => generate::completions;
     /// Print the man page (roff).
-    Man,
+    Man(generate::ManArgs) => generate::man;
 }
 
 /// The one `--db` flag of every verb that stores or reads runs.
@@ -137,28 +158,6 @@ impl MeasureArgs {
             return Ok(None);
         }
         Ok(Some(Address::of(self.db.path.as_deref())?.open()?))
-    }
-}
-
-/// Runs a parsed command line.
-pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
-    match cli.command {
-        Command::Disk(args) => disk::run(args),
-        Command::Image(args) => image::run(args),
-        Command::Fleet(args) => fleet::run(args),
-        Command::Profile(args) => profile::run(args),
-        Command::Run(args) => run::run(args),
-        Command::Quick(args) => quick::run(args),
-        Command::Cpu(args) => cpu::run(args),
-        Command::Monitor(args) => monitor::run(args),
-        Command::Net(args) => net::run(*args),
-        Command::Readdir(args) => readdir::run(args),
-        Command::Info(args) => info::run(args),
-        Command::Results(args) => results::run(args),
-        Command::Scale(args) => scale::run(args),
-        Command::Task(args) => task::run(args),
-        Command::Completions(args) => generate::completions(args),
-        Command::Man => generate::man(),
     }
 }
 

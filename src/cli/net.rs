@@ -256,7 +256,8 @@ fn scenario_maker(command: Command, target: &str) -> Option<Result<Maker, String
 }
 
 /// Runs `ratelab net`.
-pub fn run(args: NetArgs) -> anyhow::Result<Exit> {
+pub fn run(args: Box<NetArgs>) -> anyhow::Result<Exit> {
+    let args = *args;
     match args.serve {
         Some(NetCommand::Serve(serve)) => run_server(serve),
         None => {

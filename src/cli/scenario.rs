@@ -14,10 +14,6 @@ use super::{Cli, Command};
 use crate::exit::UsageError;
 use crate::workload::Workload;
 
-/// Kinds a scenario can run, each offered by the verb whose flags its fields are; a
-/// kind that runs in scenarios adds one line here.
-const KINDS: &[ScenarioKind] = &[super::disk::SCENARIO, super::net::SCENARIO];
-
 /// A kind a scenario can run: its name (also its verb's) and how a parsed command line
 /// of that verb becomes a workload maker for one target.
 #[derive(Clone, Copy)]
@@ -200,8 +196,8 @@ impl<'a> Head<'a> {
                 "kind must be a string such as \"disk\"".into(),
             )
         })?;
-        let Some(scenario_kind) = KINDS.iter().find(|k| k.name == kind) else {
-            let names: Vec<&str> = KINDS.iter().map(|k| k.name).collect();
+        let Some(scenario_kind) = super::SCENARIO_KINDS.iter().find(|k| k.name == kind) else {
+            let names: Vec<&str> = super::SCENARIO_KINDS.iter().map(|k| k.name).collect();
             return Err(place.at(
                 kind_value.span(),
                 format!("unknown kind \"{kind}\" (kinds: {})", names.join(", ")),

@@ -4,6 +4,7 @@
 pub mod compare;
 mod contention;
 pub mod csv;
+pub mod fleet;
 pub mod html;
 pub mod json;
 pub mod layout;

@@ -7,7 +7,7 @@ use super::DiskKind;
 use crate::analysis::stats::Stats;
 use crate::document::Flag;
 use crate::storage::item::{DiskItem, Op};
-use crate::storage::rates::{RateSummary, by_size};
+use crate::storage::rates::{RateSummary, SizeRow, by_size};
 use crate::vocab::units::{format_rate, format_size};
 use crate::vocab::{SummaryLine, Table, Unmeasured};
 use crate::workload::Stored;
@@ -134,6 +134,41 @@ fn cell(bytes_per_sec: f64) -> String {
     }
 }
 
+/// One size's row: each column's median and range, then the flags of its files.
+fn brief_row(size: u64, columns: &[(Op, String)], rows: &[SizeRow]) -> Vec<String> {
+    let mut row = vec![format_size(size)];
+    let mut flags = std::collections::BTreeMap::<Flag, usize>::new();
+    for (op, mode) in columns {
+        let found = rows
+            .iter()
+            .find(|r| r.size_bytes == size && r.op == *op && r.mode == *mode);
+        let Some(found) = found else {
+            row.extend(["-".to_string(), "-".to_string()]);
+            continue;
+        };
+        let rates: &RateSummary = &found.rates;
+        row.push(cell(rates.median_bytes_per_sec));
+        row.push(format!(
+            "{}-{}",
+            cell(rates.min_bytes_per_sec),
+            cell(rates.max_bytes_per_sec)
+        ));
+        for (flag, count) in &found.flag_counts {
+            *flags.entry(*flag).or_insert(0) += count;
+        }
+    }
+    let notes: Vec<String> = flags
+        .iter()
+        .map(|(flag, count)| match flag {
+            Flag::FasterThanLink => format!("{count} over link"),
+            Flag::Cached => format!("{count} cached"),
+            Flag::Small => format!("{count} short"),
+        })
+        .collect();
+    row.push(notes.join(", "));
+    row
+}
+
 /// One table: a row per size, each operation's median and range in MB/s, and notes.
 pub fn brief_tables(w: &Stored<DiskKind>) -> Vec<Table> {
     let plan = &w.params.plan;
@@ -153,47 +188,7 @@ pub fn brief_tables(w: &Stored<DiskKind>) -> Vec<Table> {
     header.push("notes".into());
     let table_rows = sizes
         .iter()
-        .map(|&size| {
-            let mut row = vec![format_size(size)];
-            let mut flags = std::collections::BTreeMap::<Flag, usize>::new();
-            for (op, mode) in &columns {
-                let found = rows
-                    .iter()
-                    .find(|r| r.size_bytes == size && r.op == *op && r.mode == *mode);
-                match found.map(|r| (&r.rates, &r.flag_counts)) {
-                    Some((
-                        RateSummary {
-                            median_bytes_per_sec,
-                            min_bytes_per_sec,
-                            max_bytes_per_sec,
-                            ..
-                        },
-                        counts,
-                    )) => {
-                        row.push(cell(*median_bytes_per_sec));
-                        row.push(format!(
-                            "{}-{}",
-                            cell(*min_bytes_per_sec),
-                            cell(*max_bytes_per_sec)
-                        ));
-                        for (flag, count) in counts {
-                            *flags.entry(*flag).or_insert(0) += count;
-                        }
-                    }
-                    None => row.extend(["-".to_string(), "-".to_string()]),
-                }
-            }
-            let notes: Vec<String> = flags
-                .iter()
-                .map(|(flag, count)| match flag {
-                    Flag::FasterThanLink => format!("{count} over link"),
-                    Flag::Cached => format!("{count} cached"),
-                    Flag::Small => format!("{count} short"),
-                })
-                .collect();
-            row.push(notes.join(", "));
-            row
-        })
+        .map(|&size| brief_row(size, &columns, &rows))
         .collect();
     let writes = format!(
         "{}, {}",
