@@ -12,7 +12,7 @@ use crate::run::Schedule;
 use crate::store::{RunQuery, Store};
 use crate::workload::disk::DiskKind;
 use crate::workload::disk::quick::QuickWorkload;
-use crate::workload::disk::shapes::QuickBaseline;
+use crate::workload::disk::stored::QuickBaseline;
 use crate::workload::{At, Stored};
 
 /// Earlier checks looked at for the comparison.

@@ -17,7 +17,7 @@ use super::schedule::Member;
 use crate::document::{RunDocument, Series};
 use crate::store::Store;
 use crate::workload::Cancel;
-use crate::workload::gate::Gate;
+use crate::workload::start_line::Gate;
 use crate::workload::{self, Context, Event, Progress, Sink, Workload};
 
 /// Longest wait between two looks at the progress display.

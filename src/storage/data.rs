@@ -13,7 +13,7 @@
 //! second thread cost 17% of the page-cache copy of buffered writes (4.5 against
 //! 5.4 GB/s), because each block arrives cold from another core and every hand-over
 //! wakes a thread. A stamp touches one cache line in eight, so stamps can be made on
-//! another thread: the sync engine's data is stamped ahead of its writer (`ahead.rs`),
+//! another thread: the sync engine's data is stamped ahead of its writer (`engine/data_ahead.rs`),
 //! which took the copy phase of a 1 GiB buffered write from 0.20-0.22 s to 0.17-0.19 s,
 //! as fast as writing unstamped data. [`Pattern`] stamps each block as it is asked
 //! for: the uring engine does so as it queues a request, while others are in flight.

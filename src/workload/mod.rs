@@ -5,7 +5,6 @@
 
 pub mod cpu;
 pub mod disk;
-pub mod gate;
 pub mod image;
 mod in_place;
 mod kind;
@@ -14,6 +13,7 @@ pub mod net;
 pub mod readdir;
 pub mod scale;
 mod sink;
+pub mod start_line;
 pub mod task;
 
 use serde_json::Value;

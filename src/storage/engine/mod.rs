@@ -1,7 +1,7 @@
 //! The engine interface: one timed write or read of a whole file. An engine is one
 //! file in this folder and one line in [`make`]; the kinds that use engines never change.
 
-mod ahead;
+mod data_ahead;
 mod null;
 mod sync;
 mod uring;

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::ahead::{Ahead, Feed};
+use super::data_ahead::{Ahead, Feed};
 use super::{
     Engine, ReadJob, Transfer, WriteJob, buffers_error, short_file, sync_file, write_calls,
 };

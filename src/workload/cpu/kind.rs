@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::context::{CpuContext, PowerSource, UnavailableTest};
 use super::item::CpuItem;
 use super::scaling::{Scaling, scaling};
-use super::{CpuPlan, brief, charts, table};
+use super::{CpuPlan, brief, charts, tables};
 use crate::document::{Severity, Verdict};
 use crate::platform::cores::CoreType;
 use crate::vocab::units::format_speedup;
@@ -151,7 +151,7 @@ impl Kind for CpuKind {
 
     fn tables(&self, w: &Stored<Self>) -> Vec<Table> {
         let scalings = scaling(&w.items, w.params.baseline.as_ref());
-        vec![table::table(
+        vec![tables::table(
             &w.items,
             &scalings,
             &w.context,

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::class::SchedClass;
 use super::kernels::Kernel;
-use crate::workload::gate::Gate;
+use crate::workload::start_line::Gate;
 
 /// Length of one chunk of work, aimed at during calibration.
 const CHUNK: Duration = Duration::from_millis(1);

@@ -12,7 +12,7 @@ pub mod kernels;
 mod kind;
 mod measure;
 mod scaling;
-mod table;
+mod tables;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,8 +1,8 @@
 //! How ratelab summarises, judges and shows stored disk workloads, from their records
 //! alone: what `results show` and every report of an old run rely on.
 
-use super::shapes::{DiskContext, DiskParams, DiskSummary};
-use super::{brief, present, summary, verdicts};
+use super::stored::{DiskContext, DiskParams, DiskSummary};
+use super::{brief, summary, tables, verdicts};
 use crate::analysis;
 use crate::document::{Knee, Verdict};
 use crate::storage::item::{DiskItem, Op};
@@ -78,7 +78,7 @@ impl Kind for DiskKind {
     }
 
     fn tables(&self, w: &Stored<Self>) -> Vec<Table> {
-        present::tables(w)
+        tables::tables(w)
     }
 
     fn summary_lines(&self, w: &Stored<Self>) -> Result<Vec<SummaryLine>, DecodeError> {

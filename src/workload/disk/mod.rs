@@ -7,12 +7,12 @@ mod brief;
 mod kind;
 mod passes;
 pub mod plan;
-mod present;
 pub mod quick;
 pub mod series;
-pub mod shapes;
+pub mod stored;
 mod summary;
 mod sustained;
+mod tables;
 mod verdicts;
 
 use std::path::PathBuf;
@@ -28,7 +28,7 @@ use crate::storage::workdir::{self, KeptFile, WorkDir};
 use crate::workload::{Context, Error, InPlace, Kind, RoundBytes, Workload};
 pub use kind::DiskKind;
 pub use plan::{DiskPlan, EngineKind, Phase, ReadMode, SyncMode};
-use shapes::{DiskContext, DiskParams, QuickBaseline, QuickShape};
+use stored::{DiskContext, DiskParams, QuickBaseline, QuickShape};
 
 /// Most files a sustained run cycles through before it writes over the first again.
 pub(crate) const MAX_RING: u64 = 64;

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::shapes::{QuickBaseline, QuickShape};
+use super::stored::{QuickBaseline, QuickShape};
 use super::{DiskKind, DiskPlan, DiskWorkload, Phase, SyncMode, flagged};
 use crate::storage::data::Pattern;
 use crate::storage::engine::Transfer;

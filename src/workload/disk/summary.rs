@@ -2,7 +2,7 @@
 //! its rates by size (the statistics themselves are the storage core's).
 
 use super::ReadMode;
-use super::shapes::DiskSummary;
+use super::stored::DiskSummary;
 use crate::storage::item::{DiskItem, Op};
 use crate::storage::rates::{Headline, by_size};
 

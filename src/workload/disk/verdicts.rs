@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::shapes::DiskContext;
+use super::stored::DiskContext;
 use super::{DiskKind, ReadMode, SyncMode};
 use crate::document::{Flag, Severity, Verdict};
 use crate::storage::item::{DiskItem, Op};

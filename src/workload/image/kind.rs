@@ -6,7 +6,7 @@ use crate::vocab::Exposure;
 use serde::de::DeserializeOwned;
 
 use super::ratios::op_ratios;
-use super::shapes::{ImageItem, ImageParams, ImageSummary, OpRatio, PlaceSummary};
+use super::stored::{ImageItem, ImageParams, ImageSummary, OpRatio, PlaceSummary};
 use crate::analysis::stats::Stats;
 use crate::document::{Severity, Verdict};
 use crate::platform::container::Format;

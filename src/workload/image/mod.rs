@@ -5,10 +5,10 @@
 //! (its first writes go into fresh space), measures, and removes it.
 
 mod kind;
+mod place_round;
 mod ratios;
 mod record;
-mod shapes;
-mod turn;
+mod stored;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 pub use kind::ImageKind;
-pub use shapes::{ImageItem, ImageParams, ImagePlan, ImageSummary, Place};
+pub use stored::{ImageItem, ImageParams, ImagePlan, ImageSummary, Place};
 
 use self::record::{Recorded, Shared};
 use crate::platform::container::{self, ContainerSpec};
@@ -231,7 +231,7 @@ impl Workload for ImageWorkload {
                 if ctx.cancel.is_set() {
                     return Err(Error::Interrupted);
                 }
-                let result = turn::Turn {
+                let result = place_round::Turn {
                     plan: &self.params.plan,
                     place: &self.params.places[place],
                     index: place,

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::shapes::OpRatio;
+use super::stored::OpRatio;
 use crate::analysis::mann_whitney;
 use crate::analysis::stats::Stats;
 use crate::document::Flag;

@@ -3,7 +3,7 @@
 //! narrowed to 80 columns.
 
 use super::kind::{TaskKind, title};
-use super::shapes::DiskRuns;
+use super::stored::DiskRuns;
 use super::summary::{ThreadsSummary, per_threads};
 use super::verdicts::series_beside;
 use crate::vocab::units::{format_bytes, format_rate};

@@ -1,6 +1,6 @@
 //! The task's chart: the whole task's rate and each step's alone, by thread count.
 
-use super::shapes::TaskSummary;
+use super::stored::TaskSummary;
 use crate::vocab::chart::{Chart, Line};
 use crate::vocab::units::format_rate;
 

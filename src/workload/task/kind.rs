@@ -2,7 +2,7 @@
 //! alone: what `results show` and every report of an old task run rely on.
 
 use super::item::TaskItem;
-use super::shapes::{TaskContext, TaskSummary};
+use super::stored::{TaskContext, TaskSummary};
 use super::summary::{per_threads, summarize};
 use super::{TaskPlan, brief, charts, verdicts};
 use crate::document::Verdict;

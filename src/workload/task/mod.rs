@@ -3,18 +3,18 @@
 //! step (read alone, compress in memory, write alone), so that the step that sets the
 //! task's pace has a name. Every output is decoded and compared with the original.
 
+mod at_threads;
 mod brief;
 mod charts;
 mod codec;
 mod frames;
 mod item;
 mod kind;
-mod made;
 mod pipeline;
-mod shapes;
 mod steps;
+mod stored;
 mod summary;
-mod timed;
+mod test_file;
 mod verdicts;
 mod what_if;
 
@@ -26,8 +26,8 @@ use serde_json::Value;
 pub use codec::Codec;
 pub use item::TaskItem;
 pub use kind::TaskKind;
-pub use shapes::{DiskRate, DiskRead, DiskRuns, DiskWrite, TaskContext, TaskSummary};
 pub use steps::Direction;
+pub use stored::{DiskRate, DiskRead, DiskRuns, DiskWrite, TaskContext, TaskSummary};
 pub use summary::{StepRate, ThreadsSummary};
 
 use self::steps::{Transform, Uncached};
@@ -144,7 +144,7 @@ impl TaskWorkload {
             .open(path)
             .map_err(|e| Error::io("create", path, e))?;
         self.made = true;
-        made::make(&mut file, path, size, self.plan.seed, &ctx.cancel)
+        test_file::make(&mut file, path, size, self.plan.seed, &ctx.cancel)
     }
 }
 

@@ -6,7 +6,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
 use super::item::TaskItem;
-use super::shapes::TaskSummary;
+use super::stored::TaskSummary;
 use crate::analysis::fits::FitsSummary;
 use crate::analysis::stats::Stats;
 

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::kind::TaskKind;
-use super::shapes::{DiskRate, DiskRead, DiskRuns, DiskWrite};
+use super::stored::{DiskRate, DiskRead, DiskRuns, DiskWrite};
 use super::summary::{MODEL_TOLERANCE, StepRate, ThreadsSummary, per_threads, summarize};
 use crate::document::{Severity, Verdict};
 use crate::platform;

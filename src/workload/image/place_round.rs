@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use super::record::Shared;
-use super::shapes::{ImageItem, ImagePlan, Place};
+use super::stored::{ImageItem, ImagePlan, Place};
 use super::{SERIES, TASK};
 use crate::platform::container::Container;
 use crate::platform::diskstats;
