@@ -15,7 +15,14 @@ fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-fn points(extra: &[&str], command: &[&str]) -> Vec<Value> {
+/// One run's points, and what ratelab's interference account said when other work
+/// took the CPUs it timed on (its `disturbed` verdict).
+struct Scaled {
+    points: Vec<Value>,
+    disturbed: Option<String>,
+}
+
+fn scaled(extra: &[&str], command: &[&str]) -> Scaled {
     let doc = run_json(
         ratelab()
             .args([
@@ -32,41 +39,69 @@ fn points(extra: &[&str], command: &[&str]) -> Vec<Value> {
             .arg("--")
             .args(command),
     );
-    doc["workloads"][0]["summary"]["points"]
-        .as_array()
-        .unwrap()
-        .clone()
+    Scaled {
+        points: doc["workloads"][0]["summary"]["points"]
+            .as_array()
+            .unwrap()
+            .clone(),
+        disturbed: doc["verdicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["code"] == "disturbed")
+            .map(|v| v["message"].as_str().unwrap_or_default().to_string()),
+    }
+}
+
+/// Runs `command` until its speedup at 2 CPUs falls in `range` (three tries at most)
+/// and says so; a try that ratelab found disturbed by other work is not held against
+/// it. Returns `None` when every try was disturbed: nothing can be judged then.
+fn speedup_in(
+    test: &str,
+    extra: &[&str],
+    command: &[&str],
+    range: std::ops::RangeInclusive<f64>,
+) -> Option<bool> {
+    let mut judged = false;
+    for _ in 0..3 {
+        let run = scaled(extra, command);
+        let speedup = run.points[1]["speedup"].as_f64().unwrap();
+        eprintln!(
+            "{test}: {speedup:.3}x on 2 CPUs{}",
+            run.disturbed
+                .as_deref()
+                .map_or(String::new(), |d| format!(" (disturbed: {d})"))
+        );
+        if range.contains(&speedup) {
+            return Some(true);
+        }
+        judged |= run.disturbed.is_none();
+    }
+    judged.then_some(false)
 }
 
 #[test]
 fn cpu_bound_work_runs_about_twice_as_fast_on_two_cpus_and_sleep_does_not() {
+    let test = "cpu_bound_work_runs_about_twice_as_fast_on_two_cpus_and_sleep_does_not";
     let _alone = common::rig::exclusive();
     if cpus() < 2 {
-        common::skip(
-            "cpu_bound_work_runs_about_twice_as_fast_on_two_cpus_and_sleep_does_not",
-            "this machine has one CPU",
-        );
+        common::skip(test, "this machine has one CPU");
         return;
     }
     // Earlier tests leave dirty pages whose writeback takes CPU from one of the two
-    // timed CPUs: flush them first. A second try is allowed for a neighbour's burst;
-    // both are printed.
+    // timed CPUs: flush them first.
     let _ = std::process::Command::new("sync").status();
-    let mut tries = Vec::new();
-    for _ in 0..2 {
-        let busy = points(&[], &["sh", "-c", TWO_BUSY_LOOPS]);
-        let speedup = busy[1]["speedup"].as_f64().unwrap();
-        eprintln!("two busy loops: {speedup:.3}x on 2 CPUs");
-        tries.push(speedup);
-        if (1.6..=2.2).contains(&speedup) {
-            break;
-        }
+    match speedup_in(test, &[], &["sh", "-c", TWO_BUSY_LOOPS], 1.6..=2.2) {
+        Some(ok) => assert!(
+            ok,
+            "two busy loops did not run 1.6-2.2x faster on 2 CPUs (printed above)"
+        ),
+        None => common::skip(
+            test,
+            "other work took the CPUs in every try (ratelab said disturbed)",
+        ),
     }
-    assert!(
-        tries.iter().any(|s| (1.6..=2.2).contains(s)),
-        "two busy loops ran {tries:?}x faster on 2 CPUs"
-    );
-    let sleep = points(&[], &["sleep", "0.3"]);
+    let sleep = scaled(&[], &["sleep", "0.3"]).points;
     let speedup = sleep[1]["speedup"].as_f64().unwrap();
     eprintln!("sleep 0.3: {speedup:.3}x on 2 CPUs");
     assert!((0.9..=1.1).contains(&speedup), "{sleep:?}");
@@ -74,18 +109,21 @@ fn cpu_bound_work_runs_about_twice_as_fast_on_two_cpus_and_sleep_does_not() {
 
 #[test]
 fn a_cpu_quota_holds_a_command_as_a_vm_of_that_many_vcpus() {
+    let test = "a_cpu_quota_holds_a_command_as_a_vm_of_that_many_vcpus";
     let _alone = common::rig::exclusive();
-    if !root_or_skip(
-        "a_cpu_quota_holds_a_command_as_a_vm_of_that_many_vcpus",
-        "it makes a cpu cgroup",
-    ) || cpus() < 2
-    {
+    if !root_or_skip(test, "it makes a cpu cgroup") || cpus() < 2 {
         return;
     }
-    let busy = points(&["--vcpus"], &["sh", "-c", TWO_BUSY_LOOPS]);
-    let speedup = busy[1]["speedup"].as_f64().unwrap();
-    eprintln!("two busy loops with a quota: {speedup:.3}x at 2 vCPUs");
-    assert!((1.4..=2.2).contains(&speedup), "{busy:?}");
+    match speedup_in(test, &["--vcpus"], &["sh", "-c", TWO_BUSY_LOOPS], 1.4..=2.2) {
+        Some(ok) => assert!(
+            ok,
+            "two busy loops with a quota did not run 1.4-2.2x faster at 2 vCPUs (printed above)"
+        ),
+        None => common::skip(
+            test,
+            "other work took the CPUs in every try (ratelab said disturbed)",
+        ),
+    }
     // The cgroup is gone after the run.
     let left = std::fs::read_dir("/sys/fs/cgroup/cpu")
         .map(|d| {

@@ -9,6 +9,7 @@ pub mod generate;
 pub mod image;
 mod import;
 pub mod info;
+pub mod iops;
 pub mod monitor;
 pub mod net;
 pub mod profile;
@@ -85,6 +86,8 @@ verbs! {
     Profile(profile::ProfileArgs) => profile::run;
     /// A scenario: the workloads of a TOML file side by side, with the contention report.
     Run(run::RunArgs) => run::run;
+    /// Block I/O as disk benchmarks show it: SEQ1M-Q8T1, RND4K-Q32T1..., IOPS and latency.
+    Iops(iops::IopsArgs) => iops::run, scenario iops::SCENARIO;
     /// Destination check: one 50 MB file, then 500 files of 4 KiB written at once.
     Quick(quick::QuickArgs) => quick::run;
     /// In-core loop tests at 1..N threads, by scheduling class and affinity.

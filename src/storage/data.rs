@@ -42,6 +42,16 @@ impl Pattern {
     /// Makes every slot's random pool; call before timing starts.
     pub fn new(slots: usize, block_size: usize, seed: u64) -> std::io::Result<Pattern> {
         let pool_bytes = block_size.max(MIN_POOL).next_multiple_of(block_size);
+        Pattern::with_pools(slots, pool_bytes, block_size, seed)
+    }
+
+    /// `slots` pools of `pool_bytes` (a multiple of `block_size`), filled at random.
+    fn with_pools(
+        slots: usize,
+        pool_bytes: usize,
+        block_size: usize,
+        seed: u64,
+    ) -> std::io::Result<Pattern> {
         let slots = (0..slots.max(1))
             .map(|index| {
                 let mut pool = AlignedBuf::new(pool_bytes)?;
@@ -58,6 +68,19 @@ impl Pattern {
             seed,
             blocks: 0,
         })
+    }
+
+    /// Write data for many small blocks in flight (random writes, deep queues): the
+    /// slots share one pool's worth of bytes (1 MiB, or two blocks a slot if more), so
+    /// memory does not grow with the depth; each slot keeps the contract of [`block`].
+    ///
+    /// [`block`]: Pattern::block
+    pub fn for_in_flight(slots: usize, block_size: usize, seed: u64) -> std::io::Result<Pattern> {
+        let slots = slots.max(1);
+        let pool_bytes = (MIN_POOL / slots)
+            .max(2 * block_size)
+            .next_multiple_of(block_size);
+        Pattern::with_pools(slots, pool_bytes, block_size, seed)
     }
 
     /// The data of the next block written through slot `slot`: `len` bytes (at most

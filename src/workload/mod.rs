@@ -7,6 +7,7 @@ pub mod cpu;
 pub mod disk;
 pub mod image;
 mod in_place;
+pub mod iops;
 mod kind;
 pub mod monitor;
 pub mod net;
@@ -133,6 +134,7 @@ const KINDS: &[&dyn StoredKind] = &[
     &task::TaskKind,
     &monitor::MonitorKind,
     &image::ImageKind,
+    &iops::IopsKind,
 ];
 
 /// The kind named `name`, if ratelab knows it.

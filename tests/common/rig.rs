@@ -157,6 +157,28 @@ impl Throttle {
         self
     }
 
+    /// Holds `disk` to these request rates (I/O operations per second), bytes unlimited.
+    pub fn limit_iops(&self, disk: &SlowDisk, write_iops: u64, read_iops: u64) -> &Throttle {
+        let device = &disk.major_minor;
+        if self.v1 {
+            write(
+                &self.path.join("blkio.throttle.write_iops_device"),
+                &format!("{device} {write_iops}"),
+            );
+            write(
+                &self.path.join("blkio.throttle.read_iops_device"),
+                &format!("{device} {read_iops}"),
+            );
+        } else {
+            write(
+                &self.path.join("io.max"),
+                &format!("{device} riops={read_iops} wiops={write_iops}"),
+            );
+        }
+        self.limited.borrow_mut().push(device.clone());
+        self
+    }
+
     /// `program args...` started inside the cgroup, so its I/O is throttled.
     pub fn command(&self, program: impl AsRef<Path>) -> Command {
         let mut command = Command::new("sh");
@@ -178,14 +200,17 @@ impl Drop for Throttle {
                     self.path.join("blkio.throttle.write_bps_device"),
                     format!("{device} 0"),
                 );
-                let _ = std::fs::write(
-                    self.path.join("blkio.throttle.read_bps_device"),
-                    format!("{device} 0"),
-                );
+                for file in [
+                    "blkio.throttle.read_bps_device",
+                    "blkio.throttle.write_iops_device",
+                    "blkio.throttle.read_iops_device",
+                ] {
+                    let _ = std::fs::write(self.path.join(file), format!("{device} 0"));
+                }
             } else {
                 let _ = std::fs::write(
                     self.path.join("io.max"),
-                    format!("{device} rbps=max wbps=max"),
+                    format!("{device} rbps=max wbps=max riops=max wiops=max"),
                 );
             }
         }

@@ -1,0 +1,117 @@
+//! `ratelab iops TARGET`: block I/O as every disk benchmark shows it, on one test file
+//! made under TARGET: sequential and random tests at several depths, read and write,
+//! each with IOPS, MB/s and completion-latency percentiles.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::scenario::{Maker, ScenarioKind};
+use super::values::parse_size;
+use super::{Command, MeasureArgs};
+use crate::exit::{Exit, UsageError};
+use crate::run::Schedule;
+use crate::workload::iops::{
+    BlockTest, DEFAULT_TESTS, Direction, IopsKind, IopsPlan, IopsWorkload,
+};
+use crate::workload::{Kind, Workload};
+
+/// Options of `ratelab iops`.
+#[derive(Debug, Args)]
+#[command(
+    after_long_help = "Makes one test file of --size in a work folder under TARGET and fills it \
+with unique, incompressible data before anything is timed. Each test of --tests (ORDER BLOCK-Q \
+DEPTH T THREADS, as CrystalDiskMark names them: SEQ1M-Q8T1 is sequential 1 MiB blocks, 8 in \
+flight on one thread; RND4K-Q32T16 is random 4 KiB blocks, 32 in flight on each of 16 threads; K \
+and M are KiB and MiB) runs each direction of --rw for a ramp that is not counted, then for \
+--seconds. Random offsets are aligned to the block and uniform over the file, each block once \
+per pass. Depth 1 uses pread and pwrite, deeper queues io_uring; requests bypass the page cache \
+(O_DIRECT) unless --buffered. Completion latency runs from a request's submission to its \
+completion, as fio's clat. The file is removed at the end, on error and on Ctrl-C."
+)]
+pub struct IopsArgs {
+    /// The folder whose storage is tested.
+    #[arg(value_name = "TARGET")]
+    pub target: PathBuf,
+    /// The test file's size (K M G are KiB MiB GiB).
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
+    pub size: u64,
+    /// Tests, comma-separated: SEQ1M-Q8T1, RND4K-Q32T1, any block, depth and threads.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = DEFAULT_TESTS, value_parser = parse_test)]
+    pub tests: Vec<BlockTest>,
+    /// Directions each test runs, comma-separated: read, write.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "read,write",
+        value_enum
+    )]
+    pub rw: Vec<Direction>,
+    /// Seconds each test and direction is counted.
+    #[arg(long, value_name = "SECONDS", default_value = "5")]
+    pub seconds: f64,
+    /// Seconds before that, not counted.
+    #[arg(long, value_name = "SECONDS", default_value = "1")]
+    pub ramp: f64,
+    /// Requests through the page cache instead of O_DIRECT.
+    #[arg(long)]
+    pub buffered: bool,
+    /// Seed of the offsets and the data [default: random].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Output and storage options.
+    #[command(flatten)]
+    pub output: MeasureArgs,
+}
+
+/// A test of --tests, or what is wrong with it.
+fn parse_test(text: &str) -> Result<BlockTest, String> {
+    text.parse()
+}
+
+impl IopsArgs {
+    /// The validated plan.
+    pub fn plan(&self) -> Result<IopsPlan, UsageError> {
+        let plan = IopsPlan {
+            target: self.target.clone(),
+            size_bytes: self.size,
+            tests: self.tests.clone(),
+            directions: self.rw.clone(),
+            seconds: self.seconds,
+            ramp_seconds: self.ramp,
+            direct: !self.buffered,
+            seed: self.seed.unwrap_or_else(rand::random),
+        };
+        plan.validate().map_err(UsageError)?;
+        Ok(plan)
+    }
+}
+
+/// How a `kind = "iops"` entry of a scenario becomes a workload.
+pub const SCENARIO: ScenarioKind = ScenarioKind {
+    name: IopsKind::NAME,
+    make: scenario_maker,
+};
+
+fn scenario_maker(command: Command, _target: &str) -> Option<Result<Maker, String>> {
+    let Command::Iops(args) = command else {
+        return None;
+    };
+    Some(args.plan().map_err(|e| e.0).map(|plan| {
+        Box::new(move |alone_of: Option<usize>| -> Box<dyn Workload> {
+            Box::new(IopsWorkload::new(plan.clone()).standing_for(alone_of))
+        }) as Maker
+    }))
+}
+
+/// Runs `ratelab iops`.
+pub fn run(args: IopsArgs) -> anyhow::Result<Exit> {
+    let plan = args.plan()?;
+    super::measure(
+        "iops",
+        &args.output,
+        vec![Box::new(IopsWorkload::new(plan))],
+        Schedule::together(1, &[]),
+    )
+}

@@ -1,0 +1,335 @@
+//! Block I/O as every disk benchmark shows it: one test file, and tests such as
+//! `SEQ1M-Q8T1` and `RND4K-Q32T1` run on it for a few seconds each, read and write,
+//! each giving IOPS, MB/s and completion-latency percentiles. The file is made inside a
+//! work folder under the target and filled with ratelab's unique, incompressible data
+//! before anything is timed; it is removed at the end, on error and on Ctrl-C.
+
+mod drive;
+mod kind;
+pub mod latency;
+mod stored;
+pub mod test;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use kind::IopsKind;
+pub use stored::{IopsContext, IopsItem, IopsSummary, TestSummary};
+pub use test::{BlockTest, Order};
+
+use self::drive::{ThreadJob, ThreadOutcome};
+use self::latency::Latency;
+use crate::platform::{self, StorageChain};
+use crate::storage::cache::{self, Eviction};
+use crate::storage::engine::{self, EngineKind, SyncMode, WriteJob};
+use crate::storage::workdir::{self, WorkDir};
+use crate::vocab::units::format_size;
+use crate::workload::{Context, Error, Kind, Workload};
+
+/// The tests run when none are named: what CrystalDiskMark shows.
+pub const DEFAULT_TESTS: &str = "SEQ1M-Q8T1,SEQ1M-Q1T1,RND4K-Q32T1,RND4K-Q1T1";
+
+/// The direction of a test's requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Reads only.
+    Read,
+    /// Writes only.
+    Write,
+}
+
+impl Direction {
+    /// Its name as stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Read => "read",
+            Direction::Write => "write",
+        }
+    }
+}
+
+/// What `ratelab iops` was asked to do, validated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IopsPlan {
+    /// The folder whose storage is tested.
+    pub target: PathBuf,
+    /// The test file's size.
+    pub size_bytes: u64,
+    /// The tests, in the order run.
+    pub tests: Vec<BlockTest>,
+    /// The directions each test runs, in order.
+    pub directions: Vec<Direction>,
+    /// Seconds each test and direction is counted.
+    pub seconds: f64,
+    /// Seconds before that, not counted.
+    pub ramp_seconds: f64,
+    /// Whether requests bypass the page cache (O_DIRECT).
+    pub direct: bool,
+    /// Offsets and data follow from it.
+    pub seed: u64,
+}
+
+impl IopsPlan {
+    /// Says what is wrong with a plan, naming the flag.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.tests.is_empty() {
+            return Err("--tests names no test".into());
+        }
+        if self.directions.is_empty() {
+            return Err("--rw names no direction".into());
+        }
+        if !(self.seconds > 0.0 && self.seconds <= 86_400.0) {
+            return Err(format!(
+                "--seconds {} must be above 0 and at most a day",
+                self.seconds
+            ));
+        }
+        if !(0.0..=3_600.0).contains(&self.ramp_seconds) {
+            return Err(format!(
+                "--ramp {} must be from 0 to an hour",
+                self.ramp_seconds
+            ));
+        }
+        for test in &self.tests {
+            if self.size_bytes < test.block_bytes * u64::from(test.threads) {
+                return Err(format!(
+                    "--size {} is too small for {test}: each of its threads needs at least one block",
+                    format_size(self.size_bytes)
+                ));
+            }
+            if !self.size_bytes.is_multiple_of(test.block_bytes) {
+                return Err(format!(
+                    "--size {} must be a multiple of every test's block ({test} has {})",
+                    format_size(self.size_bytes),
+                    format_size(test.block_bytes)
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The iops workload: it makes the test file in setup, runs every test, and removes it.
+pub struct IopsWorkload {
+    plan: IopsPlan,
+    target: PathBuf,
+    chain: Option<StorageChain>,
+    workdir: Option<WorkDir>,
+    file: Option<PathBuf>,
+    /// The workload this one runs alone for (`--alone`).
+    alone_of: Option<usize>,
+}
+
+impl IopsWorkload {
+    /// A workload for a validated plan; nothing is checked or created yet.
+    pub fn new(plan: IopsPlan) -> IopsWorkload {
+        IopsWorkload {
+            target: plan.target.clone(),
+            plan,
+            chain: None,
+            workdir: None,
+            file: None,
+            alone_of: None,
+        }
+    }
+
+    /// The same tests, run alone before the group for workload `of` when it is given.
+    pub fn standing_for(self, of: Option<usize>) -> IopsWorkload {
+        IopsWorkload {
+            alone_of: of,
+            ..self
+        }
+    }
+
+    /// Fills the test file with unique data and syncs it, then evicts it: untimed.
+    fn fill(&mut self, ctx: &Context) -> Result<(), Error> {
+        let workdir = self
+            .workdir
+            .as_mut()
+            .expect("the work folder is made first");
+        let (path, file) = workdir.create_file("iops-test-file", true)?;
+        let mut writer = engine::make(EngineKind::Sync, 1 << 20, 1, self.plan.seed)?;
+        // Not counted: the runner's clock has not started.
+        let untimed = crate::control::Progress::default();
+        writer.write(&WriteJob {
+            file: &file,
+            direct: true,
+            tail_file: None,
+            path: &path,
+            size: self.plan.size_bytes,
+            sync: SyncMode::Fsync,
+            progress: &untimed,
+            cancel: &ctx.cancel,
+            until: None,
+        })?;
+        cache::evict(&file, &path, self.plan.size_bytes, Eviction::Advise)?;
+        self.file = Some(path);
+        Ok(())
+    }
+
+    /// Runs `test` in `direction` on every thread at once and merges what they counted.
+    fn run_test(
+        &self,
+        ctx: &Context,
+        test: BlockTest,
+        direction: Direction,
+    ) -> Result<IopsItem, Error> {
+        let path = self.file.as_ref().expect("the test file is made in setup");
+        let write = direction == Direction::Write;
+        let file = match write {
+            true => workdir::open_for_overwrite(path, self.plan.direct)?,
+            false => workdir::open_for_read(path, self.plan.direct)?,
+        };
+        let cached_before = (!write)
+            .then(|| cache::resident_fraction(&file, path, self.plan.size_bytes))
+            .transpose()?;
+        let span = Duration::from_secs_f64(self.plan.seconds);
+        let jobs: Vec<ThreadJob> = (0..test.threads)
+            .map(|thread| ThreadJob {
+                file: &file,
+                path,
+                file_bytes: self.plan.size_bytes,
+                test,
+                write,
+                thread,
+                seed: self.plan.seed,
+                ramp: Duration::from_secs_f64(self.plan.ramp_seconds),
+                span,
+                controls: ctx.controls(),
+            })
+            .collect();
+        let start = std::sync::Barrier::new(jobs.len());
+        let outcomes: Vec<Result<ThreadOutcome, Error>> = std::thread::scope(|scope| {
+            let threads: Vec<_> = jobs
+                .iter()
+                .map(|job| {
+                    let start = &start;
+                    scope.spawn(move || {
+                        start.wait();
+                        job.run(Instant::now())
+                    })
+                })
+                .collect();
+            threads
+                .into_iter()
+                .map(|t| t.join().expect("the I/O threads do not panic"))
+                .collect()
+        });
+        let mut ios = 0;
+        let mut latency = Latency::new();
+        for outcome in outcomes {
+            let outcome = outcome?;
+            ios += outcome.ios;
+            latency.merge(&outcome.latency);
+        }
+        let seconds = span.as_secs_f64();
+        let figures = latency.figures().ok_or_else(|| {
+            Error::Unsupported(format!(
+                "{test} {}: no request completed in {seconds} s",
+                direction.as_str()
+            ))
+        })?;
+        Ok(IopsItem {
+            test: test.to_string(),
+            op: direction.as_str().into(),
+            rw: direction.as_str().into(),
+            order: test.order,
+            block_bytes: test.block_bytes,
+            queue_depth: test.queue_depth,
+            threads: test.threads,
+            seconds,
+            ios,
+            iops: ios as f64 / seconds,
+            bytes_per_sec: (ios * test.block_bytes) as f64 / seconds,
+            latency_ns: figures,
+            histogram: latency.encode(),
+            cached_fraction_before: cached_before,
+            direct: self.plan.direct,
+        })
+    }
+}
+
+impl Workload for IopsWorkload {
+    fn kind(&self) -> &'static str {
+        IopsKind::NAME
+    }
+
+    fn target(&self) -> String {
+        self.target.display().to_string()
+    }
+
+    fn params(&self) -> Value {
+        serde_json::to_value(&self.plan).expect("plans serialise")
+    }
+
+    fn context(&self) -> Value {
+        serde_json::to_value(IopsContext {
+            chain: self.chain.clone(),
+        })
+        .expect("contexts serialise")
+    }
+
+    fn alone_of(&self) -> Option<usize> {
+        self.alone_of
+    }
+
+    fn planned_bytes(&self) -> u64 {
+        0
+    }
+
+    fn touches(&self) -> crate::workload::Touches {
+        crate::workload::Touches {
+            paths: vec![self.target.clone()],
+            ..Default::default()
+        }
+    }
+
+    fn prepare(&mut self) -> Result<(), Error> {
+        self.target = workdir::check_target(&self.plan.target)?;
+        if self.plan.direct {
+            workdir::check_direct(&self.target)?;
+        }
+        workdir::check_space_for(&self.target, self.plan.size_bytes, 1, &SPACE_HINT)?;
+        self.chain = platform::probe_path(&self.target).ok();
+        Ok(())
+    }
+
+    fn setup(&mut self, ctx: &Context) -> Result<(), Error> {
+        self.workdir = Some(WorkDir::create(&self.target)?);
+        ctx.sink.status(format!(
+            "fill the test file ({})",
+            format_size(self.plan.size_bytes)
+        ));
+        self.fill(ctx)
+    }
+
+    fn run(&mut self, ctx: &Context) -> Result<(), Error> {
+        for test in self.plan.tests.clone() {
+            for direction in self.plan.directions.clone() {
+                if ctx.cancel.is_set() {
+                    return Err(Error::Interrupted);
+                }
+                ctx.sink.status(format!("{test} {}", direction.as_str()));
+                let item = self.run_test(ctx, test, direction)?;
+                ctx.sink.item(&item);
+                ctx.sink
+                    .stage_done(format!("{test} {}", direction.as_str()));
+            }
+        }
+        Ok(())
+    }
+
+    fn cleanup(&mut self) -> Result<(), Error> {
+        match self.workdir.as_mut() {
+            Some(workdir) => workdir.remove_all(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// What the space check names: the test file, and the flag that sizes it.
+const SPACE_HINT: (&str, &str) = ("test file", "give a smaller --size");

@@ -1,0 +1,73 @@
+//! What an iops workload stores: one item per test and direction (its rates, its
+//! latency figures and histogram, what the cache held before a read), and its summary.
+
+use serde::{Deserialize, Serialize};
+
+use super::latency::LatencyFigures;
+use super::test::Order;
+
+/// One test in one direction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IopsItem {
+    /// The test as users write it: `RND4K-Q32T1`.
+    pub test: String,
+    /// `read` or `write`.
+    pub op: String,
+    /// What the test asked for: `read` or `write`.
+    pub rw: String,
+    /// Sequential or random.
+    pub order: Order,
+    /// Bytes per request.
+    pub block_bytes: u64,
+    /// Requests in flight per thread.
+    pub queue_depth: u32,
+    /// Threads.
+    pub threads: u32,
+    /// Seconds counted (after the ramp).
+    pub seconds: f64,
+    /// Requests completed in them, every thread together.
+    pub ios: u64,
+    /// Requests per second.
+    pub iops: f64,
+    /// Bytes per second (MB/s are 10^6 bytes).
+    pub bytes_per_sec: f64,
+    /// Completion latency, submission to reaping, in nanoseconds.
+    pub latency_ns: LatencyFigures,
+    /// The latency histogram, hdrhistogram's V2 encoding in base64.
+    pub histogram: String,
+    /// For a read, the share of the file in the page cache before it began.
+    #[serde(default)]
+    pub cached_fraction_before: Option<f64>,
+    /// Whether requests bypassed the page cache (O_DIRECT).
+    pub direct: bool,
+}
+
+/// One test's figures in the summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestSummary {
+    /// The test: `RND4K-Q32T1`.
+    pub test: String,
+    /// `read` or `write`.
+    pub op: String,
+    /// Requests per second.
+    pub iops: f64,
+    /// Bytes per second.
+    pub bytes_per_sec: f64,
+    /// Completion latency figures, in nanoseconds.
+    pub latency_ns: LatencyFigures,
+}
+
+/// The iops workload's summary: every test, in the order run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IopsSummary {
+    /// Each test and direction.
+    pub tests: Vec<TestSummary>,
+}
+
+/// What the platform said of the target.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IopsContext {
+    /// The storage chain under the target, when it could be probed.
+    #[serde(default)]
+    pub chain: Option<crate::platform::StorageChain>,
+}

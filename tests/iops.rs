@@ -1,0 +1,246 @@
+//! Block I/O on a disk of known speed: a loop device (direct I/O) whose requests a
+//! blkio cgroup limits to a known IOPS or byte rate; ratelab's figures and fio's on the
+//! same rig, in the same test. Bad input is refused before anything is made. These
+//! rigs need root; without it they say why they skip.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::rig::{self, MIB, SlowDisk, Throttle};
+use common::{RIG_NEEDS, entries, root_or_skip, run_json};
+use serde_json::Value;
+
+const READ_IOPS: u64 = 2000;
+const WRITE_IOPS: u64 = 1000;
+const TOLERANCE: f64 = 0.05;
+
+/// The item of `test` and `op` of a run document.
+fn item<'a>(doc: &'a Value, test: &str, op: &str) -> &'a Value {
+    doc["workloads"][0]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["test"] == test && i["op"] == op)
+        .unwrap_or_else(|| panic!("no {test} {op} item in {doc}"))
+}
+
+fn within(what: &str, got: f64, want: f64, tolerance: f64) {
+    let ratio = got / want;
+    eprintln!("{what}: {got:.4} against {want:.4} ({ratio:.3}x)");
+    assert!(
+        (ratio - 1.0).abs() <= tolerance,
+        "{what}: {got:.1} against {want:.1} ({ratio:.3}x, allowed ±{:.0}%)",
+        tolerance * 100.0
+    );
+}
+
+/// fio's IOPS for `rw` at `depth` on `file`, in `throttle`'s cgroup.
+fn fio_iops(throttle: &Throttle, file: &Path, rw: &str, depth: u32) -> f64 {
+    let output = throttle
+        .command("fio")
+        .args([
+            "--name=rig",
+            &format!("--filename={}", file.display()),
+            "--size=128M",
+            &format!("--rw={rw}"),
+            "--bs=4k",
+            "--direct=1",
+            "--ioengine=io_uring",
+            &format!("--iodepth={depth}"),
+            "--ramp_time=1",
+            "--runtime=4",
+            "--time_based",
+            "--output-format=json",
+        ])
+        .output()
+        .expect("run fio");
+    assert!(
+        output.status.success(),
+        "fio: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&output.stdout).expect("fio's JSON");
+    let side = if rw.contains("read") { "read" } else { "write" };
+    doc["jobs"][0][side]["iops"].as_f64().unwrap()
+}
+
+#[test]
+fn random_4k_on_an_iops_limited_disk_is_the_limit_and_what_fio_measures() {
+    let test = "random_4k_on_an_iops_limited_disk_is_the_limit_and_what_fio_measures";
+    if !root_or_skip(test, RIG_NEEDS) || !common::have_or_skip(test, "fio") {
+        return;
+    }
+    let _lock = rig::exclusive();
+    let disk = SlowDisk::new(1 << 30);
+    let throttle = Throttle::new();
+    throttle.limit_iops(&disk, WRITE_IOPS, READ_IOPS);
+    let doc = run_json(
+        throttle
+            .command(common::bin())
+            .arg("iops")
+            .arg(disk.path())
+            .args(["--size", "128M", "--tests", "RND4K-Q1T1,RND4K-Q32T1"])
+            .args(["--seconds", "4", "--ramp", "1", "--json", "--no-store"]),
+    );
+    assert_eq!(entries(disk.path()), vec!["lost+found".to_string()]);
+    for (op, limit) in [("read", READ_IOPS), ("write", WRITE_IOPS)] {
+        for depth in [1, 32] {
+            let test = format!("RND4K-Q{depth}T1");
+            let item = item(&doc, &test, op);
+            let iops = item["iops"].as_f64().unwrap();
+            within(&format!("{test} {op} IOPS"), iops, limit as f64, TOLERANCE);
+            if depth == 32 {
+                // Little's law: requests in flight = rate x time each spends.
+                let mean_s = item["latency_ns"]["mean"].as_f64().unwrap() / 1e9;
+                within(
+                    &format!("{test} {op} mean latency"),
+                    mean_s,
+                    f64::from(depth) / iops,
+                    0.15,
+                );
+            }
+        }
+    }
+    // fio on the same rig: its file laid out outside the cgroup, at full speed.
+    let file = disk.path().join("fio-rig");
+    let made = Command::new("dd")
+        .args(["if=/dev/urandom", "bs=1M", "count=128", "oflag=direct"])
+        .arg(format!("of={}", file.display()))
+        .output()
+        .expect("run dd");
+    assert!(made.status.success(), "dd failed");
+    for (rw, op) in [("randread", "read"), ("randwrite", "write")] {
+        for depth in [1, 32] {
+            let ours = item(&doc, &format!("RND4K-Q{depth}T1"), op)["iops"]
+                .as_f64()
+                .unwrap();
+            let theirs = fio_iops(&throttle, &file, rw, depth);
+            within(
+                &format!("ratelab against fio, {rw} depth {depth}"),
+                ours,
+                theirs,
+                TOLERANCE,
+            );
+        }
+    }
+    std::fs::remove_file(&file).unwrap();
+}
+
+#[test]
+fn sequential_1m_on_a_bandwidth_limited_disk_is_the_limit() {
+    let test = "sequential_1m_on_a_bandwidth_limited_disk_is_the_limit";
+    if !root_or_skip(test, RIG_NEEDS) {
+        return;
+    }
+    let _lock = rig::exclusive();
+    let disk = SlowDisk::new(1 << 30);
+    let throttle = Throttle::new();
+    throttle.limit(&disk, 200 * MIB, 300 * MIB);
+    let doc = run_json(
+        throttle
+            .command(common::bin())
+            .arg("iops")
+            .arg(disk.path())
+            .args(["--size", "256M", "--tests", "SEQ1M-Q8T1,SEQ1M-Q1T1"])
+            .args(["--seconds", "3", "--ramp", "1", "--json", "--no-store"]),
+    );
+    for (op, limit) in [("read", 300 * MIB), ("write", 200 * MIB)] {
+        for test in ["SEQ1M-Q8T1", "SEQ1M-Q1T1"] {
+            let rate = item(&doc, test, op)["bytes_per_sec"].as_f64().unwrap();
+            within(&format!("{test} {op} rate"), rate, limit as f64, TOLERANCE);
+        }
+    }
+}
+
+#[test]
+fn bad_tests_sizes_and_targets_are_refused_before_anything_is_made() {
+    let dir = common::disk_tempdir();
+    let refused = |args: &[&str], code: i32, expect: &str| {
+        let output = common::ratelab()
+            .arg("iops")
+            .arg(dir.path())
+            .args(args)
+            .arg("--no-store")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "{args:?}: {stderr}");
+        assert!(stderr.contains(expect), "{args:?}: {stderr}");
+        assert!(entries(dir.path()).is_empty(), "{args:?} left files behind");
+    };
+    refused(
+        &["--tests", "RND4K-Q0T1"],
+        2,
+        "'RND4K-Q0T1' for '--tests <LIST>': the queue depth must be from 1",
+    );
+    refused(
+        &["--tests", "SEQ1M-Q8T1,RND4Q-Q1T1"],
+        2,
+        "'RND4Q-Q1T1' for '--tests <LIST>': the block size '4Q' is not a size",
+    );
+    refused(&["--size", "1000T"], 3, "not enough free space");
+    refused(
+        &["--size", "100K", "--tests", "SEQ1M-Q1T1"],
+        2,
+        "--size 100 KiB is too small for SEQ1M-Q1T1",
+    );
+    refused(&["--seconds", "0"], 2, "--seconds 0 must be above 0");
+}
+
+#[test]
+fn a_read_only_target_is_refused_saying_so() {
+    let test = "a_read_only_target_is_refused_saying_so";
+    if !root_or_skip(test, "it mounts a read-only tmpfs") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "ro,size=1m", "tmpfs"])
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(mounted.success());
+    let output = common::ratelab()
+        .arg("iops")
+        .arg(dir.path())
+        .arg("--no-store")
+        .output()
+        .unwrap();
+    let _ = Command::new("umount").arg(dir.path()).status();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("read-only file system"), "{stderr}");
+}
+
+#[test]
+fn ctrl_c_mid_test_stores_the_run_incomplete_and_removes_the_file() {
+    let dir = common::disk_tempdir();
+    let db = dir.path().join("results.db");
+    let target = dir.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    common::earlier_run(&target, &db);
+    let child = common::ratelab()
+        .arg("iops")
+        .arg(&target)
+        .args(["--size", "16M", "--tests", "RND4K-Q4T1", "--seconds", "60"])
+        .arg("--db")
+        .arg(&db)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::wait_for_work_folder(&target);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    common::stop_with(child, rustix::process::Signal::INT);
+    assert!(entries(&target).is_empty(), "{:?}", entries(&target));
+    let runs = common::stored_runs(&db);
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(runs[0]["status"], "incomplete", "{:?}", runs[0]);
+    assert_eq!(
+        runs[1]["status"], "complete",
+        "the earlier run is untouched"
+    );
+}
