@@ -22,7 +22,7 @@ fn scenario_errors_name_the_line_and_the_field() {
         ),
         (
             format!("[[workload]]\nkind = \"gpu\"\ntarget = \"{target}\"\n"),
-            "line 2: unknown kind \"gpu\" (kinds: disk, net)",
+            "line 2: unknown kind \"gpu\" (kinds: disk, iops, net)",
         ),
         (
             format!("[[workload]]\nkind = \"disk\"\ntarget = \"{target}\"\n\nsizes = \"1M,10Q\"\n"),

@@ -332,3 +332,18 @@ fn image_runs_show_as_the_golden_files_say() {
         );
     }
 }
+
+#[test]
+fn iops_runs_show_as_the_golden_files_say() {
+    // A newer fixture (tests/fixtures/make-db-feaf4b2.sh): block I/O tests at several
+    // depths and threads, and a buffered write.
+    let dir = tempfile::tempdir().expect("create a temporary folder");
+    let db = dir.path().join("runs-feaf4b2.db");
+    std::fs::copy(fixtures().join("runs-feaf4b2.db"), &db).expect("copy the fixture");
+    for id in ["1", "2"] {
+        golden::check(
+            &format!("runs-feaf4b2/run-{id}.txt"),
+            &results(&db, &["show", id]),
+        );
+    }
+}

@@ -503,7 +503,7 @@ mod tests {
         let kind = error("[[workload]]\nkind = \"gpu\"\ntarget = \"/a\"\n");
         assert_eq!(
             kind,
-            "s.toml, line 2: unknown kind \"gpu\" (kinds: disk, net)"
+            "s.toml, line 2: unknown kind \"gpu\" (kinds: disk, iops, net)"
         );
         let size = error("[[workload]]\nkind = \"disk\"\ntarget = \"/a\"\n\nsizes = \"10Q\"\n");
         assert!(
