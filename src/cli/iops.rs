@@ -26,8 +26,9 @@ flight on one thread; RND4K-Q32T16 is random 4 KiB blocks, 32 in flight on each 
 and M are KiB and MiB) runs each direction of --rw for a ramp that is not counted, then for \
 --seconds. Random offsets are aligned to the block and uniform over the file, each block once \
 per pass. Depth 1 uses pread and pwrite, deeper queues io_uring; requests bypass the page cache \
-(O_DIRECT) unless --buffered. Completion latency runs from a request's submission to its \
-completion, as fio's clat. The file is removed at the end, on error and on Ctrl-C."
+(O_DIRECT) unless --buffered. A request's latency runs from the moment its slot was free to \
+take it to its completion, as fio's total latency (lat): the mean is depth / IOPS. The file is \
+removed at the end, on error and on Ctrl-C."
 )]
 pub struct IopsArgs {
     /// The folder whose storage is tested.

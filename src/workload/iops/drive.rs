@@ -1,8 +1,10 @@
 //! The measuring loop of one block I/O test on one thread: requests of one block size
 //! at offsets one after another or shuffled, `depth` in flight (pread and pwrite at
 //! depth 1, io_uring above it, as fio's psync and io_uring engines), first for a ramp
-//! that is not counted, then for the timed span. Each request's completion latency
-//! runs from its submission to the moment its completion is reaped.
+//! that is not counted, then for the timed span. Each request's latency runs from the
+//! moment its slot was free to take it (the call, at depth 1) to the moment its
+//! completion is reaped, so a wait to be submitted while other completions are handled
+//! counts, as in fio's total latency (lat), and the mean is depth / IOPS.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -141,7 +143,7 @@ impl ThreadJob<'_> {
         let mut outcome = ThreadOutcome::default();
         let mut failed: Option<Error> = None;
         for slot in 0..depth {
-            slots.queue(slot);
+            slots.queue(slot, Instant::now());
         }
         while slots.count > 0 {
             match slots.ring.submit_and_wait(1) {
@@ -173,7 +175,10 @@ impl ThreadJob<'_> {
                     window.count(&mut outcome, slots.submitted[slot], reaped);
                 }
                 if !stop && failed.is_none() {
-                    slots.queue(slot);
+                    // Its time runs from the moment its slot was freed: the wait while
+                    // the batch is handled is the request's too (as fio's lat counts
+                    // it), so the mean keeps Little's law (depth / IOPS).
+                    slots.queue(slot, reaped);
                 }
             }
         }
@@ -205,8 +210,8 @@ struct InFlight<'a, 'j> {
 }
 
 impl InFlight<'_, '_> {
-    /// Queues slot `slot`'s next request.
-    fn queue(&mut self, slot: usize) {
+    /// Queues slot `slot`'s next request, its latency counted from `since`.
+    fn queue(&mut self, slot: usize, since: Instant) {
         let offset = self.offsets.next();
         let fd = types::Fd(self.job.file.as_raw_fd());
         let block = self.job.block();
@@ -234,7 +239,7 @@ impl InFlight<'_, '_> {
                 .expect("the ring has a free entry for every slot");
         }
         self.at[slot] = offset;
-        self.submitted[slot] = Instant::now();
+        self.submitted[slot] = since;
         self.count += 1;
         // Submitted at once, as fio submits each request (iodepth_batch_submit=1): held
         // back until the batch of completions is handled, requests leave the device's

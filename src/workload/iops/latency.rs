@@ -1,6 +1,6 @@
-//! Completion latency of block requests: a histogram per thread (hdrhistogram, three
+//! Latency of block requests: a histogram per thread (hdrhistogram, three
 //! significant digits, 1 ns to an hour), merged per test, its percentiles as users
-//! read them (fio's clat), and the histogram itself stored compactly (hdrhistogram's
+//! read them (as fio's lat), and the histogram itself stored compactly (hdrhistogram's
 //! V2 encoding in base64) so that a stored run's percentiles can be computed again.
 
 use std::time::Duration;

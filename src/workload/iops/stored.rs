@@ -31,7 +31,7 @@ pub struct IopsItem {
     pub iops: f64,
     /// Bytes per second (MB/s are 10^6 bytes).
     pub bytes_per_sec: f64,
-    /// Completion latency, submission to reaping, in nanoseconds.
+    /// Latency, from the moment the request's slot was free to its reaping, in ns.
     pub latency_ns: LatencyFigures,
     /// The latency histogram, hdrhistogram's V2 encoding in base64.
     pub histogram: String,
@@ -53,7 +53,7 @@ pub struct TestSummary {
     pub iops: f64,
     /// Bytes per second.
     pub bytes_per_sec: f64,
-    /// Completion latency figures, in nanoseconds.
+    /// Latency figures, in nanoseconds.
     pub latency_ns: LatencyFigures,
 }
 
