@@ -8,7 +8,8 @@
 //!   beside idle cores takes nothing from the run; on a quiet VM other processes used
 //!   0.01-0.05 cores. A run shorter than [`CPU_SECONDS`] is not judged on CPU: the
 //!   kernel counts CPU time in 10 ms ticks, too coarse to tell over less.
-//! - **Steal**: the hypervisor took at least [`STEAL_SHARE`] of the CPUs' time.
+//! - **Steal**: the hypervisor took at least [`STEAL_SHARE`] of the CPUs' time, judged
+//!   over [`CPU_SECONDS`] or more for the same reason.
 //! - **Storage**: a device under a target moved at least [`OTHER_SHARE`] of its bytes,
 //!   and at least [`OTHER_BYTES`], beyond what the run's processes made storage move
 //!   (a journal and metadata add a few percent).
@@ -60,7 +61,9 @@ pub fn judge(account: &Interference, workloads: &[Exposed]) -> Option<Verdict> {
     let mut what = Vec::new();
     let mut touched = Vec::new();
     let cpu = contended(account);
-    let steal = account.seconds > 0.0
+    // Steal comes in whole ticks (10 ms): in a run shorter than CPU_SECONDS one tick
+    // is a share of the CPUs' time that means nothing (8% of a 63 ms run on 2 CPUs).
+    let steal = account.seconds >= CPU_SECONDS
         && account.steal_seconds >= STEAL_SHARE * account.seconds * f64::from(account.cpus.max(1));
     if cpu || steal {
         touched.push("cpu");
@@ -275,6 +278,23 @@ mod tests {
                 exposure: Exposure::STORAGE,
             },
         ]
+    }
+
+    #[test]
+    fn one_tick_of_steal_in_a_short_run_is_not_interference_and_steal_in_a_long_one_is() {
+        // Seen in a full suite: 10 ms of steal in a 63 ms run on 2 CPUs, "8%".
+        let short = Interference {
+            seconds: 0.063,
+            steal_seconds: 0.01,
+            ..quiet()
+        };
+        assert!(judge(&short, &workloads()).is_none());
+        let long = Interference {
+            steal_seconds: 2.0,
+            ..quiet()
+        };
+        let verdict = judge(&long, &workloads()).expect("10% steal over 10 s");
+        assert!(verdict.message.contains("(steal)"), "{}", verdict.message);
     }
 
     #[test]
