@@ -36,8 +36,9 @@ fn within(what: &str, got: f64, want: f64, tolerance: f64) {
     );
 }
 
-/// fio's IOPS for `rw` at `depth` on `file`, in `throttle`'s cgroup.
-fn fio_iops(throttle: &Throttle, file: &Path, rw: &str, depth: u32) -> f64 {
+/// fio's read and write IOPS for `rw` at `depth` on `file`, in `throttle`'s cgroup, with
+/// `more` options.
+fn fio_iops(throttle: &Throttle, file: &Path, rw: &str, depth: u32, more: &[&str]) -> [f64; 2] {
     let output = throttle
         .command("fio")
         .args([
@@ -54,6 +55,7 @@ fn fio_iops(throttle: &Throttle, file: &Path, rw: &str, depth: u32) -> f64 {
             "--time_based",
             "--output-format=json",
         ])
+        .args(more)
         .output()
         .expect("run fio");
     assert!(
@@ -62,8 +64,7 @@ fn fio_iops(throttle: &Throttle, file: &Path, rw: &str, depth: u32) -> f64 {
         String::from_utf8_lossy(&output.stderr)
     );
     let doc: Value = serde_json::from_slice(&output.stdout).expect("fio's JSON");
-    let side = if rw.contains("read") { "read" } else { "write" };
-    doc["jobs"][0][side]["iops"].as_f64().unwrap()
+    ["read", "write"].map(|side| doc["jobs"][0][side]["iops"].as_f64().unwrap())
 }
 
 #[test]
@@ -76,14 +77,18 @@ fn random_4k_on_an_iops_limited_disk_is_the_limit_and_what_fio_measures() {
     let disk = SlowDisk::new(1 << 30);
     let throttle = Throttle::new();
     throttle.limit_iops(&disk, WRITE_IOPS, READ_IOPS);
-    let doc = run_json(
-        throttle
-            .command(common::bin())
-            .arg("iops")
-            .arg(disk.path())
-            .args(["--size", "128M", "--tests", "RND4K-Q1T1,RND4K-Q32T1"])
-            .args(["--seconds", "4", "--ramp", "1", "--json", "--no-store"]),
-    );
+    let iops = |tests: &str, rw: &str| {
+        run_json(
+            throttle
+                .command(common::bin())
+                .arg("iops")
+                .arg(disk.path())
+                .args(["--size", "128M", "--tests", tests, "--rw", rw])
+                .args(["--seconds", "4", "--ramp", "1", "--json", "--no-store"]),
+        )
+    };
+    let doc = iops("RND4K-Q1T1,RND4K-Q32T1", "read,write");
+    let mix = iops("RND4K-Q32T1", "mix:70");
     assert_eq!(entries(disk.path()), vec!["lost+found".to_string()]);
     for (op, limit) in [("read", READ_IOPS), ("write", WRITE_IOPS)] {
         for depth in [1, 32] {
@@ -111,12 +116,12 @@ fn random_4k_on_an_iops_limited_disk_is_the_limit_and_what_fio_measures() {
         .output()
         .expect("run dd");
     assert!(made.status.success(), "dd failed");
-    for (rw, op) in [("randread", "read"), ("randwrite", "write")] {
+    for (rw, side, op) in [("randread", 0, "read"), ("randwrite", 1, "write")] {
         for depth in [1, 32] {
             let ours = item(&doc, &format!("RND4K-Q{depth}T1"), op)["iops"]
                 .as_f64()
                 .unwrap();
-            let theirs = fio_iops(&throttle, &file, rw, depth);
+            let theirs = fio_iops(&throttle, &file, rw, depth, &[])[side];
             within(
                 &format!("ratelab against fio, {rw} depth {depth}"),
                 ours,
@@ -124,6 +129,22 @@ fn random_4k_on_an_iops_limited_disk_is_the_limit_and_what_fio_measures() {
                 TOLERANCE,
             );
         }
+    }
+    // A 70/30 mix: the reads run at their limit, the writes at 3/7 of it (under theirs),
+    // as fio's randrw with the same share.
+    let fio = fio_iops(&throttle, &file, "randrw", 32, &["--rwmixread=70"]);
+    for (side, op) in ["read", "write"].into_iter().enumerate() {
+        let mixed = item(&mix, "RND4K-Q32T1", op);
+        assert_eq!(mixed["rw"], "mix:70");
+        let ours = mixed["iops"].as_f64().unwrap();
+        within(
+            &format!("mix:70 {op} against fio's randrw"),
+            ours,
+            fio[side],
+            TOLERANCE,
+        );
+        let want = READ_IOPS as f64 * if op == "read" { 1.0 } else { 3.0 / 7.0 };
+        within(&format!("mix:70 {op} IOPS"), ours, want, TOLERANCE);
     }
     std::fs::remove_file(&file).unwrap();
 }
@@ -187,6 +208,11 @@ fn bad_tests_sizes_and_targets_are_refused_before_anything_is_made() {
         "--size 100 KiB is too small for SEQ1M-Q1T1",
     );
     refused(&["--seconds", "0"], 2, "--seconds 0 must be above 0");
+    refused(
+        &["--rw", "read,mix:100"],
+        2,
+        "'mix:100' for '--rw <LIST>': the share of reads in 'mix:100' must be a whole number from 1 to 99",
+    );
 }
 
 #[test]
@@ -243,4 +269,58 @@ fn ctrl_c_mid_test_stores_the_run_incomplete_and_removes_the_file() {
         runs[1]["status"], "complete",
         "the earlier run is untouched"
     );
+}
+
+#[test]
+fn two_stored_runs_compare_by_iops_and_latency_percentiles_per_interval() {
+    let dir = common::disk_tempdir();
+    let target = dir.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    let db = dir.path().join("results.db");
+    for _ in 0..2 {
+        run_json(
+            common::ratelab()
+                .arg("iops")
+                .arg(&target)
+                .args(["--size", "16M", "--tests", "RND4K-Q4T1", "--rw", "mix:70"])
+                .args(["--seconds", "1", "--ramp", "0.2", "--json", "--db"])
+                .arg(&db),
+        );
+    }
+    let comparison = run_json(
+        common::ratelab()
+            .args(["results", "compare", "1", "2", "--json", "--db"])
+            .arg(&db),
+    );
+    let groups = comparison["workloads"][0]["groups"].as_array().unwrap();
+    let ops: Vec<(&str, &str)> = groups
+        .iter()
+        .map(|g| (g["op"].as_str().unwrap(), g["rate_unit"].as_str().unwrap()))
+        .collect();
+    let mut want = Vec::new();
+    for op in ["read", "write"] {
+        want.push((format!("RND4K-Q4T1 {op} in mix:70 IOPS"), "iops"));
+        want.push((format!("RND4K-Q4T1 {op} in mix:70 p50"), "ns"));
+        want.push((format!("RND4K-Q4T1 {op} in mix:70 p99"), "ns"));
+    }
+    let want: Vec<(&str, &str)> = want.iter().map(|(o, u)| (o.as_str(), *u)).collect();
+    assert_eq!(ops, want);
+    for group in groups {
+        for run in group["runs"].as_array().unwrap() {
+            // A second cut into ten intervals, each compared.
+            assert_eq!(run["n"], 10, "{group:#}");
+        }
+        let change = &group["changes"][0];
+        assert!(change["p_value"].as_f64().is_some(), "{group:#}");
+    }
+    // People read the figures in their units.
+    let text = common::ratelab()
+        .args(["results", "compare", "1", "2", "--db"])
+        .arg(&db)
+        .env("COLUMNS", "160")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains(" IOPS "), "{text}");
+    assert!(text.contains(" µs ") || text.contains(" ms "), "{text}");
 }

@@ -11,9 +11,7 @@ use super::values::parse_size;
 use super::{Command, MeasureArgs};
 use crate::exit::{Exit, UsageError};
 use crate::run::Schedule;
-use crate::workload::iops::{
-    BlockTest, DEFAULT_TESTS, Direction, IopsKind, IopsPlan, IopsWorkload,
-};
+use crate::workload::iops::{BlockTest, DEFAULT_TESTS, IopsKind, IopsPlan, IopsWorkload, Rw};
 use crate::workload::{Kind, Workload};
 
 /// Options of `ratelab iops`.
@@ -24,7 +22,8 @@ with unique, incompressible data before anything is timed. Each test of --tests 
 DEPTH T THREADS, as CrystalDiskMark names them: SEQ1M-Q8T1 is sequential 1 MiB blocks, 8 in \
 flight on one thread; RND4K-Q32T16 is random 4 KiB blocks, 32 in flight on each of 16 threads; K \
 and M are KiB and MiB) runs each direction of --rw for a ramp that is not counted, then for \
---seconds. Random offsets are aligned to the block and uniform over the file, each block once \
+--seconds; mix:70 draws each request's direction at random, 70% reads, and shows its reads \
+and writes apart, as fio's randrw. Random offsets are aligned to the block and uniform over the file, each block once \
 per pass. Depth 1 uses pread and pwrite, deeper queues io_uring; requests bypass the page cache \
 (O_DIRECT) unless --buffered. A request's latency runs from the moment its slot was free to \
 take it to its completion, as fio's total latency (lat): the mean is depth / IOPS. The file is \
@@ -40,15 +39,15 @@ pub struct IopsArgs {
     /// Tests, comma-separated: SEQ1M-Q8T1, RND4K-Q32T1, any block, depth and threads.
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = DEFAULT_TESTS, value_parser = parse_test)]
     pub tests: Vec<BlockTest>,
-    /// Directions each test runs, comma-separated: read, write.
+    /// What each test does, in turn, comma-separated: read, write, mix:70 (70% reads).
     #[arg(
         long,
         value_name = "LIST",
         value_delimiter = ',',
         default_value = "read,write",
-        value_enum
+        value_parser = parse_rw
     )]
-    pub rw: Vec<Direction>,
+    pub rw: Vec<Rw>,
     /// Seconds each test and direction is counted.
     #[arg(long, value_name = "SECONDS", default_value = "5")]
     pub seconds: f64,
@@ -66,6 +65,11 @@ pub struct IopsArgs {
     pub output: MeasureArgs,
 }
 
+/// A direction of --rw, or what is wrong with it.
+fn parse_rw(text: &str) -> Result<Rw, String> {
+    text.parse()
+}
+
 /// A test of --tests, or what is wrong with it.
 fn parse_test(text: &str) -> Result<BlockTest, String> {
     text.parse()
@@ -78,7 +82,7 @@ impl IopsArgs {
             target: self.target.clone(),
             size_bytes: self.size,
             tests: self.tests.clone(),
-            directions: self.rw.clone(),
+            rw: self.rw.clone(),
             seconds: self.seconds,
             ramp_seconds: self.ramp,
             direct: !self.buffered,

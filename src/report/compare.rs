@@ -5,8 +5,7 @@
 use std::fmt::Write;
 
 use crate::analysis::compare::{
-    ALPHA, Change, Comparison, Finding, Group, MIN_CHANGE_FRACTION, MIN_ITEMS, RateUnit,
-    WorkloadComparison,
+    ALPHA, Change, Comparison, Finding, Group, MIN_CHANGE_FRACTION, MIN_ITEMS, WorkloadComparison,
 };
 use crate::vocab::Table;
 use crate::vocab::units::{format_bytes, format_size};
@@ -115,11 +114,14 @@ pub fn tables(comparison: &Comparison) -> Vec<Table> {
 
 fn workload_table(comparison: &Comparison, workload: &WorkloadComparison) -> Table {
     let first_id = comparison.runs.first().map_or(0, |r| r.run_id);
+    // One unit for every group names it in the heading; groups of several (IOPS and
+    // latency) each say theirs in their cells.
     let unit = workload
         .groups
         .first()
-        .map_or(RateUnit::BytesPerSec, |g| g.rate_unit);
-    let unit_words = unit.words();
+        .map(|g| g.rate_unit)
+        .filter(|&unit| workload.groups.iter().all(|g| g.rate_unit == unit));
+    let unit_words = unit.map_or(String::new(), |unit| format!(" {}", unit.words()));
     let columns = KeyColumns::of(&workload.groups);
     let mut header = columns.header();
     let key_count = header.len();
@@ -128,7 +130,7 @@ fn workload_table(comparison: &Comparison, workload: &WorkloadComparison) -> Tab
         comparison
             .runs
             .iter()
-            .map(|r| format!("run {} {unit_words}", r.run_id)),
+            .map(|r| format!("run {}{unit_words}", r.run_id)),
     );
     let several = comparison.runs.len() > 2;
     for run in comparison.runs.iter().skip(1) {
@@ -156,12 +158,11 @@ fn workload_table(comparison: &Comparison, workload: &WorkloadComparison) -> Tab
                     .collect::<Vec<_>>()
                     .join("/"),
             );
-            row.extend(
-                group
-                    .runs
-                    .iter()
-                    .map(|r| r.median.map_or("-".into(), |m| unit.cell(m))),
-            );
+            row.extend(group.runs.iter().map(|r| match (r.median, unit) {
+                (None, _) => "-".into(),
+                (Some(m), Some(unit)) => unit.cell(m),
+                (Some(m), None) => group.rate_unit.format(m),
+            }));
             for change in &group.changes {
                 row.extend(change_cells(change));
             }
@@ -400,16 +401,15 @@ mod tests {
     use super::*;
     use crate::analysis::compare::{Samples, compared};
     use crate::document::{RunDocument, WorkloadRecord};
-    use crate::vocab::GroupKey;
+    use crate::vocab::{GroupKey, RateUnit};
 
     /// Run `id` with one storage workload whose 4 MiB writes ran at `rates`.
     fn run(id: i64, rates: &[f64]) -> (RunDocument, Vec<Option<Samples>>) {
         let key = GroupKey {
             size_bytes: Some(4 << 20),
-            ..GroupKey::op("write")
+            ..GroupKey::new(RateUnit::BytesPerSec, "write")
         };
         let samples = Samples {
-            unit: RateUnit::BytesPerSec,
             items: rates.iter().map(|&r| (key.clone(), Some(r))).collect(),
         };
         let doc = RunDocument {

@@ -297,10 +297,11 @@ pub fn open_for_read(path: &Path, direct: bool) -> Result<File, Error> {
         .map_err(|e| direct_error(e, "open", path, direct))
 }
 
-/// Opens an existing file to write over it in place (sustained runs reuse their files).
+/// Opens an existing file to write over it in place, and read it (sustained runs reuse
+/// their files; a mix of block requests reads and writes it).
 pub fn open_for_overwrite(path: &Path, direct: bool) -> Result<File, Error> {
     let mut options = std::fs::OpenOptions::new();
-    options.write(true);
+    options.read(true).write(true);
     if direct {
         options.custom_flags(libc::O_DIRECT);
     }

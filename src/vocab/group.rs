@@ -3,10 +3,14 @@
 
 use serde::{Serialize, Serializer};
 
-use super::units::{format_bits_rate, format_loops, format_rate, gbit_per_sec, mb_per_sec};
+use super::units::{
+    format_bits_rate, format_iops, format_latency, format_loops, format_rate, gbit_per_sec,
+    mb_per_sec,
+};
 
-/// What a group's figures count per second, and how people read them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a group's figures count (a rate per second, or a request's latency), and how
+/// people read them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RateUnit {
     /// Bytes per second, shown in decimal MB/s (storage, tasks).
     BytesPerSec,
@@ -14,6 +18,10 @@ pub enum RateUnit {
     BytesPerSecInBits,
     /// Loops per second (cpu).
     LoopsPerSec,
+    /// Requests per second (block I/O).
+    Iops,
+    /// A request's latency in nanoseconds (block I/O): lower is better.
+    LatencyNs,
 }
 
 impl RateUnit {
@@ -22,6 +30,8 @@ impl RateUnit {
         match self {
             RateUnit::BytesPerSec | RateUnit::BytesPerSecInBits => "bytes_per_sec",
             RateUnit::LoopsPerSec => "loops_per_sec",
+            RateUnit::Iops => "iops",
+            RateUnit::LatencyNs => "ns",
         }
     }
 
@@ -31,6 +41,8 @@ impl RateUnit {
             RateUnit::BytesPerSec => "MB/s",
             RateUnit::BytesPerSecInBits => "Gbit/s",
             RateUnit::LoopsPerSec => "loops/s",
+            RateUnit::Iops => "IOPS",
+            RateUnit::LatencyNs => "latency",
         }
     }
 
@@ -40,6 +52,8 @@ impl RateUnit {
             RateUnit::BytesPerSec => format_rate(rate),
             RateUnit::BytesPerSecInBits => format_bits_rate(rate),
             RateUnit::LoopsPerSec => format!("{} loops/s", format_loops(rate)),
+            RateUnit::Iops => format!("{} IOPS", format_iops(rate)),
+            RateUnit::LatencyNs => format_latency(rate),
         }
     }
 
@@ -58,6 +72,8 @@ impl RateUnit {
             RateUnit::BytesPerSec => mb_per_sec(rate),
             RateUnit::BytesPerSecInBits => gbit_per_sec(rate),
             RateUnit::LoopsPerSec => format_loops(rate),
+            RateUnit::Iops => format_iops(rate),
+            RateUnit::LatencyNs => format_latency(rate),
         }
     }
 }
@@ -111,12 +127,17 @@ pub struct GroupKey {
     /// Scheduling class (cpu).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub class: Option<String>,
+    /// What its figures count: a workload's groups may count different things (IOPS and
+    /// latency). Stored as the group's `rate_unit`.
+    #[serde(skip)]
+    pub unit: RateUnit,
 }
 
 impl GroupKey {
-    /// The key of operation `op` alone.
-    pub fn op(op: impl Into<String>) -> GroupKey {
+    /// The key of operation `op` alone, its figures in `unit`.
+    pub fn new(unit: RateUnit, op: impl Into<String>) -> GroupKey {
         GroupKey {
+            unit,
             op: op.into(),
             size_bytes: None,
             size_to_bytes: None,
@@ -127,12 +148,10 @@ impl GroupKey {
     }
 }
 
-/// A workload's items as compared: each one's group and rate, with no rate for an item
-/// too short to time well.
+/// A workload's items as compared: each one's group and rate (in the group's unit), with
+/// no rate for an item too short to time well.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Samples {
-    /// The unit of every rate.
-    pub unit: RateUnit,
     /// Each item's group and rate.
     pub items: Vec<(GroupKey, Option<f64>)>,
 }

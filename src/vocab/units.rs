@@ -34,6 +34,35 @@ pub fn format_loops(loops_per_sec: f64) -> String {
     format!("{value:.3} {unit}").trim_end().to_string()
 }
 
+/// IOPS for a table cell: `41.2k`, `980`.
+pub fn format_iops(iops: f64) -> String {
+    match iops {
+        r if r >= 1e6 => format!("{:.2}M", r / 1e6),
+        r if r >= 1e4 => format!("{:.1}k", r / 1e3),
+        r => format!("{r:.0}"),
+    }
+}
+
+/// IOPS in words: `41.2k IOPS`.
+pub fn format_iops_words(iops: f64) -> String {
+    format!("{} IOPS", format_iops(iops))
+}
+
+/// A latency in nanoseconds for people: `850 ns`, `85.2 µs`, `1.23 ms`, `2.10 s`.
+pub fn format_latency(ns: f64) -> String {
+    let three = |value: f64| match value {
+        v if v >= 100.0 => format!("{v:.0}"),
+        v if v >= 10.0 => format!("{v:.1}"),
+        v => format!("{v:.2}"),
+    };
+    match ns {
+        n if n >= 1e9 => format!("{} s", three(n / 1e9)),
+        n if n >= 1e6 => format!("{} ms", three(n / 1e6)),
+        n if n >= 1e3 => format!("{} µs", three(n / 1e3)),
+        n => format!("{n:.0} ns"),
+    }
+}
+
 /// Loops per second to three figures, for a line of words: `243 M`, `1.17 G`.
 pub fn format_loops_short(loops_per_sec: f64) -> String {
     let (value, unit) = decimal(loops_per_sec);
@@ -150,5 +179,16 @@ mod tests {
         assert_eq!(format_speedup(0.998), "as fast");
         assert_eq!(format_speedup(0.87), "13% slower");
         assert_eq!(format_speedup(0.5), "50% slower");
+    }
+
+    #[test]
+    fn latencies_and_iops_read_as_people_write_them() {
+        assert_eq!(format_latency(850.0), "850 ns");
+        assert_eq!(format_latency(85_240.0), "85.2 µs");
+        assert_eq!(format_latency(1_234_000.0), "1.23 ms");
+        assert_eq!(format_latency(2_100_000_000.0), "2.10 s");
+        assert_eq!(format_iops(41_234.0), "41.2k");
+        assert_eq!(format_iops(980.4), "980");
+        assert_eq!(format_iops(1_500_000.0), "1.50M");
     }
 }

@@ -341,15 +341,16 @@ fn compare_slot(runs: &[Sampled], slot: Slot) -> WorkloadComparison {
         skipped: None,
         groups: Vec::new(),
     };
-    let Some(unit) = samples.iter().flatten().map(|s| s.unit).next() else {
+    if samples.iter().all(Option::is_none) {
         comparison.skipped = Some(format!(
             "{} items have no key to group them by across runs: not compared",
             slot.kind
         ));
         return comparison;
-    };
+    }
     let (keys, per_run) = grouped(&samples);
     for key in keys {
+        let unit = key.unit;
         let samples: Vec<RunSample> = runs
             .iter()
             .zip(&per_run)
@@ -454,13 +455,12 @@ mod tests {
     /// Samples keyed by operation and size, as storage items are.
     fn samples(items: &[Item]) -> Option<Samples> {
         Some(Samples {
-            unit: RateUnit::BytesPerSec,
             items: items
                 .iter()
                 .map(|&(op, size, rate)| {
                     let key = GroupKey {
                         size_bytes: Some(size),
-                        ..GroupKey::op(op)
+                        ..GroupKey::new(RateUnit::BytesPerSec, op)
                     };
                     (key, rate)
                 })

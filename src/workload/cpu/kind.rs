@@ -138,15 +138,12 @@ impl Kind for CpuKind {
                 let key = GroupKey {
                     threads: Some(item.threads),
                     class: Some(item.class.clone()),
-                    ..GroupKey::op(item.op.clone())
+                    ..GroupKey::new(RateUnit::LoopsPerSec, item.op.clone())
                 };
                 Some((key, Some(item.loops_per_sec?)))
             })
             .collect();
-        Some(Samples {
-            unit: RateUnit::LoopsPerSec,
-            items,
-        })
+        Some(Samples { items })
     }
 
     fn tables(&self, w: &Stored<Self>) -> Vec<Table> {
@@ -246,9 +243,8 @@ mod tests {
         let key = GroupKey {
             threads: Some(2),
             class: Some("normal".into()),
-            ..GroupKey::op("int")
+            ..GroupKey::new(RateUnit::LoopsPerSec, "int")
         };
-        assert_eq!(samples.unit, RateUnit::LoopsPerSec);
         assert_eq!(
             samples.items,
             [(key, Some(5.0))],

@@ -118,15 +118,12 @@ impl Kind for DiskKind {
                 };
                 let key = GroupKey {
                     size_bytes: Some(item.size_bytes),
-                    ..GroupKey::op(op)
+                    ..GroupKey::new(RateUnit::BytesPerSec, op)
                 };
                 (key, item.timed_rate())
             })
             .collect();
-        Some(Samples {
-            unit: RateUnit::BytesPerSec,
-            items,
-        })
+        Some(Samples { items })
     }
 
     fn knees(&self, w: &Stored<Self>) -> Option<Vec<Knee>> {

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use io_uring::{IoUring, opcode, types};
 
-use super::latency::Latency;
-use super::test::{BlockTest, Order};
+use super::latency::{Intervals, Latency};
+use super::test::{BlockTest, Order, Rw};
 use crate::control::Controls;
 use crate::error::Error;
 use crate::storage::buffer::AlignedBuf;
@@ -31,8 +31,8 @@ pub struct ThreadJob<'a> {
     pub file_bytes: u64,
     /// The test.
     pub test: BlockTest,
-    /// Whether it writes (else it reads).
-    pub write: bool,
+    /// What its requests do.
+    pub rw: Rw,
     /// The thread's index, from 0.
     pub thread: u32,
     /// The run's seed: offsets and write data follow from it.
@@ -43,85 +43,98 @@ pub struct ThreadJob<'a> {
     pub span: Duration,
     /// Cancel flag and counters.
     pub controls: Controls<'a>,
-}
-
-/// What one thread counted in its span.
-#[derive(Debug, Default)]
-pub struct ThreadOutcome {
-    /// Requests completed in the span.
-    pub ios: u64,
-    /// Their completion latencies.
-    pub latency: Latency,
+    /// The test's intervals, of reads and of writes, where every thread's counts go.
+    pub intervals: &'a [Intervals; 2],
 }
 
 impl ThreadJob<'_> {
     /// Runs the thread's requests: `start` is the instant the ramp began.
-    pub fn run(&self, start: Instant) -> Result<ThreadOutcome, Error> {
+    pub fn run(&self, start: Instant) -> Result<(), Error> {
         let window = Window {
             counted_from: start + self.ramp,
             until: start + self.ramp + self.span,
         };
+        let mut tally = Tally {
+            window,
+            intervals: self.intervals,
+            index: 0,
+            latency: [Latency::new(), Latency::new()],
+        };
         let offsets = Offsets::new(self.test, self.file_bytes, self.thread, self.seed);
-        if self.test.queue_depth == 1 {
-            self.run_sync(offsets, window)
+        let chooser = Chooser::new(self.rw, self.thread_seed());
+        let ran = if self.test.queue_depth == 1 {
+            self.run_sync(offsets, chooser, &mut tally)
         } else {
-            self.run_uring(offsets, window)
-        }
+            self.run_uring(offsets, chooser, &mut tally)
+        };
+        tally.flush();
+        ran
+    }
+
+    fn thread_seed(&self) -> u64 {
+        self.seed ^ u64::from(self.thread).wrapping_mul(0x9e37_79b9_7f4a_7c15)
     }
 
     fn block(&self) -> usize {
         self.test.block_bytes as usize
     }
 
-    fn op(&self) -> &'static str {
-        if self.write { "write" } else { "read" }
-    }
-
-    /// Makes the write data, or the read buffers, for `slots` requests in flight.
+    /// Makes the write data and the read buffers (those it needs) for `slots` requests
+    /// in flight.
     fn buffers(&self, slots: usize) -> Result<(Option<Pattern>, Vec<AlignedBuf>), Error> {
-        let seed = self.seed ^ u64::from(self.thread).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let made = if self.write {
-            Pattern::for_in_flight(slots, self.block(), seed).map(|p| (Some(p), Vec::new()))
-        } else {
-            (0..slots)
-                .map(|_| AlignedBuf::new(self.block()))
-                .collect::<std::io::Result<Vec<_>>>()
-                .map(|bufs| (None, bufs))
-        };
-        made.map_err(crate::storage::engine::buffers_error)
+        let [reads, writes] = self.rw.ops();
+        let data = writes
+            .then(|| Pattern::for_in_flight(slots, self.block(), self.thread_seed()))
+            .transpose()
+            .map_err(crate::storage::engine::buffers_error)?;
+        let bufs = (0..if reads { slots } else { 0 })
+            .map(|_| AlignedBuf::new(self.block()))
+            .collect::<std::io::Result<Vec<_>>>()
+            .map_err(crate::storage::engine::buffers_error)?;
+        Ok((data, bufs))
     }
 
     /// One request at a time, with pread and pwrite.
-    fn run_sync(&self, mut offsets: Offsets, window: Window) -> Result<ThreadOutcome, Error> {
+    fn run_sync(
+        &self,
+        mut offsets: Offsets,
+        mut chooser: Chooser,
+        tally: &mut Tally,
+    ) -> Result<(), Error> {
         let (mut data, mut bufs) = self.buffers(1)?;
-        let mut outcome = ThreadOutcome::default();
         let block = self.block();
         loop {
             if self.controls.cancel.is_set() {
                 return Err(Error::Interrupted);
             }
             let offset = offsets.next();
+            let write = chooser.writes();
             let submitted = Instant::now();
-            if submitted >= window.until {
-                return Ok(outcome);
+            if submitted >= tally.window.until {
+                return Ok(());
             }
-            let moved = match data.as_mut() {
+            let moved = match data.as_mut().filter(|_| write) {
                 Some(data) => rustix::io::pwrite(self.file, data.block(0, block), offset),
                 None => rustix::io::pread(self.file, bufs[0].as_mut_slice(), offset),
             }
-            .map_err(|e| Error::io(self.op_words(), self.path, e))?;
+            .map_err(|e| Error::io(op_words(write), self.path, e))?;
             let done = Instant::now();
             if moved != block {
-                return Err(short_file(self.op(), self.path, offset + moved as u64));
+                return Err(short_file(op(write), self.path, offset + moved as u64));
             }
             self.controls.progress.add(block as u64);
-            window.count(&mut outcome, submitted, done);
+            tally.count(write, submitted, done);
         }
     }
 
     /// `depth` requests in flight through one io_uring. On an error or a cancel it stops
     /// submitting and reaps every request in flight before the buffers go.
-    fn run_uring(&self, offsets: Offsets, window: Window) -> Result<ThreadOutcome, Error> {
+    fn run_uring(
+        &self,
+        offsets: Offsets,
+        chooser: Chooser,
+        tally: &mut Tally,
+    ) -> Result<(), Error> {
         let depth = self.test.queue_depth as usize;
         let (data, bufs) = self.buffers(depth)?;
         let ring = IoUring::new(depth.next_power_of_two() as u32).map_err(|e| {
@@ -136,11 +149,12 @@ impl ThreadJob<'_> {
             data,
             bufs,
             offsets,
+            chooser,
             submitted: vec![Instant::now(); depth],
             at: vec![0; depth],
+            writes: vec![false; depth],
             count: 0,
         };
-        let mut outcome = ThreadOutcome::default();
         let mut failed: Option<Error> = None;
         for slot in 0..depth {
             slots.queue(slot, Instant::now());
@@ -161,18 +175,19 @@ impl ThreadJob<'_> {
                 .completion()
                 .map(|cqe| (cqe.user_data() as usize, cqe.result()))
                 .collect();
-            let stop = reaped >= window.until || self.controls.cancel.is_set();
+            let stop = reaped >= tally.window.until || self.controls.cancel.is_set();
             for (slot, result) in done {
                 slots.count -= 1;
+                let write = slots.writes[slot];
                 if result < 0 {
                     let e = std::io::Error::from_raw_os_error(-result);
-                    failed.get_or_insert(Error::io(self.op_words(), self.path, e));
+                    failed.get_or_insert(Error::io(op_words(write), self.path, e));
                 } else if result as usize != self.block() {
                     let at = slots.at[slot] + result as u64;
-                    failed.get_or_insert(short_file(self.op(), self.path, at));
+                    failed.get_or_insert(short_file(op(write), self.path, at));
                 } else {
                     self.controls.progress.add(self.test.block_bytes);
-                    window.count(&mut outcome, slots.submitted[slot], reaped);
+                    tally.count(write, slots.submitted[slot], reaped);
                 }
                 if !stop && failed.is_none() {
                     // Its time runs from the moment its slot was freed: the wait while
@@ -188,12 +203,18 @@ impl ThreadJob<'_> {
         if self.controls.cancel.is_set() {
             return Err(Error::Interrupted);
         }
-        Ok(outcome)
+        Ok(())
     }
+}
 
-    fn op_words(&self) -> &'static str {
-        if self.write { "write to" } else { "read from" }
-    }
+/// A request's operation as messages name it.
+fn op(write: bool) -> &'static str {
+    if write { "write" } else { "read" }
+}
+
+/// The same, with the preposition a message puts before the file.
+fn op_words(write: bool) -> &'static str {
+    if write { "write to" } else { "read from" }
 }
 
 /// A ring's requests in flight: one per slot, each with its buffer, offset and the
@@ -204,8 +225,10 @@ struct InFlight<'a, 'j> {
     data: Option<Pattern>,
     bufs: Vec<AlignedBuf>,
     offsets: Offsets,
+    chooser: Chooser,
     submitted: Vec<Instant>,
     at: Vec<u64>,
+    writes: Vec<bool>,
     count: usize,
 }
 
@@ -215,7 +238,8 @@ impl InFlight<'_, '_> {
         let offset = self.offsets.next();
         let fd = types::Fd(self.job.file.as_raw_fd());
         let block = self.job.block();
-        let entry = match self.data.as_mut() {
+        let write = self.chooser.writes();
+        let entry = match self.data.as_mut().filter(|_| write) {
             Some(data) => {
                 let bytes = data.block(slot, block);
                 opcode::Write::new(fd, bytes.as_ptr(), block as u32)
@@ -239,6 +263,7 @@ impl InFlight<'_, '_> {
                 .expect("the ring has a free entry for every slot");
         }
         self.at[slot] = offset;
+        self.writes[slot] = write;
         self.submitted[slot] = since;
         self.count += 1;
         // Submitted at once, as fio submits each request (iodepth_batch_submit=1): held
@@ -256,13 +281,87 @@ struct Window {
     until: Instant,
 }
 
-impl Window {
+/// A thread's counts of the interval it is in, reads and writes apart, handed to the
+/// test's intervals as each one ends.
+struct Tally<'a> {
+    window: Window,
+    intervals: &'a [Intervals; 2],
+    index: usize,
+    latency: [Latency; 2],
+}
+
+impl Tally<'_> {
     /// Counts a request that completed at `done` if it did so within the span.
-    fn count(&self, outcome: &mut ThreadOutcome, submitted: Instant, done: Instant) {
-        if done >= self.counted_from && done < self.until {
-            outcome.ios += 1;
-            outcome.latency.record(done - submitted);
+    fn count(&mut self, write: bool, submitted: Instant, done: Instant) {
+        if done < self.window.counted_from || done >= self.window.until {
+            return;
         }
+        let index = self.intervals[0].index(done - self.window.counted_from);
+        if index != self.index {
+            self.flush();
+            self.index = index;
+        }
+        self.latency[usize::from(write)].record(done - submitted);
+    }
+
+    /// Hands the interval's counts to the test's.
+    fn flush(&mut self) {
+        for (latency, intervals) in self.latency.iter_mut().zip(self.intervals) {
+            if latency.count() > 0 {
+                intervals.add(self.index, latency);
+                latency.reset();
+            }
+        }
+    }
+}
+
+/// Which of a thread's requests write: none, all, or a share of them in a random order.
+/// A mix deals from a deck of 100 requests with exactly the share of writes, shuffled
+/// anew (a xorshift generator of the thread's seed) each time it runs out: drawing each
+/// request alone would let the share stray by a few percent over a short test.
+struct Chooser {
+    reads: u8,
+    state: u64,
+    deck: [bool; 100],
+    dealt: usize,
+}
+
+impl Chooser {
+    fn new(rw: Rw, seed: u64) -> Chooser {
+        let reads = rw.read_percent();
+        Chooser {
+            reads,
+            state: seed | 1,
+            deck: std::array::from_fn(|card| card >= usize::from(reads)),
+            dealt: 100,
+        }
+    }
+
+    /// Whether the next request writes.
+    fn writes(&mut self) -> bool {
+        match self.reads {
+            100 => false,
+            0 => true,
+            _ => {
+                if self.dealt == self.deck.len() {
+                    self.shuffle();
+                }
+                self.dealt += 1;
+                self.deck[self.dealt - 1]
+            }
+        }
+    }
+
+    /// Puts the deck in a new order (Fisher-Yates).
+    fn shuffle(&mut self) {
+        for card in (1..self.deck.len()).rev() {
+            self.state ^= self.state << 13;
+            self.state ^= self.state >> 7;
+            self.state ^= self.state << 17;
+            let other = (self.state % (card as u64 + 1)) as usize;
+            self.deck.swap(card, other);
+        }
+        self.dealt = 0;
     }
 }
 
@@ -380,5 +479,19 @@ mod tests {
         // And it wraps at the end of the file.
         let mut last = Offsets::new(test(Order::Sequential, 1), 8192, 0, 7);
         assert_eq!([last.next(), last.next(), last.next()], [0, 4096, 0]);
+    }
+
+    #[test]
+    fn a_mix_writes_its_share_of_requests() {
+        let mut chooser = Chooser::new(Rw::Mix(70), 12345);
+        let writes = (0..100_000).filter(|_| chooser.writes()).count();
+        assert!(
+            (29_000..31_000).contains(&writes),
+            "{writes} writes of 100000"
+        );
+        let mut reads = Chooser::new(Rw::Read, 1);
+        assert!((0..100).all(|_| !reads.writes()));
+        let mut all = Chooser::new(Rw::Write, 1);
+        assert!((0..100).all(|_| all.writes()));
     }
 }

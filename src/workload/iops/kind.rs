@@ -4,8 +4,10 @@ use super::IopsPlan;
 use super::stored::{IopsContext, IopsItem, IopsSummary, TestSummary};
 use super::test::Order;
 use crate::document::{Severity, Verdict};
-use crate::vocab::units::{format_rate, format_size};
-use crate::vocab::{Exposure, SummaryLine, Table};
+use crate::vocab::units::{
+    format_iops, format_iops_words, format_latency, format_rate, format_size,
+};
+use crate::vocab::{Exposure, GroupKey, RateUnit, Samples, SummaryLine, Table};
 use crate::workload::{DecodeError, Kind, Stored};
 
 /// A read that found more than this share of the file cached is flagged.
@@ -23,6 +25,25 @@ impl Kind for IopsKind {
 
     fn exposure(&self, _w: &Stored<Self>) -> Exposure {
         Exposure::STORAGE
+    }
+
+    /// Each interval of each test and op: its IOPS, p50 and p99 latency, each a group.
+    fn samples(&self, w: &Stored<Self>) -> Option<Samples> {
+        let mut items = Vec::new();
+        for item in &w.items {
+            let op = format!("{} {}", item.test, item.op_words());
+            let key = |unit, figure: &str| GroupKey::new(unit, format!("{op} {figure}"));
+            let iops = key(RateUnit::Iops, "IOPS");
+            let p50 = key(RateUnit::LatencyNs, "p50");
+            let p99 = key(RateUnit::LatencyNs, "p99");
+            for interval in &item.intervals {
+                let rate = interval.ios as f64 / item.interval_seconds;
+                items.push((iops.clone(), (item.interval_seconds > 0.0).then_some(rate)));
+                items.push((p50.clone(), interval.p50_ns.map(|ns| ns as f64)));
+                items.push((p99.clone(), interval.p99_ns.map(|ns| ns as f64)));
+            }
+        }
+        Some(Samples { items })
     }
 
     fn summarize(&self, w: &Stored<Self>) -> IopsSummary {
@@ -84,7 +105,7 @@ impl Kind for IopsKind {
                 let l = &i.latency_ns;
                 vec![
                     i.test.clone(),
-                    i.op.clone(),
+                    i.op_words(),
                     format!("{:.1}", i.bytes_per_sec / 1e6),
                     format_iops(i.iops),
                     format_latency(l.mean),
@@ -128,13 +149,23 @@ impl Kind for IopsKind {
         let lines = groups
             .into_iter()
             .map(|(order, block)| {
-                let ops: Vec<String> = ["read", "write"]
+                let in_group = |i: &&IopsItem| i.order == order && i.block_bytes == block;
+                // Each op once, in the order met, reads first.
+                let mut ops: Vec<String> = Vec::new();
+                for op in w.items.iter().filter(in_group).map(IopsItem::op_words) {
+                    if !ops.contains(&op) {
+                        ops.push(op);
+                    }
+                }
+                ops.sort_by_key(|op| !op.starts_with("read"));
+                let ops: Vec<String> = ops
                     .into_iter()
                     .filter_map(|op| {
                         let figures: Vec<String> = w
                             .items
                             .iter()
-                            .filter(|i| i.order == order && i.block_bytes == block && i.op == op)
+                            .filter(in_group)
+                            .filter(|i| i.op_words() == op)
                             .map(|i| {
                                 let at = i.test.split_once('-').map_or("", |(_, q)| q);
                                 match order {
@@ -163,50 +194,5 @@ impl Kind for IopsKind {
             })
             .collect();
         Ok(lines)
-    }
-}
-
-/// IOPS for a table cell: `41.2k`, `980`.
-fn format_iops(iops: f64) -> String {
-    match iops {
-        r if r >= 1e6 => format!("{:.2}M", r / 1e6),
-        r if r >= 1e4 => format!("{:.1}k", r / 1e3),
-        r => format!("{r:.0}"),
-    }
-}
-
-/// IOPS in words: `41.2k IOPS`.
-fn format_iops_words(iops: f64) -> String {
-    format!("{} IOPS", format_iops(iops))
-}
-
-/// A latency in nanoseconds for people: `850 ns`, `85.2 µs`, `1.23 ms`, `2.10 s`.
-fn format_latency(ns: f64) -> String {
-    let three = |value: f64| match value {
-        v if v >= 100.0 => format!("{v:.0}"),
-        v if v >= 10.0 => format!("{v:.1}"),
-        v => format!("{v:.2}"),
-    };
-    match ns {
-        n if n >= 1e9 => format!("{} s", three(n / 1e9)),
-        n if n >= 1e6 => format!("{} ms", three(n / 1e6)),
-        n if n >= 1e3 => format!("{} µs", three(n / 1e3)),
-        n => format!("{n:.0} ns"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn latencies_and_iops_read_as_people_write_them() {
-        assert_eq!(format_latency(850.0), "850 ns");
-        assert_eq!(format_latency(85_240.0), "85.2 µs");
-        assert_eq!(format_latency(1_234_000.0), "1.23 ms");
-        assert_eq!(format_latency(2_100_000_000.0), "2.10 s");
-        assert_eq!(format_iops(41_234.0), "41.2k");
-        assert_eq!(format_iops(980.4), "980");
-        assert_eq!(format_iops(1_500_000.0), "1.50M");
     }
 }

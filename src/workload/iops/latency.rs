@@ -3,6 +3,7 @@
 //! read them (as fio's lat), and the histogram itself stored compactly (hdrhistogram's
 //! V2 encoding in base64) so that a stored run's percentiles can be computed again.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -68,6 +69,11 @@ impl Latency {
         self.0.len()
     }
 
+    /// Forgets every count, keeping the histogram's memory.
+    pub fn reset(&mut self) {
+        self.0.reset();
+    }
+
     /// The figures users read; `None` when nothing was counted.
     pub fn figures(&self) -> Option<LatencyFigures> {
         let h = &self.0;
@@ -100,6 +106,80 @@ impl Latency {
             .deserialize(&mut bytes.as_slice())
             .map_err(|e| format!("not an hdrhistogram: {e:?}"))?;
         Ok(Latency(histogram))
+    }
+}
+
+/// One interval of a test: requests completed and their latency, in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct IntervalFigures {
+    /// Requests completed in it.
+    pub ios: u64,
+    /// Their median latency; `None` when none completed.
+    pub p50_ns: Option<u64>,
+    /// Their 99th percentile.
+    pub p99_ns: Option<u64>,
+}
+
+/// A test's counted span cut into equal intervals, each with the latencies every thread
+/// counted in it: the test's figures are theirs added up, and `results compare` sets
+/// one run's intervals against another's.
+#[derive(Debug)]
+pub struct Intervals {
+    length: Duration,
+    count: usize,
+    slots: Mutex<Vec<Option<Latency>>>,
+}
+
+impl Intervals {
+    /// Intervals about half a second long, 10 to 60 of them, over `span`.
+    pub fn over(span: Duration) -> Intervals {
+        let count = (span.as_secs_f64() / 0.5).round().clamp(10.0, 60.0) as u32;
+        Intervals {
+            length: span / count,
+            count: count as usize,
+            slots: Mutex::new(vec![None; count as usize]),
+        }
+    }
+
+    /// Each interval's length.
+    pub fn length(&self) -> Duration {
+        self.length
+    }
+
+    /// The interval a request that completed `since` the span began falls in.
+    pub fn index(&self, since: Duration) -> usize {
+        ((since.as_nanos() / self.length.as_nanos().max(1)) as usize).min(self.count - 1)
+    }
+
+    /// Adds a thread's counts of interval `index`.
+    pub fn add(&self, index: usize, latency: &Latency) {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        slots[index].get_or_insert_with(Latency::new).merge(latency);
+    }
+
+    /// The whole span's latencies, and each interval's figures.
+    pub fn into_figures(self) -> (Latency, Vec<IntervalFigures>) {
+        let slots = self.slots.into_inner().unwrap_or_else(|e| e.into_inner());
+        let mut whole = Latency::new();
+        let figures = slots
+            .iter()
+            .map(|slot| match slot {
+                Some(latency) => {
+                    whole.merge(latency);
+                    IntervalFigures {
+                        ios: latency.count(),
+                        p50_ns: Some(latency.0.value_at_quantile(0.50)),
+                        p99_ns: Some(latency.0.value_at_quantile(0.99)),
+                    }
+                }
+                None => IntervalFigures {
+                    ios: 0,
+                    p50_ns: None,
+                    p99_ns: None,
+                },
+            })
+            .collect();
+        (whole, figures)
     }
 }
 
@@ -138,5 +218,39 @@ mod tests {
         assert_eq!(back.figures(), latency.figures());
         assert!(Latency::decode("not a histogram").is_err());
         assert!(Latency::new().figures().is_none());
+    }
+
+    #[test]
+    fn intervals_add_up_to_the_whole_span() {
+        let intervals = Intervals::over(Duration::from_secs(5));
+        assert_eq!(intervals.length(), Duration::from_millis(500));
+        assert_eq!(intervals.index(Duration::from_millis(499)), 0);
+        assert_eq!(intervals.index(Duration::from_millis(500)), 1);
+        assert_eq!(
+            intervals.index(Duration::from_secs(9)),
+            9,
+            "the last takes the rest"
+        );
+        let mut thread = Latency::new();
+        thread.record(Duration::from_micros(100));
+        thread.record(Duration::from_micros(300));
+        intervals.add(0, &thread);
+        intervals.add(0, &thread);
+        intervals.add(3, &thread);
+        let (whole, figures) = intervals.into_figures();
+        assert_eq!(whole.count(), 6);
+        assert_eq!(figures.len(), 10);
+        assert_eq!(figures[0].ios, 4);
+        assert_eq!(figures[1].ios, 0);
+        assert_eq!(figures[1].p99_ns, None);
+        assert!(figures[3].p99_ns.unwrap() >= 299_000);
+        assert_eq!(
+            Intervals::over(Duration::from_secs(60)).length(),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            Intervals::over(Duration::from_secs(2)).length(),
+            Duration::from_millis(200)
+        );
     }
 }

@@ -18,10 +18,10 @@ use serde_json::Value;
 
 pub use kind::IopsKind;
 pub use stored::{IopsContext, IopsItem, IopsSummary, TestSummary};
-pub use test::{BlockTest, Order};
+pub use test::{BlockTest, Order, Rw};
 
-use self::drive::{ThreadJob, ThreadOutcome};
-use self::latency::Latency;
+use self::drive::ThreadJob;
+use self::latency::Intervals;
 use crate::platform::{self, StorageChain};
 use crate::storage::cache::{self, Eviction};
 use crate::storage::engine::{self, EngineKind, SyncMode, WriteJob};
@@ -32,26 +32,6 @@ use crate::workload::{Context, Error, Kind, Workload};
 /// The tests run when none are named: what CrystalDiskMark shows.
 pub const DEFAULT_TESTS: &str = "SEQ1M-Q8T1,SEQ1M-Q1T1,RND4K-Q32T1,RND4K-Q1T1";
 
-/// The direction of a test's requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Direction {
-    /// Reads only.
-    Read,
-    /// Writes only.
-    Write,
-}
-
-impl Direction {
-    /// Its name as stored.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Direction::Read => "read",
-            Direction::Write => "write",
-        }
-    }
-}
-
 /// What `ratelab iops` was asked to do, validated.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IopsPlan {
@@ -61,8 +41,9 @@ pub struct IopsPlan {
     pub size_bytes: u64,
     /// The tests, in the order run.
     pub tests: Vec<BlockTest>,
-    /// The directions each test runs, in order.
-    pub directions: Vec<Direction>,
+    /// What each test's requests do, each run in turn: read, write, or a mix.
+    #[serde(alias = "directions")]
+    pub rw: Vec<Rw>,
     /// Seconds each test and direction is counted.
     pub seconds: f64,
     /// Seconds before that, not counted.
@@ -79,7 +60,7 @@ impl IopsPlan {
         if self.tests.is_empty() {
             return Err("--tests names no test".into());
         }
-        if self.directions.is_empty() {
+        if self.rw.is_empty() {
             return Err("--rw names no direction".into());
         }
         if !(self.seconds > 0.0 && self.seconds <= 86_400.0) {
@@ -171,39 +152,38 @@ impl IopsWorkload {
         Ok(())
     }
 
-    /// Runs `test` in `direction` on every thread at once and merges what they counted.
-    fn run_test(
-        &self,
-        ctx: &Context,
-        test: BlockTest,
-        direction: Direction,
-    ) -> Result<IopsItem, Error> {
+    /// Runs `test` doing `rw` on every thread at once: an item for its reads and one for
+    /// its writes, those it has, of what every thread counted.
+    fn run_test(&self, ctx: &Context, test: BlockTest, rw: Rw) -> Result<Vec<IopsItem>, Error> {
         let path = self.file.as_ref().expect("the test file is made in setup");
-        let write = direction == Direction::Write;
-        let file = match write {
+        let [reads, writes] = rw.ops();
+        let file = match writes {
             true => workdir::open_for_overwrite(path, self.plan.direct)?,
             false => workdir::open_for_read(path, self.plan.direct)?,
         };
-        let cached_before = (!write)
+        let cached_before = reads
             .then(|| cache::resident_fraction(&file, path, self.plan.size_bytes))
             .transpose()?;
         let span = Duration::from_secs_f64(self.plan.seconds);
+        let intervals = [Intervals::over(span), Intervals::over(span)];
+        let interval_seconds = intervals[0].length().as_secs_f64();
         let jobs: Vec<ThreadJob> = (0..test.threads)
             .map(|thread| ThreadJob {
                 file: &file,
                 path,
                 file_bytes: self.plan.size_bytes,
                 test,
-                write,
+                rw,
                 thread,
                 seed: self.plan.seed,
                 ramp: Duration::from_secs_f64(self.plan.ramp_seconds),
                 span,
                 controls: ctx.controls(),
+                intervals: &intervals,
             })
             .collect();
         let start = std::sync::Barrier::new(jobs.len());
-        let outcomes: Vec<Result<ThreadOutcome, Error>> = std::thread::scope(|scope| {
+        let outcomes: Vec<Result<(), Error>> = std::thread::scope(|scope| {
             let threads: Vec<_> = jobs
                 .iter()
                 .map(|job| {
@@ -219,37 +199,39 @@ impl IopsWorkload {
                 .map(|t| t.join().expect("the I/O threads do not panic"))
                 .collect()
         });
-        let mut ios = 0;
-        let mut latency = Latency::new();
-        for outcome in outcomes {
-            let outcome = outcome?;
-            ios += outcome.ios;
-            latency.merge(&outcome.latency);
-        }
+        outcomes.into_iter().collect::<Result<(), Error>>()?;
         let seconds = span.as_secs_f64();
-        let figures = latency.figures().ok_or_else(|| {
-            Error::Unsupported(format!(
-                "{test} {}: no request completed in {seconds} s",
-                direction.as_str()
-            ))
-        })?;
-        Ok(IopsItem {
-            test: test.to_string(),
-            op: direction.as_str().into(),
-            rw: direction.as_str().into(),
-            order: test.order,
-            block_bytes: test.block_bytes,
-            queue_depth: test.queue_depth,
-            threads: test.threads,
-            seconds,
-            ios,
-            iops: ios as f64 / seconds,
-            bytes_per_sec: (ios * test.block_bytes) as f64 / seconds,
-            latency_ns: figures,
-            histogram: latency.encode(),
-            cached_fraction_before: cached_before,
-            direct: self.plan.direct,
-        })
+        let mut items = Vec::new();
+        for ((op, does), intervals) in ["read", "write"].into_iter().zip(rw.ops()).zip(intervals) {
+            if !does {
+                continue;
+            }
+            let (latency, intervals) = intervals.into_figures();
+            let figures = latency.figures().ok_or_else(|| {
+                Error::Unsupported(format!("{test} {rw}: no {op} completed in {seconds} s"))
+            })?;
+            let ios = latency.count();
+            items.push(IopsItem {
+                test: test.to_string(),
+                op: op.into(),
+                rw: rw.to_string(),
+                order: test.order,
+                block_bytes: test.block_bytes,
+                queue_depth: test.queue_depth,
+                threads: test.threads,
+                seconds,
+                ios,
+                iops: ios as f64 / seconds,
+                bytes_per_sec: (ios * test.block_bytes) as f64 / seconds,
+                latency_ns: figures,
+                histogram: latency.encode(),
+                interval_seconds,
+                intervals,
+                cached_fraction_before: cached_before.filter(|_| op == "read"),
+                direct: self.plan.direct,
+            });
+        }
+        Ok(items)
     }
 }
 
@@ -309,15 +291,15 @@ impl Workload for IopsWorkload {
 
     fn run(&mut self, ctx: &Context) -> Result<(), Error> {
         for test in self.plan.tests.clone() {
-            for direction in self.plan.directions.clone() {
+            for rw in self.plan.rw.clone() {
                 if ctx.cancel.is_set() {
                     return Err(Error::Interrupted);
                 }
-                ctx.sink.status(format!("{test} {}", direction.as_str()));
-                let item = self.run_test(ctx, test, direction)?;
-                ctx.sink.item(&item);
-                ctx.sink
-                    .stage_done(format!("{test} {}", direction.as_str()));
+                ctx.sink.status(format!("{test} {rw}"));
+                for item in self.run_test(ctx, test, rw)? {
+                    ctx.sink.item(&item);
+                }
+                ctx.sink.stage_done(format!("{test} {rw}"));
             }
         }
         Ok(())

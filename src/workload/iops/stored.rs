@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::latency::LatencyFigures;
+use super::latency::{IntervalFigures, LatencyFigures};
 use super::test::Order;
 
 /// One test in one direction.
@@ -13,7 +13,7 @@ pub struct IopsItem {
     pub test: String,
     /// `read` or `write`.
     pub op: String,
-    /// What the test asked for: `read` or `write`.
+    /// What the test's requests did: `read`, `write`, or a mix (`mix:70`, 70% reads).
     pub rw: String,
     /// Sequential or random.
     pub order: Order,
@@ -35,11 +35,28 @@ pub struct IopsItem {
     pub latency_ns: LatencyFigures,
     /// The latency histogram, hdrhistogram's V2 encoding in base64.
     pub histogram: String,
+    /// The length of each interval of `intervals`, in seconds.
+    #[serde(default)]
+    pub interval_seconds: f64,
+    /// The counted span in equal intervals, in order: each one's requests and latency.
+    #[serde(default)]
+    pub intervals: Vec<IntervalFigures>,
     /// For a read, the share of the file in the page cache before it began.
     #[serde(default)]
     pub cached_fraction_before: Option<f64>,
     /// Whether requests bypassed the page cache (O_DIRECT).
     pub direct: bool,
+}
+
+impl IopsItem {
+    /// Its op as a table shows it: `read`, or `read in mix:70` for a mix's reads.
+    pub fn op_words(&self) -> String {
+        if self.rw == self.op {
+            self.op.clone()
+        } else {
+            format!("{} in {}", self.op, self.rw)
+        }
+    }
 }
 
 /// One test's figures in the summary.

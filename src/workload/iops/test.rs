@@ -140,6 +140,82 @@ impl<'de> Deserialize<'de> for BlockTest {
     }
 }
 
+/// What a test's requests do: read, write, or a mix with a share of reads (as fio's
+/// `rwmixread`), each request's direction drawn at random.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rw {
+    /// Reads only.
+    Read,
+    /// Writes only.
+    Write,
+    /// Reads and writes, this percentage of them reads (1 to 99).
+    Mix(u8),
+}
+
+impl Rw {
+    /// The share of requests that read, in percent.
+    pub fn read_percent(self) -> u8 {
+        match self {
+            Rw::Read => 100,
+            Rw::Write => 0,
+            Rw::Mix(reads) => reads,
+        }
+    }
+
+    /// Whether it reads at all, and whether it writes at all.
+    pub fn ops(self) -> [bool; 2] {
+        [self.read_percent() > 0, self.read_percent() < 100]
+    }
+}
+
+impl fmt::Display for Rw {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rw::Read => f.write_str("read"),
+            Rw::Write => f.write_str("write"),
+            Rw::Mix(reads) => write!(f, "mix:{reads}"),
+        }
+    }
+}
+
+impl FromStr for Rw {
+    type Err = String;
+
+    /// Parses `read`, `write` or `mix:70` (70% reads); says what is wrong in words.
+    fn from_str(text: &str) -> Result<Rw, String> {
+        let text = text.trim().to_ascii_lowercase();
+        match text.as_str() {
+            "read" => return Ok(Rw::Read),
+            "write" => return Ok(Rw::Write),
+            _ => {}
+        }
+        let shape =
+            "give read, write or mix:PERCENT, the share of reads (mix:70 is 70% reads, 30% writes)";
+        let reads = text
+            .strip_prefix("mix:")
+            .ok_or_else(|| format!("'{text}' is not a direction: {shape}"))?;
+        match reads.parse::<u8>() {
+            Ok(reads) if (1..=99).contains(&reads) => Ok(Rw::Mix(reads)),
+            _ => Err(format!(
+                "the share of reads in '{text}' must be a whole number from 1 to 99: {shape}"
+            )),
+        }
+    }
+}
+
+impl Serialize for Rw {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Rw {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Rw, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,5 +259,24 @@ mod tests {
         assert!(error("RND4K").contains("no '-'"));
         assert!(error("RND100-Q1T1").contains("multiple of 512"));
         assert!(error("RND4K-Q1").contains("thread count must follow"));
+    }
+
+    #[test]
+    fn directions_parse_with_the_share_of_reads() {
+        assert_eq!("read".parse::<Rw>(), Ok(Rw::Read));
+        assert_eq!("WRITE".parse::<Rw>(), Ok(Rw::Write));
+        assert_eq!("mix:70".parse::<Rw>(), Ok(Rw::Mix(70)));
+        assert_eq!(Rw::Mix(70).to_string(), "mix:70");
+        assert_eq!(Rw::Mix(70).ops(), [true, true]);
+        assert_eq!(Rw::Write.ops(), [false, true]);
+        for bad in ["mix:0", "mix:100", "mix:abc", "mix", "randrw"] {
+            assert!(bad.parse::<Rw>().is_err(), "{bad}");
+        }
+        assert!(
+            "mix:100"
+                .parse::<Rw>()
+                .unwrap_err()
+                .contains("from 1 to 99")
+        );
     }
 }

@@ -86,13 +86,13 @@ impl Kind for NetKind {
         let items = by_interval
             .into_iter()
             .map(|((direction, _), rate)| {
-                (GroupKey::op(format!("receive {direction}")), Some(rate))
+                (
+                    GroupKey::new(RateUnit::BytesPerSecInBits, format!("receive {direction}")),
+                    Some(rate),
+                )
             })
             .collect();
-        Some(Samples {
-            unit: Self::RATE_UNIT,
-            items,
-        })
+        Some(Samples { items })
     }
 
     fn summary_lines(&self, w: &Stored<Self>) -> Result<Vec<SummaryLine>, DecodeError> {
@@ -463,10 +463,12 @@ mod tests {
         let samples = StoredKind::samples(&NetKind, At::new(&doc, 0))
             .unwrap()
             .expect("net items are compared");
-        assert_eq!(samples.unit, RateUnit::BytesPerSecInBits);
         assert_eq!(
             samples.items,
-            [(GroupKey::op("receive up"), Some(30.0))],
+            [(
+                GroupKey::new(RateUnit::BytesPerSecInBits, "receive up"),
+                Some(30.0)
+            )],
             "streams of one interval add up"
         );
     }

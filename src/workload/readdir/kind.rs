@@ -218,15 +218,12 @@ impl Kind for ReaddirKind {
                     size_bytes: Some(from),
                     size_to_bytes: to,
                     banded: true,
-                    ..GroupKey::op("read")
+                    ..GroupKey::new(RateUnit::BytesPerSec, "read")
                 };
                 Some((key, item.timed_rate()))
             })
             .collect();
-        Some(Samples {
-            unit: RateUnit::BytesPerSec,
-            items,
-        })
+        Some(Samples { items })
     }
 }
 

@@ -80,15 +80,12 @@ impl Kind for TaskKind {
             .map(|item| {
                 let key = GroupKey {
                     threads: Some(item.threads),
-                    ..GroupKey::op(item.op.as_str())
+                    ..GroupKey::new(RateUnit::BytesPerSec, item.op.as_str())
                 };
                 (key, Some(item.source_bytes_per_sec))
             })
             .collect();
-        Some(Samples {
-            unit: RateUnit::BytesPerSec,
-            items,
-        })
+        Some(Samples { items })
     }
 
     fn tables(&self, w: &Stored<Self>) -> Vec<Table> {
@@ -243,9 +240,8 @@ mod tests {
             .unwrap();
         let key = GroupKey {
             threads: Some(4),
-            ..GroupKey::op("compress")
+            ..GroupKey::new(RateUnit::BytesPerSec, "compress")
         };
-        assert_eq!(samples.unit, RateUnit::BytesPerSec);
         assert_eq!(samples.items, [(key, Some(20.0))]);
     }
 
