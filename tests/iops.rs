@@ -324,3 +324,51 @@ fn two_stored_runs_compare_by_iops_and_latency_percentiles_per_interval() {
     assert!(text.contains(" IOPS "), "{text}");
     assert!(text.contains(" µs ") || text.contains(" ms "), "{text}");
 }
+
+#[test]
+fn a_write_rate_that_drops_mid_test_is_called_a_knee() {
+    let test = "a_write_rate_that_drops_mid_test_is_called_a_knee";
+    if !root_or_skip(test, RIG_NEEDS) {
+        return;
+    }
+    let _lock = rig::exclusive();
+    let disk = SlowDisk::new(256 << 20);
+    let throttle = Throttle::new();
+    throttle.limit_iops(&disk, WRITE_IOPS, READ_IOPS);
+    // A device whose write cache fills: a quarter of the rate from some seconds in.
+    let child = throttle
+        .command(common::bin())
+        .arg("iops")
+        .arg(disk.path())
+        .args(["--size", "16M", "--tests", "RND4K-Q1T1", "--rw", "write"])
+        .args(["--seconds", "10", "--ramp", "0.5", "--json", "--no-store"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start ratelab");
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    throttle.limit_iops(&disk, WRITE_IOPS / 4, READ_IOPS);
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let doc = common::json(&output.stdout);
+    let verdicts = doc["verdicts"].as_array().unwrap();
+    let knee = verdicts
+        .iter()
+        .find(|v| v["code"] == "iops_knee")
+        .unwrap_or_else(|| panic!("no knee in {verdicts:#?}"));
+    let message = knee["message"].as_str().unwrap();
+    eprintln!("{message}");
+    assert!(
+        message.contains("RND4K-Q1T1 write") && message.contains("to 250 IOPS"),
+        "{message}"
+    );
+    assert!(message.contains("from 1000 IOPS"), "{message}");
+    assert!(
+        !verdicts.iter().any(|v| v["code"] == "iops_write_short"),
+        "a knee was found: the writes did not all fit a cache"
+    );
+}

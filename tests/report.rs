@@ -99,8 +99,8 @@ fn profile_quick_stores_the_run_and_its_report_shows_the_charts() {
     assert_eq!(runs[0]["verb"], "profile");
     assert_eq!(runs[0]["status"], "complete");
 
-    // Every part is on the page, with its charts: storage by size, cpu and task by
-    // threads, monitor residency, rates over time.
+    // Every part is on the page, with its charts: storage by size, block I/O latency
+    // by percentile, cpu and task by threads, monitor residency, rates over time.
     // The task is set beside the storage series of the same run, for reading and writing.
     for step in ["of read on", "of write on"] {
         assert!(
@@ -110,10 +110,11 @@ fn profile_quick_stores_the_run_and_its_report_shows_the_charts() {
     }
     for part in [
         "disk 1",
-        "cpu 2",
-        "monitor 3",
-        "net 4",
-        "task 5",
+        "iops 2",
+        "cpu 3",
+        "monitor 4",
+        "net 5",
+        "task 6",
         "Verdicts",
     ] {
         assert!(page.contains(part), "{part} missing from the report");
@@ -123,6 +124,7 @@ fn profile_quick_stores_the_run_and_its_report_shows_the_charts() {
         "speedup over the first thread count",
         "active residency per core",
         "task: rate of original bytes by thread count",
+        "latency by percentile",
         "rate over time",
     ] {
         assert!(page.contains(chart), "chart {chart:?} missing");

@@ -1,6 +1,8 @@
 //! Workloads side by side on real rigs: two folders on one throttled device share it as
 //! fio's two jobs do; two devices with their own limits keep their own rates; and a
-//! sustained write whose limit changes mid-run shows one knee where it changed. These
+//! sustained write whose limit changes mid-run shows one knee where it changed; random
+//! 4 KiB writes beside a 1 MiB writer on one device lose most of it to the big writes
+//! (a scenario with an iops workload). These
 //! need root; without it they say why they skip.
 
 mod common;
@@ -261,4 +263,67 @@ fn a_limit_changed_mid_run_gives_one_knee_where_it_changed() {
         "after at {after:.3} of 100 MiB/s"
     );
     assert!(knee["bytes_before"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn random_writes_beside_a_sequential_writer_show_who_slows_whom() {
+    let test = "random_writes_beside_a_sequential_writer_show_who_slows_whom";
+    if !root_or_skip(test, RIG_NEEDS) {
+        return;
+    }
+    let _lock = rig::exclusive();
+    let disk = SlowDisk::new(1 << 30);
+    let throttle = Throttle::new();
+    throttle.limit(&disk, 100 * MIB, 100 * MIB);
+    let (a, b) = (disk.path().join("a"), disk.path().join("b"));
+    std::fs::create_dir(&a).unwrap();
+    std::fs::create_dir(&b).unwrap();
+    let dir = common::disk_tempdir();
+    let scenario = dir.path().join("mixed.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "alone = true\n\n\
+             [[workload]]\nkind = \"iops\"\ntarget = \"{}\"\nsize = \"64M\"\n\
+             tests = \"RND4K-Q32T1\"\nrw = \"write\"\nseconds = 4\n\n\
+             [[workload]]\nkind = \"disk\"\ntarget = \"{}\"\nsizes = \"256M,256M\"\n\
+             direct = true\nphase = \"write\"\n",
+            a.display(),
+            b.display()
+        ),
+    )
+    .unwrap();
+    let doc = run_json(
+        throttle
+            .command(common::bin())
+            .arg("run")
+            .arg(&scenario)
+            .args(["--json", "--no-store", "-q"]),
+    );
+    let report = contention(&doc);
+    let rows = report["workloads"].as_array().unwrap();
+    let slowdown = |kind_index: usize| rows[kind_index]["slowdown"].as_f64().unwrap();
+    let aggregate = report["aggregate_bytes_per_sec"].as_f64().unwrap();
+    eprintln!(
+        "random 4 KiB writes slowed {:.2}x, the 1 MiB writer {:.2}x; together {:.1} MiB/s of 100",
+        slowdown(0),
+        slowdown(1),
+        aggregate / MIB as f64
+    );
+    // One queue of requests, served in turn: 32 small writes go by for each 1 MiB one,
+    // so the big writer keeps most of the device and the random writes lose most of it.
+    assert!(
+        slowdown(0) >= 4.0,
+        "random writes slowed only {:.2}x",
+        slowdown(0)
+    );
+    assert!(
+        slowdown(1) <= 1.5,
+        "the big writer slowed {:.2}x",
+        slowdown(1)
+    );
+    assert!(
+        (aggregate / (100 * MIB) as f64 - 1.0).abs() <= 0.1,
+        "together {aggregate:.0} B/s against the 100 MiB/s limit"
+    );
 }

@@ -2,7 +2,7 @@
 //! in both runs are set side by side, as each kind keys them (`Kind::profile_figures`):
 //! the storage series of the same target with the same sizes and passes, by operation,
 //! over the files of 64 MiB and more (the rates a big transfer sees, and enough items
-//! for a rank test). Each is tested with a
+//! for a rank test), and each block I/O test's IOPS per interval. Each is tested with a
 //! Mann-Whitney U test, Holm-corrected across the figures so that several tests at
 //! once do not raise false alarms, and called only when its median moved by 10% or
 //! more. Other parts (one cpu item per test and thread count, a few net intervals)
@@ -63,17 +63,32 @@ pub fn since(
     }
     let called = called(&figures);
     if called.is_empty() {
-        let all: Vec<String> = figures
+        // The range, not every figure: a profile of several targets has many.
+        let by_ratio = |a: &&Figure, b: &&Figure| a.ratio.total_cmp(&b.ratio);
+        let low = figures
             .iter()
-            .map(|f| format!("{} {:.2}x", f.words, f.ratio))
-            .collect();
+            .min_by(by_ratio)
+            .expect("figures are not empty");
+        let high = figures
+            .iter()
+            .max_by(by_ratio)
+            .expect("figures are not empty");
+        let range = if figures.len() == 1 {
+            format!("{} {:.2}x", low.words, low.ratio)
+        } else {
+            format!(
+                "{} figures, from {:.2}x ({}) to {:.2}x ({})",
+                figures.len(),
+                low.ratio,
+                low.words,
+                high.ratio,
+                high.words
+            )
+        };
         return vec![verdict(
             CODES[1],
             Severity::Info,
-            format!(
-                "no storage figure moved beyond the noise since {before} ({}; files of 64 MiB and more)",
-                all.join(", ")
-            ),
+            format!("no storage figure moved beyond the noise since {before}: {range}"),
         )];
     }
     let (named, more) = named(&called);
@@ -103,7 +118,7 @@ pub fn since(
             Severity::Info
         },
         format!(
-            "since {before}, storage moved beyond the noise: {}{} (files of 64 MiB and more; `ratelab results compare {} {}` shows every size)",
+            "since {before}, storage moved beyond the noise: {}{} (`ratelab results compare {} {}` shows every size and test)",
             named.join("; "),
             more,
             previous.run_id.unwrap_or_default(),

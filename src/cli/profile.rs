@@ -1,5 +1,5 @@
-//! `ratelab profile`: the main job. A storage series in each target folder (the current
-//! one by default), the cpu tests at 1, 2, 4 … and all threads with the monitor beside them,
+//! `ratelab profile`: the main job. A storage series and random 4 KiB tests at depth 32
+//! and 1 in each target folder (the current one by default), the cpu tests at 1, 2, 4 … and all threads with the monitor beside them,
 //! a network test (loopback against a server ratelab runs itself, or a peer's `net
 //! serve`), and a compression task on a file it makes in the first target, set beside
 //! the storage series. The parts run one after another, so none takes from another.
@@ -27,6 +27,7 @@ use crate::workload::Workload;
 use crate::workload::cpu::kernels::DEFAULT_TESTS;
 use crate::workload::cpu::{Budget, CpuPlan, CpuWorkload, SchedClass};
 use crate::workload::disk::{DiskPlan, DiskWorkload};
+use crate::workload::iops::{IopsPlan, IopsWorkload, Rw};
 use crate::workload::monitor::{MonitorPlan, MonitorWorkload};
 use crate::workload::net::{DEFAULT_PORT, NetPlan, NetWorkload};
 use crate::workload::task::{Codec, Direction, TaskPlan, TaskWorkload};
@@ -36,6 +37,11 @@ use crate::workload::task::{Codec, Direction, TaskPlan, TaskWorkload};
 /// on each side its smallest two-sided p-value is 0.1).
 const QUICK_SIZES: &str = "10K,100K,1M,10M,64M,256M";
 const QUICK_PASSES: u32 = 4;
+/// The random 4 KiB tests each target gets, read and write: their test file and
+/// counted seconds, quick and full.
+const IOPS_TESTS: &str = "RND4K-Q32T1,RND4K-Q1T1";
+const QUICK_IOPS_BYTES: u64 = 256 << 20;
+const IOPS_BYTES: u64 = 1 << 30;
 /// The compression task's test file, quick and full.
 const QUICK_TASK_BYTES: u64 = 128 << 20;
 const TASK_BYTES: u64 = 1 << 30;
@@ -44,7 +50,8 @@ const TASK_BYTES: u64 = 1 << 30;
 #[derive(Debug, Args)]
 #[command(
     after_long_help = "Runs, one after another: a storage series in each --target \
-(written in a work folder ratelab makes there and removes), the cpu tests at 1, 2, 4 … and all \
+(written in a work folder ratelab makes there and removes) and random 4 KiB reads and writes \
+at depth 32 and 1 on a test file there, the cpu tests at 1, 2, 4 … and all \
 threads with the monitor beside them, a TCP test (over loopback against a server ratelab \
 starts itself, or to --peer's `ratelab net serve`), and a zstd task on a file it makes in the \
 first target. The run is stored, then read back from the database and written as a \
@@ -112,7 +119,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
     super::measure_with("profile", &args.output, workloads, schedule, extras)
 }
 
-/// A storage series in each target folder.
+/// A storage series in each target folder, then its random 4 KiB tests.
 fn storage(targets: &[PathBuf], quick: bool) -> anyhow::Result<Vec<Box<dyn Workload>>> {
     let (sizes, repeat) = if quick {
         (QUICK_SIZES, QUICK_PASSES)
@@ -120,17 +127,31 @@ fn storage(targets: &[PathBuf], quick: bool) -> anyhow::Result<Vec<Box<dyn Workl
         (DEFAULT_SIZES, 1)
     };
     let sizes = parse_size_list(sizes).expect("built-in sizes parse").0;
-    targets
-        .iter()
-        .map(|target| {
-            let plan = DiskPlan {
-                repeat,
-                ..DiskPlan::new(target.clone(), sizes.clone(), rand::random())
-            };
-            plan.validate().map_err(UsageError)?;
-            Ok(Box::new(DiskWorkload::new(plan)) as Box<dyn Workload>)
-        })
-        .collect()
+    let mut workloads: Vec<Box<dyn Workload>> = Vec::new();
+    for target in targets {
+        let plan = DiskPlan {
+            repeat,
+            ..DiskPlan::new(target.clone(), sizes.clone(), rand::random())
+        };
+        plan.validate().map_err(UsageError)?;
+        workloads.push(Box::new(DiskWorkload::new(plan)));
+        let iops = IopsPlan {
+            target: target.clone(),
+            size_bytes: if quick { QUICK_IOPS_BYTES } else { IOPS_BYTES },
+            tests: IOPS_TESTS
+                .split(',')
+                .map(|t| t.parse().expect("built-in tests parse"))
+                .collect(),
+            rw: vec![Rw::Read, Rw::Write],
+            seconds: if quick { 2.0 } else { 4.0 },
+            ramp_seconds: if quick { 0.5 } else { 1.0 },
+            direct: true,
+            seed: rand::random(),
+        };
+        iops.validate().map_err(UsageError)?;
+        workloads.push(Box::new(IopsWorkload::new(iops)));
+    }
+    Ok(workloads)
 }
 
 /// The cpu tests at 1, 2, 4 … and all threads, and the monitor that samples residency

@@ -228,6 +228,7 @@ pub fn by_size_chart(target: &str, items: &[DiskItem]) -> Option<Chart> {
         x_label: "file size".into(),
         y_label: "rate".into(),
         x_log: true,
+        y_log: false,
         x_format: size_axis,
         y_format: format_rate,
         lines,

@@ -27,6 +27,8 @@ pub struct Chart {
     pub y_label: String,
     /// Whether x is on a log scale (file sizes).
     pub x_log: bool,
+    /// Whether y is on a log scale (latencies that span decades).
+    pub y_log: bool,
     /// Formats an x value for the axis.
     pub x_format: fn(f64) -> String,
     /// Formats a y value for the axis.
@@ -49,6 +51,7 @@ impl Chart {
             x_label: x_label.into(),
             y_label: y_label.into(),
             x_log: false,
+            y_log: false,
             x_format: count_axis,
             y_format,
             lines,

@@ -50,13 +50,20 @@ impl Chart {
             .filter(|y| y.is_finite())
             .fold(0.0, f64::max);
         let y_top = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
+        // On a log axis y runs from its least positive value, a little below it.
+        let y_low = self
+            .lines
+            .iter()
+            .flat_map(|l| l.points.iter().map(|p| p.1))
+            .filter(|y| y.is_finite() && *y > 0.0)
+            .fold(y_top, f64::min)
+            / 1.5;
         let mut out = String::new();
         {
             let root = SVGBackend::with_string(&mut out, (WIDTH, HEIGHT)).into_drawing_area();
             root.fill(&WHITE).ok()?;
-            if self.x_log {
-                let (lo, hi) = (x_min / 1.5, x_max * 1.5);
-                self.draw(&root, (lo..hi).log_scale(), y_top)?;
+            let (x_low, x_high) = if self.x_log {
+                (x_min / 1.5, x_max * 1.5)
             } else {
                 let pad = ((x_max - x_min) * 0.05).max(0.5);
                 // Times and counts start at zero: no axis runs below it.
@@ -65,24 +72,36 @@ impl Chart {
                 } else {
                     x_min - pad
                 };
-                self.draw(&root, low..(x_max + pad), y_top)?;
-            }
+                (low, x_max + pad)
+            };
+            match (self.x_log, self.y_log) {
+                (true, true) => self.draw(
+                    &root,
+                    (x_low..x_high).log_scale(),
+                    (y_low..y_top * 1.4).log_scale(),
+                ),
+                (true, false) => self.draw(&root, (x_low..x_high).log_scale(), 0.0..y_top),
+                (false, true) => self.draw(&root, x_low..x_high, (y_low..y_top * 1.4).log_scale()),
+                (false, false) => self.draw(&root, x_low..x_high, 0.0..y_top),
+            }?;
             root.present().ok()?;
         }
         Some(out)
     }
 
-    fn draw<X>(&self, root: &DrawingArea<SVGBackend, Shift>, x: X, y_top: f64) -> Option<()>
+    fn draw<X, Y>(&self, root: &DrawingArea<SVGBackend, Shift>, x: X, y: Y) -> Option<()>
     where
         X: plotters::coord::ranged1d::AsRangedCoord<Value = f64>,
         X::CoordDescType: plotters::coord::ranged1d::ValueFormatter<f64>,
+        Y: plotters::coord::ranged1d::AsRangedCoord<Value = f64>,
+        Y::CoordDescType: plotters::coord::ranged1d::ValueFormatter<f64>,
     {
         let mut chart = ChartBuilder::on(root)
             .caption(&self.title, ("sans-serif", 20))
             .margin(12)
             .x_label_area_size(42)
             .y_label_area_size(78)
-            .build_cartesian_2d(x, 0.0..y_top)
+            .build_cartesian_2d(x, y)
             .ok()?;
         let (x_format, y_format) = (self.x_format, self.y_format);
         chart
@@ -160,6 +179,7 @@ mod tests {
             x_label: "file size".into(),
             y_label: "MB/s".into(),
             x_log: true,
+            y_log: false,
             x_format: |x| format!("{x:.0}"),
             y_format: |y| format!("{y:.0}"),
             lines: vec![Line {

@@ -46,6 +46,7 @@ pub fn series(records: &[(usize, &WorkloadRecord)]) -> Option<Chart> {
         x_label: "seconds from the common start".into(),
         y_label: "rate".into(),
         x_log: false,
+        y_log: false,
         x_format: plain_axis,
         y_format,
         lines,

@@ -49,7 +49,7 @@ impl Kind for DiskKind {
             .into_iter()
             .map(|op| ProfileFigure {
                 key: format!("disk {op} {settings}"),
-                words: format!("{op} on {}", w.record.target),
+                words: format!("streaming {op} on {}", w.record.target),
                 rates: rates::streaming_rates(&w.items, op),
             })
             .collect()

@@ -316,6 +316,7 @@ impl Kind for ImageKind {
             x_label: "cluster size".into(),
             y_label: "rate".into(),
             x_log: true,
+            y_log: false,
             x_format: size_axis,
             y_format: format_rate,
             lines,

@@ -3,15 +3,14 @@
 use super::IopsPlan;
 use super::stored::{IopsContext, IopsItem, IopsSummary, TestSummary};
 use super::test::Order;
-use crate::document::{Severity, Verdict};
+use crate::document::Verdict;
 use crate::vocab::units::{
     format_iops, format_iops_words, format_latency, format_rate, format_size,
 };
-use crate::vocab::{Exposure, GroupKey, RateUnit, Samples, SummaryLine, Table};
+use crate::vocab::{
+    Chart, Exposure, GroupKey, LinkLimit, ProfileFigure, RateUnit, Samples, SummaryLine, Table,
+};
 use crate::workload::{DecodeError, Kind, Stored};
-
-/// A read that found more than this share of the file cached is flagged.
-const CACHED: f64 = 0.05;
 
 /// How ratelab summarises, judges and shows stored iops workloads.
 pub struct IopsKind;
@@ -25,6 +24,10 @@ impl Kind for IopsKind {
 
     fn exposure(&self, _w: &Stored<Self>) -> Exposure {
         Exposure::STORAGE
+    }
+
+    fn charts(&self, w: &Stored<Self>) -> Vec<Chart> {
+        vec![super::chart::percentile_chart(&w.items)]
     }
 
     /// Each interval of each test and op: its IOPS, p50 and p99 latency, each a group.
@@ -63,38 +66,15 @@ impl Kind for IopsKind {
     }
 
     fn verdicts(&self, w: &Stored<Self>) -> Vec<Verdict> {
-        let verdict = Verdict::about(Some(w.index()));
-        let cached: Vec<String> = w
-            .items
-            .iter()
-            .filter(|i| i.cached_fraction_before.is_some_and(|f| f > CACHED))
-            .map(|i| {
-                format!(
-                    "{} read ({:.0}% of the file cached before it)",
-                    i.test,
-                    100.0 * i.cached_fraction_before.unwrap_or_default()
-                )
-            })
-            .collect();
-        let mut verdicts = Vec::new();
-        if !cached.is_empty() {
-            verdicts.push(verdict(
-                "iops_read_cached",
-                Severity::Warning,
-                format!(
-                    "the page cache held part of the test file before {}: those reads may be faster than the storage",
-                    cached.join(", ")
-                ),
-            ));
-        }
-        if !w.params.direct {
-            verdicts.push(verdict(
-                "iops_buffered",
-                Severity::Info,
-                "requests went through the page cache (--buffered): writes may be counted when cached, not when stored".into(),
-            ));
-        }
-        verdicts
+        super::verdicts::verdicts(w)
+    }
+
+    fn link_limit(&self, w: &Stored<Self>) -> Option<LinkLimit> {
+        let chain = w.context.chain.as_ref();
+        Some(crate::storage::rates::link_limit(
+            chain.and_then(|c| c.max_bytes_per_sec),
+            chain,
+        ))
     }
 
     fn tables(&self, w: &Stored<Self>) -> Vec<Table> {
@@ -121,7 +101,7 @@ impl Kind for IopsKind {
         ];
         vec![Table {
             title: format!(
-                "block I/O on a {} file · {} · {} s a test after a {} s ramp · completion latency",
+                "block I/O on a {} file · {} · {} s a test (+{} s ramp) · latency",
                 format_size(w.params.size_bytes),
                 if w.params.direct {
                     "O_DIRECT"
@@ -135,6 +115,43 @@ impl Kind for IopsKind {
             header: header.iter().map(|h| h.to_string()).collect(),
             rows,
         }]
+    }
+
+    /// The table without its rarest figures (p99.9, max), to fit 80 columns.
+    fn brief_tables(&self, w: &Stored<Self>) -> Vec<Table> {
+        let keep = ["test", "op", "MB/s", "IOPS", "mean", "p50", "p99"];
+        self.tables(w)
+            .into_iter()
+            .map(|table| table.keep_columns(&keep))
+            .collect()
+    }
+
+    /// Each test's IOPS per interval, keyed by the target and everything that sets them.
+    fn profile_figures(&self, w: &Stored<Self>) -> Vec<ProfileFigure> {
+        let p = &w.params;
+        w.items
+            .iter()
+            .map(|item| {
+                let settings = serde_json::to_string(&(
+                    &w.record.target,
+                    p.size_bytes,
+                    p.seconds,
+                    p.ramp_seconds,
+                    p.direct,
+                ))
+                .expect("settings serialise");
+                let what = format!("{} {}", item.test, item.op_words());
+                ProfileFigure {
+                    key: format!("iops {what} {settings}"),
+                    words: format!("{what} IOPS on {}", w.record.target),
+                    rates: item
+                        .intervals
+                        .iter()
+                        .map(|i| i.ios as f64 / item.interval_seconds)
+                        .collect(),
+                }
+            })
+            .collect()
     }
 
     /// A line per order and block size: sequential tests by their rate, random ones by
@@ -166,15 +183,24 @@ impl Kind for IopsKind {
                             .iter()
                             .filter(in_group)
                             .filter(|i| i.op_words() == op)
-                            .map(|i| {
-                                let at = i.test.split_once('-').map_or("", |(_, q)| q);
+                            .enumerate()
+                            .map(|(n, i)| {
+                                let at = match i.threads {
+                                    1 => format!("Q{}", i.queue_depth),
+                                    t => format!("Q{}T{t}", i.queue_depth),
+                                };
                                 match order {
                                     Order::Sequential => {
                                         format!("{} at {at}", format_rate(i.bytes_per_sec))
                                     }
+                                    // The unit once per op: `41.2k IOPS at Q32 (p99 ..), 9.8k at Q1`.
                                     Order::Random => format!(
                                         "{} at {at} (p99 {})",
-                                        format_iops_words(i.iops),
+                                        if n == 0 {
+                                            format_iops_words(i.iops)
+                                        } else {
+                                            format_iops(i.iops)
+                                        },
                                         format_latency(i.latency_ns.p99 as f64)
                                     ),
                                 }

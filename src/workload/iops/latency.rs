@@ -69,6 +69,11 @@ impl Latency {
         self.0.len()
     }
 
+    /// The latency at `quantile` (0.99 for the 99th percentile), in nanoseconds.
+    pub fn at_quantile(&self, quantile: f64) -> u64 {
+        self.0.value_at_quantile(quantile)
+    }
+
     /// Forgets every count, keeping the histogram's memory.
     pub fn reset(&mut self) {
         self.0.reset();

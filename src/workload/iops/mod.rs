@@ -4,11 +4,13 @@
 //! work folder under the target and filled with ratelab's unique, incompressible data
 //! before anything is timed; it is removed at the end, on error and on Ctrl-C.
 
+mod chart;
 mod drive;
 mod kind;
 pub mod latency;
 mod stored;
 pub mod test;
+mod verdicts;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -42,6 +42,7 @@ pub fn charts(items: &[MonitorItem]) -> Vec<Chart> {
         x_label: "seconds from the monitor's start".into(),
         y_label: y_label.into(),
         x_log: false,
+        y_log: false,
         x_format: plain_axis,
         y_format,
         lines,
