@@ -165,7 +165,7 @@ fn every_results_verb_reads_the_same_from_postgres_as_from_sqlite() {
         same(&["results", "show", &id]);
         same(&["results", "show", &id, "--json"]);
         same(&["results", "show", &id, "--brief"]);
-        same(&["results", "report", &id]);
+        same(&["results", "report", &id, "--out", "-"]);
         for format in ["json", "csv", "series"] {
             same(&["results", "export", &id, "--format", format]);
         }

@@ -148,6 +148,27 @@ fn profile_quick_stores_the_run_and_its_report_shows_the_charts() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert_eq!(std::fs::read_to_string(&again).unwrap(), page);
+    // Without --out it writes the page where profile did and names it; `--out -` is stdout.
+    std::fs::remove_file(&report).unwrap();
+    let output = ratelab()
+        .args(["results", "report", "1", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(output.stdout.is_empty(), "the page went to the terminal");
+    assert!(
+        stderr.contains(&format!("report: {}", report.display())),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&report).unwrap(), page);
+    let output = ratelab()
+        .args(["results", "report", "1", "--out", "-", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&output.stdout), page);
 
     // A second profile of the machine says what moved since the first.
     let output = ratelab()

@@ -149,7 +149,7 @@ fn every_old_run_shows_as_the_golden_files_say() {
 fn every_old_run_has_a_report_page() {
     let (_dir, db) = database();
     for id in RUNS {
-        let page = results(&db, &["report", &id.to_string()]);
+        let page = results(&db, &["report", &id.to_string(), "--out", "-"]);
         let doc: Value =
             serde_json::from_str(&old_export(&format!("run-{id}.json"))).expect("fixture JSON");
         assert!(page.starts_with("<!DOCTYPE html>"), "run {id}: {page:.200}");
@@ -257,7 +257,7 @@ fn every_kind_walks_through_list_show_compare_export_and_report() {
                 .any(|w| w["kind"] == kind.as_str()),
             "{kind}: run {newest}"
         );
-        let page = results(db, &["report", newest]);
+        let page = results(db, &["report", newest, "--out", "-"]);
         assert!(
             page.contains(&format!("class=\"workload {kind}\"")),
             "{kind}"
@@ -289,7 +289,7 @@ fn a_corrupt_item_is_named_not_dropped() {
     for args in [
         vec!["show", "1"],
         vec!["export", "1", "--format", "markdown"],
-        vec!["report", "1"],
+        vec!["report", "1", "--out", "-"],
         vec!["compare", "1", "15"],
     ] {
         let message = common::refused(
@@ -346,4 +346,97 @@ fn iops_runs_show_as_the_golden_files_say() {
             &results(&db, &["show", id]),
         );
     }
+}
+
+#[test]
+fn a_database_another_user_owns_is_read_as_it_is_and_never_written() {
+    let test = "a_database_another_user_owns_is_read_as_it_is_and_never_written";
+    if !common::root_or_skip(test, "it runs ratelab as nobody")
+        || !common::have_or_skip(test, "setpriv")
+    {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    // In /tmp, which nobody can reach: root's folder and files, readable by all.
+    let dir = tempfile::Builder::new()
+        .prefix("ratelab-test-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let nobody = |args: &[&str]| {
+        std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .env("HOME", "/nonexistent")
+            .arg(common::bin())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    // An older schema (read from an upgraded copy) and the newest (read in place, or
+    // from a copy where SQLite cannot make its shared-memory file beside it).
+    for fixture in ["runs-61f461b.db", "runs-feaf4b2.db"] {
+        let db = dir.path().join(fixture);
+        std::fs::copy(fixtures().join(fixture), &db).unwrap();
+        std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let before = std::fs::read(&db).unwrap();
+        let db_arg = db.to_str().unwrap();
+        for args in [
+            vec!["results", "list"],
+            vec!["results", "show", "1"],
+            vec!["results", "report", "1", "--out", "-"],
+            vec!["results", "compare", "1", "2"],
+            vec!["results", "export", "1", "--format", "json"],
+            vec!["results", "export", "2", "--format", "markdown"],
+        ] {
+            let output = nobody(&[&args[..], &["--db", db_arg]].concat());
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(output.status.success(), "{fixture}: {args:?}: {stderr}");
+            assert!(
+                !output.stdout.is_empty(),
+                "{fixture}: {args:?} printed nothing"
+            );
+        }
+        assert!(
+            std::fs::read(&db).unwrap() == before,
+            "{fixture} was written"
+        );
+        // Storing a run there is refused before anything runs, saying what to do.
+        let target = tempfile::Builder::new()
+            .prefix("ratelab-test-")
+            .tempdir_in("/tmp")
+            .unwrap();
+        std::fs::set_permissions(target.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let output = nobody(&[
+            "disk",
+            target.path().to_str().unwrap(),
+            "--sizes",
+            "1M",
+            "--db",
+            db_arg,
+        ]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(3), "{stderr}");
+        for words in [
+            "cannot store runs in the results database",
+            "--db PATH",
+            "--no-store",
+        ] {
+            assert!(stderr.contains(words), "{words:?} missing: {stderr}");
+        }
+        assert!(
+            common::entries(target.path()).is_empty(),
+            "the disk run began"
+        );
+        assert!(
+            std::fs::read(&db).unwrap() == before,
+            "{fixture} was written"
+        );
+    }
+    let mut left = common::entries(dir.path());
+    left.sort();
+    assert_eq!(
+        left,
+        ["runs-61f461b.db", "runs-feaf4b2.db"],
+        "nothing was made beside the databases"
+    );
 }

@@ -100,7 +100,7 @@ verbs! {
     Readdir(readdir::ReaddirArgs) => readdir::run;
     /// The machine: CPU, memory, kernel, and each filesystem's chain down to its link.
     Info(info::InfoArgs) => info::run;
-    /// The results database: list, show and export stored runs.
+    /// The results database: list, show, compare, report, export and import stored runs.
     Results(results::ResultsArgs) => results::run;
     /// Time any command held to 1..N CPUs, R times each: speedup and efficiency.
     Scale(scale::ScaleArgs) => scale::run;

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
+use anyhow::Context as _;
 use clap::{Args, Subcommand, ValueEnum};
 
 use super::DbArg;
@@ -83,7 +84,8 @@ corrections beyond."
         /// The run id (see `results list`).
         #[arg(value_name = "ID")]
         run_id: i64,
-        /// Write to this file (FILE.html) instead of stdout.
+        /// Write to this file (FILE.html), or `-` for stdout [default:
+        /// reports/run-ID.html beside the database].
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
@@ -289,7 +291,8 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
         ))
         .into());
     }
-    let store = at.open()?;
+    // Reading never writes: a database of another user's, or an older one, reads as it is.
+    let store = at.open_to_read()?;
     let (bytes, out) = match action {
         Action::List { json, filter } => (list(&store, &filter, json)?, None),
         Action::Show {
@@ -315,7 +318,25 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
         }
         Action::Report { run_id, out } => {
             let page = report::html::render(&store.load_run(run_id)?)?;
-            (page.into_bytes(), out)
+            let path = match out {
+                Some(path) if path.as_os_str() == "-" => None,
+                Some(path) => Some(path),
+                None => {
+                    let folder = at.reports_folder();
+                    std::fs::create_dir_all(&folder).with_context(|| {
+                        format!(
+                            "cannot make {} for the report (give --out FILE, or --out - for stdout)",
+                            folder.display()
+                        )
+                    })?;
+                    Some(folder.join(format!("run-{run_id}.html")))
+                }
+            };
+            report::emit(page.as_bytes(), path.as_deref())?;
+            if let Some(path) = path {
+                eprintln!("report: {}", path.display());
+            }
+            return Ok(Exit::Success);
         }
         Action::Export {
             run_id,

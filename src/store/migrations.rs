@@ -98,6 +98,12 @@ fn spelled(up: &str, dialect: Dialect) -> String {
 /// while they migrate ("ratelab" in ASCII).
 const MIGRATION_LOCK: i64 = 0x0072_6174_656c_6162;
 
+/// Whether the database at `at`, open on `db`, has the schema this binary writes; an
+/// error when a newer ratelab wrote it.
+pub fn is_latest(db: &mut dyn Database, at: &Address) -> Result<bool, Error> {
+    Ok(checked_version(db, at)? == LATEST)
+}
+
 /// Brings the database at `at`, open on `db`, to [`LATEST`]; does nothing, and takes no
 /// lock, when it is there already.
 pub fn to_latest(db: &mut dyn Database, at: &Address) -> Result<(), Error> {

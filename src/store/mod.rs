@@ -44,6 +44,16 @@ pub enum Error {
         #[source]
         source: DbError,
     },
+    /// A run would be stored in a database this user cannot write.
+    #[error(
+        "cannot store runs in the results database {at}: {reason}; give --db PATH for a database of your own, or --no-store to keep the run out of any (`ratelab results` reads it as it is)"
+    )]
+    ReadOnly {
+        /// The database at fault.
+        at: Address,
+        /// Why it cannot be written.
+        reason: String,
+    },
     /// Its folder could not be created.
     #[error("cannot create the folder of the results database {path}")]
     Folder {
@@ -188,7 +198,7 @@ impl Address {
         }
     }
 
-    /// Opens (creating a file if needed) and migrates the database.
+    /// Opens (creating a file if needed) and migrates the database, to store runs in it.
     pub fn open(&self) -> Result<Store, Error> {
         let open_err = |source| Error::Open {
             at: self.clone(),
@@ -202,6 +212,12 @@ impl Address {
                         source,
                     })?;
                 }
+                if let Some(reason) = unwritable(path) {
+                    return Err(Error::ReadOnly {
+                        at: self.clone(),
+                        reason,
+                    });
+                }
                 Box::new(sqlite::Sqlite::open(path).map_err(|e| open_err(e.into()))?)
             }
             Address::Postgres(server) => Box::new(server.connect().map_err(open_err)?),
@@ -210,7 +226,71 @@ impl Address {
         Ok(Store {
             db: RefCell::new(db),
             at: self.clone(),
+            _copy: None,
         })
+    }
+
+    /// Opens the database to read it only, never writing to it: a file in place when it
+    /// can be read there as it is, else a copy in a temporary folder (a file this user
+    /// cannot write beside, or one an older ratelab wrote, whose upgrade is the copy's).
+    pub fn open_to_read(&self) -> Result<Store, Error> {
+        let Address::File(path) = self else {
+            return self.open();
+        };
+        if let Ok(db) = sqlite::Sqlite::open_read_only(path) {
+            let mut db: Box<dyn Database> = Box::new(db);
+            if migrations::is_latest(db.as_mut(), self)? {
+                return Ok(Store {
+                    db: RefCell::new(db),
+                    at: self.clone(),
+                    _copy: None,
+                });
+            }
+        }
+        let open_err = |source: std::io::Error| Error::Open {
+            at: self.clone(),
+            source: DbError::new(format!("cannot read it, or a copy of it: {source}")),
+        };
+        let copy = tempfile::tempdir().map_err(open_err)?;
+        let file = copy.path().join("results.db");
+        std::fs::copy(path, &file).map_err(open_err)?;
+        // A store in use keeps its latest runs in its write-ahead log until a checkpoint.
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        if Path::new(&wal).exists() {
+            std::fs::copy(&wal, copy.path().join("results.db-wal")).map_err(open_err)?;
+        }
+        let mut db: Box<dyn Database> =
+            Box::new(sqlite::Sqlite::open(&file).map_err(|e| Error::Open {
+                at: self.clone(),
+                source: e.into(),
+            })?);
+        migrations::to_latest(db.as_mut(), self)?;
+        Ok(Store {
+            db: RefCell::new(db),
+            at: self.clone(),
+            _copy: Some(copy),
+        })
+    }
+}
+
+/// Why this user cannot write the database file at `path` (or make its journal beside
+/// it); `None` when it can, or when the file does not exist yet.
+fn unwritable(path: &Path) -> Option<String> {
+    use rustix::fs::{Access, access};
+    let folder = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if path.exists() && access(path, Access::WRITE_OK).is_err() {
+        Some("the file is not writable by this user".into())
+    } else if access(folder, Access::WRITE_OK).is_err() {
+        Some(format!(
+            "its folder {} is not writable by this user, and SQLite keeps its journal there",
+            folder.display()
+        ))
+    } else {
+        None
     }
 }
 
@@ -218,6 +298,8 @@ impl Address {
 pub struct Store {
     db: RefCell<Box<dyn Database>>,
     at: Address,
+    /// The temporary folder of the copy read instead of the file, if any.
+    _copy: Option<tempfile::TempDir>,
 }
 
 impl Store {
@@ -225,7 +307,7 @@ impl Store {
     /// up earlier runs; never creates one.
     pub fn open_existing(chosen: Option<&Path>) -> Option<Store> {
         let at = Address::of(chosen).ok()?;
-        at.exists().then(|| at.open().ok()).flatten()
+        at.exists().then(|| at.open_to_read().ok()).flatten()
     }
 
     /// Opens (creating if needed) and migrates the database file at `path`.

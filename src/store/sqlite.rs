@@ -18,6 +18,21 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct Sqlite(Connection);
 
 impl Sqlite {
+    /// Opens the existing database file at `path` to read it only, as it is there; fails
+    /// when it cannot be read in place (a WAL database in a folder this user cannot
+    /// write, whose shared-memory file cannot be made).
+    pub fn open_read_only(path: &Path) -> Result<Sqlite, rusqlite::Error> {
+        use rusqlite::OpenFlags;
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        // Opening is lazy: the first read says whether the file can be read.
+        conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
+        Ok(Sqlite(conn))
+    }
+
     /// Opens (creating if needed) the database file at `path`.
     pub fn open(path: &Path) -> Result<Sqlite, rusqlite::Error> {
         let conn = Connection::open(path)?;

@@ -261,10 +261,6 @@ impl Workload for IopsWorkload {
         self.alone_of
     }
 
-    fn planned_bytes(&self) -> u64 {
-        0
-    }
-
     fn touches(&self) -> crate::workload::Touches {
         crate::workload::Touches {
             paths: vec![self.target.clone()],
