@@ -583,3 +583,35 @@ fn the_same_target_twice_gets_two_work_folders() {
         entries(dir.path())
     );
 }
+
+#[test]
+fn disk_says_what_it_will_write_before_it_starts() {
+    let dir = disk_tempdir();
+    let output = ratelab()
+        .arg("disk")
+        .arg(dir.path())
+        .args(["--sizes", "1M,4M", "--repeat", "2", "--no-store"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = stderr(&output);
+    let first = said.lines().next().unwrap_or_default();
+    assert!(
+        first.contains(
+            "writes 2 files of 1 MiB to 4 MiB, 2 passes: 10 MiB in all, 5 MiB on disk at once; "
+        ) && first.ends_with(" free there"),
+        "{said}"
+    );
+    // Quiet is quiet.
+    let output = ratelab()
+        .arg("disk")
+        .arg(dir.path())
+        .args(["--sizes", "1M", "--no-store", "-q"])
+        .output()
+        .unwrap();
+    assert!(
+        !stderr(&output).contains("writes 1 file"),
+        "{}",
+        stderr(&output)
+    );
+}

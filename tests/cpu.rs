@@ -425,3 +425,46 @@ fn a_thread_that_cannot_start_stops_the_test_instead_of_hanging_it() {
     assert_eq!(output.status.code(), Some(3), "{message}");
     assert!(message.contains("cannot start test thread"), "{message}");
 }
+
+#[test]
+fn a_class_that_needs_root_is_refused_before_anything_runs() {
+    let test = "a_class_that_needs_root_is_refused_before_anything_runs";
+    if !common::root_or_skip(test, "it runs ratelab as nobody")
+        || !common::have_or_skip(test, "setpriv")
+    {
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("ratelab-test-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let db = dir.path().join("results.db");
+    let output = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(common::bin())
+        .args(["cpu", "--test", "int", "--class", "normal,nice:-5", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("--class nice:-5 needs root or CAP_SYS_NICE"),
+        "{stderr}"
+    );
+    assert!(
+        output.stdout.is_empty(),
+        "something ran: {}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    // The database may exist, but holds no run.
+    if db.exists() {
+        let runs = common::stored_runs(&db);
+        assert_eq!(runs.as_array().map_or(0, Vec::len), 0, "{runs}");
+    }
+}

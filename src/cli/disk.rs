@@ -143,6 +143,17 @@ pub fn run(args: DiskArgs) -> anyhow::Result<Exit> {
         .iter()
         .map(|target| args.plan(target.clone(), seed))
         .collect::<Result<Vec<_>, UsageError>>()?;
+    if !args.output.quiet {
+        for plan in &plans {
+            if let Some(words) = plan.writes_in_words() {
+                eprintln!(
+                    "{}: {words}{}",
+                    plan.target.display(),
+                    free_words(&plan.target)
+                );
+            }
+        }
+    }
     let n = plans.len();
     let mut workloads: Vec<Box<dyn Workload>> = plans
         .iter()
@@ -162,4 +173,15 @@ pub fn run(args: DiskArgs) -> anyhow::Result<Exit> {
         Schedule::together(n, &[])
     };
     super::measure(DiskKind::NAME, &args.output, workloads, schedule)
+}
+
+/// `; 75.3 GiB free there`, or nothing when the filesystem does not say.
+fn free_words(target: &std::path::Path) -> String {
+    match rustix::fs::statvfs(target) {
+        Ok(vfs) if vfs.f_blocks > 0 => format!(
+            "; {} free there",
+            crate::vocab::units::format_size(vfs.f_bavail * vfs.f_frsize)
+        ),
+        _ => String::new(),
+    }
 }

@@ -488,12 +488,12 @@ fn recorder(
 /// What the server says when it starts: where it listens, its bounds, and who it lets in.
 fn listening_line(address: SocketAddr, config: &ServeConfig) -> String {
     format!(
-        "listening on {address}: {} test{} at a time, up to {} streams, {} s and {} bytes each{}",
+        "listening on {address}: {} test{} at a time, up to {} streams, {} s and {} each{}",
         config.max_tests,
         if config.max_tests == 1 { "" } else { "s" },
         config.limits.max_streams,
         config.limits.max_duration_ms / 1000,
-        config.limits.max_bytes,
+        crate::vocab::units::format_size(config.limits.max_bytes),
         match (&config.key, &config.iperf3_authority) {
             (Some(_), Some(_)) => {
                 ", key required (iperf3 clients log in with their credentials)".to_string()

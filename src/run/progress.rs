@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::vocab::units::format_bytes;
+use crate::vocab::units::format_size;
 
 /// A progress display for one run.
 pub struct ProgressDisplay {
@@ -43,7 +43,7 @@ impl ProgressDisplay {
         let bytes = self.earlier_parts.load(Ordering::Relaxed) + bytes;
         self.bar.set_position(bytes);
         self.bar
-            .set_message(format!("{} · {} moved", status(), format_bytes(bytes)));
+            .set_message(format!("{} · {} moved", status(), format_size(bytes)));
     }
 
     /// Shows which part of a run of several runs now, and how many there are.

@@ -87,6 +87,23 @@ impl SchedClass {
         Ok(())
     }
 
+    /// Whether this process may put a thread in this class, asked of the kernel on a
+    /// thread made for the question; says why not, and what would allow it.
+    pub fn permitted(self) -> Result<(), String> {
+        let tried = std::thread::spawn(move || self.apply())
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the probe thread panicked")));
+        match tried {
+            Ok(()) => Ok(()),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::EACCES)) => Err(format!(
+                "--class {self} needs root or CAP_SYS_NICE: an ordinary user may only lower \
+                 a thread's priority (nice 0 to 19, or below 0 down to what RLIMIT_NICE \
+                 allows)"
+            )),
+            Err(e) => Err(format!("--class {self} cannot be set here: {e}")),
+        }
+    }
+
     /// The class the calling thread is in, as the kernel reports it.
     pub fn current() -> String {
         // SAFETY: both calls only read the calling thread's scheduling state.
@@ -120,6 +137,18 @@ mod tests {
                 .contains("-20 to 19")
         );
         assert!(SchedClass::parse("fast").unwrap_err().contains("\"fast\""));
+    }
+
+    #[test]
+    fn classes_anyone_may_take_are_permitted() {
+        for class in [
+            SchedClass::Normal,
+            SchedClass::Batch,
+            SchedClass::Idle,
+            SchedClass::Nice(5),
+        ] {
+            assert_eq!(class.permitted(), Ok(()), "{class}");
+        }
     }
 
     #[test]

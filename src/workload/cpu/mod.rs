@@ -132,6 +132,9 @@ impl Workload for CpuWorkload {
     }
 
     fn prepare(&mut self) -> Result<(), Error> {
+        for class in &self.plan.classes {
+            class.permitted().map_err(Error::Unsupported)?;
+        }
         self.power = Power::probe();
         for test in &self.plan.tests {
             let kernel = kernels::kernel(test)

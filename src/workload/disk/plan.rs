@@ -117,6 +117,40 @@ impl DiskPlan {
         }
     }
 
+    /// What the run writes, in words, before it starts: `writes 8 files of 10 KiB to
+    /// 2 GiB, 4 passes: 10.6 GiB in all, 2.65 GiB on disk at once`; `None` for a run
+    /// that writes nothing, or only empty files (the null engine).
+    pub fn writes_in_words(&self) -> Option<String> {
+        if !self.phase.writes() || self.engine == EngineKind::Null {
+            return None;
+        }
+        if let (Some(seconds), Some(file)) = (self.duration_s, self.file_size_bytes) {
+            return Some(format!(
+                "writes for {seconds} s in files of {}, written over in turn",
+                format_size(file)
+            ));
+        }
+        let (written, _) = self.pass_bytes();
+        let passes = u64::from(self.repeat);
+        let smallest = self.sizes_bytes.iter().min()?;
+        let largest = self.sizes_bytes.iter().max()?;
+        let sizes = if smallest == largest {
+            format_size(*smallest)
+        } else {
+            format!("{} to {}", format_size(*smallest), format_size(*largest))
+        };
+        let series: u64 = self.sizes_bytes.iter().sum();
+        let held = if self.keep { series * passes } else { series };
+        Some(format!(
+            "writes {} file{} of {sizes}, {passes} pass{}: {} in all, {} on disk at once",
+            self.sizes_bytes.len(),
+            if self.sizes_bytes.len() == 1 { "" } else { "s" },
+            if passes == 1 { "" } else { "es" },
+            format_size(written.saturating_mul(passes)),
+            format_size(held)
+        ))
+    }
+
     /// Bytes one pass of the series writes (its writes and rewrites) and reads (each read
     /// mode); saturating, as these size progress bars and tallies.
     pub fn pass_bytes(&self) -> (u64, u64) {

@@ -276,10 +276,10 @@ fn control(
     };
     drop(slot);
     (state.log)(&format!(
-        "{peer}: test of {}: received {} bytes, sent {} bytes in {:.2} s",
+        "{peer}: test of {}: received {}, sent {} in {:.2} s",
         super::test_words(&request),
-        report.moved(Role::Receive),
-        report.moved(Role::Send),
+        crate::vocab::units::format_bytes(report.moved(Role::Receive)),
+        crate::vocab::units::format_bytes(report.moved(Role::Send)),
         report.wall_seconds
     ));
     let sent = protocol::send(connection, &Message::Results(Box::new(report)), timeout);

@@ -244,8 +244,9 @@ pub fn check(request: &TestRequest, limits: &Limits) -> Result<(), String> {
             let total = bytes.saturating_mul(connections);
             if bytes == 0 || total > limits.max_bytes {
                 return Err(format!(
-                    "a test of {total} bytes asked for; this server allows up to {}",
-                    limits.max_bytes
+                    "a test of {} asked for; this server allows up to {}",
+                    crate::vocab::units::format_size(total),
+                    crate::vocab::units::format_size(limits.max_bytes)
                 ));
             }
             limits.max_duration_ms

@@ -194,8 +194,9 @@ fn bound(
                 return refuse(
                     code::TOTAL,
                     format!(
-                        "a test of {total} bytes asked for; this server allows up to {}",
-                        limits.max_bytes
+                        "a test of {} asked for; this server allows up to {}",
+                        crate::vocab::units::format_size(total),
+                        crate::vocab::units::format_size(limits.max_bytes)
                     ),
                 );
             }

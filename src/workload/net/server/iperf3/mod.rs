@@ -136,10 +136,10 @@ fn control(
     let ended = match outcome {
         Ok(done) => {
             (state.log)(&format!(
-                "{peer}: iperf3 test of {}: received {} bytes, sent {} bytes in {:.2} s",
+                "{peer}: iperf3 test of {}: received {}, sent {} in {:.2} s",
                 super::test_words(&done.request),
-                done.local.moved(Role::Receive),
-                done.local.moved(Role::Send),
+                crate::vocab::units::format_bytes(done.local.moved(Role::Receive)),
+                crate::vocab::units::format_bytes(done.local.moved(Role::Send)),
                 done.local.wall_seconds
             ));
             if let Some(reason) = &done.disagreement {
@@ -201,10 +201,10 @@ fn test(
     let mut ours = our_results(&local, clock.user_share());
     if params.get_server_output.is_some_and(|on| on != 0) {
         ours.server_output_text = Some(format!(
-            "ratelab net serve: {}: received {} bytes, sent {} bytes in {:.2} s\n",
+            "ratelab net serve: {}: received {}, sent {} in {:.2} s\n",
             super::test_words(&request),
-            local.moved(Role::Receive),
-            local.moved(Role::Send),
+            crate::vocab::units::format_bytes(local.moved(Role::Receive)),
+            crate::vocab::units::format_bytes(local.moved(Role::Send)),
             local.wall_seconds
         ));
     }
