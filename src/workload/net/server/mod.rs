@@ -328,7 +328,7 @@ mod tests {
                 r.bytes_per_stream = Some(1 << 29);
                 r.direction = Direction::Bidir;
             })
-            .contains("2147483648 bytes")
+            .contains("a test of 2 GiB asked for")
         );
         assert!(refused(&|r| r.bytes_per_stream = Some(1)).contains("one of the two"));
         assert!(refused(&|r| r.block_bytes = 0).contains("block"));
