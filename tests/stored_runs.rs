@@ -440,3 +440,94 @@ fn a_database_another_user_owns_is_read_as_it_is_and_never_written() {
         "nothing was made beside the databases"
     );
 }
+
+/// Lines over 80 columns, and words of `narrow` that are no word of `wide` (a word
+/// broken across lines), as complaints.
+fn not_fitting(narrow: &str, wide: &str) -> Vec<String> {
+    let words: std::collections::BTreeSet<&str> = wide.split_whitespace().collect();
+    let mut complaints: Vec<String> = narrow
+        .lines()
+        .filter(|l| l.chars().count() > 80)
+        .map(|l| format!("{} columns: {l}", l.chars().count()))
+        .collect();
+    // What a narrow table says it left out is its own; borders are as wide as the table.
+    let mut said = narrow.split_whitespace().collect::<Vec<_>>().join(" ");
+    while let Some(from) = said.find("· left out to fit") {
+        let to = said[from..]
+            .find("has them)")
+            .map_or(said.len(), |at| from + at + "has them)".len());
+        said.replace_range(from..to, "");
+    }
+    let border = |w: &str| w.chars().all(|c| "─═┌┐└┘├┤┬┴┼╞╡╪│┆".contains(c));
+    complaints.extend(
+        said.split_whitespace()
+            .filter(|w| !words.contains(w) && !border(w))
+            .map(|w| format!("broken word {w:?}")),
+    );
+    complaints
+}
+
+#[test]
+fn at_80_columns_no_line_is_wider_and_no_word_is_broken() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |columns: &str, command: &mut std::process::Command| {
+        let output = command.env("COLUMNS", columns).output().unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    };
+    for fixture in ["runs-61f461b.db", "runs-a1ad702.db", "runs-feaf4b2.db"] {
+        let db = dir.path().join(fixture);
+        std::fs::copy(fixtures().join(fixture), &db).unwrap();
+        let list = results(&db, &["list", "--json"]);
+        let runs: Value = serde_json::from_str(&list).unwrap();
+        for run in runs.as_array().unwrap() {
+            let id = run["run_id"].to_string();
+            for brief in [false, true] {
+                let show = || {
+                    let mut c = ratelab();
+                    c.args(["results", "show", &id, "--db"]).arg(&db);
+                    if brief {
+                        c.arg("--brief");
+                    }
+                    c
+                };
+                let narrow = at("80", &mut show());
+                let wide = at("1000", &mut show());
+                let complaints = not_fitting(&narrow, &wide);
+                assert!(
+                    complaints.is_empty(),
+                    "{fixture} run {id} (brief {brief}):\n{}\n\n{narrow}",
+                    complaints.join("\n")
+                );
+            }
+        }
+    }
+    // A live cpu run, whose widest table is its own.
+    let cpu = || {
+        let mut c = ratelab();
+        c.args(["cpu", "--seconds", "100ms", "--json", "--db"])
+            .arg(dir.path().join("cpu.db"));
+        c
+    };
+    at("80", &mut cpu());
+    let shown = |columns| {
+        at(
+            columns,
+            ratelab()
+                .args(["results", "show", "1", "--db"])
+                .arg(dir.path().join("cpu.db")),
+        )
+    };
+    let (narrow, wide) = (shown("80"), shown("1000"));
+    let complaints = not_fitting(&narrow, &wide);
+    assert!(
+        complaints.is_empty(),
+        "{}\n\n{narrow}",
+        complaints.join("\n")
+    );
+    assert!(narrow.contains("left out to fit 80 columns"), "{narrow}");
+}

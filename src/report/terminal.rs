@@ -54,7 +54,8 @@ pub fn render(doc: &RunDocument, detail: Detail) -> Result<String, DecodeError> 
         }
     }
     for (index, record) in doc.workloads.iter().enumerate() {
-        let _ = writeln!(out, "\n{}", layout::workload_heading(index, record));
+        out.push('\n');
+        out.push_str(&hanging("", &layout::workload_heading(index, record)));
         if let Some(shape) = record
             .series
             .as_ref()
@@ -82,7 +83,7 @@ pub fn render(doc: &RunDocument, detail: Detail) -> Result<String, DecodeError> 
 /// The run's first lines: the run, the machine, and the summary.
 pub fn head(doc: &RunDocument) -> Result<String, DecodeError> {
     let mut out = String::new();
-    let _ = writeln!(out, "{}", layout::run_line(doc));
+    out.push_str(&hanging("", &layout::run_line(doc)));
     let _ = writeln!(out, "{}", layout::machine_lines(doc));
     let summary = layout::summary(doc)?;
     if !summary.is_empty() {
@@ -103,9 +104,38 @@ fn hanging(head: &str, text: &str) -> String {
     let options = textwrap::Options::new(WIDTH)
         .initial_indent(head)
         .subsequent_indent(&indent)
-        .break_words(false);
-    let mut out = textwrap::fill(text, options);
+        .break_words(false)
+        .word_splitter(textwrap::WordSplitter::NoHyphenation);
+    let mut out = textwrap::fill(&units_held(text), options).replace(HELD, " ");
     out.push('\n');
+    out
+}
+
+/// A space no line is broken at, between a figure and its unit.
+const HELD: char = '\u{a0}';
+
+/// Units a figure keeps on its line: `2.22 GB/s` never ends one line and starts the next.
+const UNITS: [&str; 22] = [
+    "B", "kB", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB", "MB/s", "GB/s", "kB/s",
+    "Gbit/s", "Mbit/s", "ns", "µs", "ms", "s", "IOPS", "loops/s", "%",
+];
+
+/// `text` with the space between each figure and its unit held.
+fn units_held(text: &str) -> String {
+    let words: Vec<&str> = text.split(' ').collect();
+    let mut out = String::with_capacity(text.len());
+    for (n, word) in words.iter().enumerate() {
+        if n > 0 {
+            let figure = words[n - 1].ends_with(|c: char| c.is_ascii_digit());
+            let unit = word.trim_end_matches(|c: char| ",;:.)".contains(c));
+            out.push(if figure && UNITS.contains(&unit) {
+                HELD
+            } else {
+                ' '
+            });
+        }
+        out.push_str(word);
+    }
     out
 }
 
@@ -114,21 +144,66 @@ pub fn table_text(table: &Table) -> String {
     drawn_text(table, Detail::Full)
 }
 
+/// The columns a table may take: the terminal's width when stdout is one, else
+/// `COLUMNS` when it is set; `None` (no limit) for a pipe or file without it.
+fn output_width() -> Option<usize> {
+    use std::io::IsTerminal as _;
+    if std::io::stdout().is_terminal()
+        && let Ok(size) = rustix::termios::tcgetwinsize(std::io::stdout())
+        && size.ws_col > 0
+    {
+        return Some(usize::from(size.ws_col));
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse().ok())
+        .filter(|&c: &usize| c > 0)
+}
+
 /// One table at `detail`: boxed in full, without its outer border at a glance, where
-/// two lines per table add up.
+/// two lines per table add up. Where the output is narrower than the table, columns are
+/// left out (those with one value in every row first, then from the right) and named
+/// under the title, so no cell is ever broken; `--json`, Markdown and HTML keep them all.
 fn drawn_text(table: &Table, detail: Detail) -> String {
+    let width = output_width();
+    let (fitted, left_out) = fit(table, detail, width);
+    let drawn = drawn(&fitted, detail);
+    let mut title = fitted.title.clone();
+    if !left_out.is_empty() {
+        title.push_str(&format!(
+            " · left out to fit {} columns: {} (`--json` has them)",
+            width.unwrap_or_default(),
+            left_out.join(", ")
+        ));
+    }
+    // Words always wrap at a glance, as the summary's do; a full title wraps where the
+    // width is known.
+    let title = match (width, detail) {
+        (Some(width), _) => wrapped(&title, width),
+        (None, Detail::Brief) => wrapped(&title, WIDTH),
+        (None, Detail::Full) => format!("{title}\n"),
+    };
+    match detail {
+        Detail::Full => format!("{title}{drawn}"),
+        Detail::Brief => {
+            // Each cell is padded; a line's trailing blanks would only wrap a terminal.
+            let lines: Vec<String> = drawn.lines().map(|l| l.trim_end().to_string()).collect();
+            format!("{title}{}", lines.join("\n"))
+        }
+    }
+}
+
+/// The table as comfy-table draws it, each cell on one line.
+fn drawn(table: &Table, detail: Detail) -> String {
     let mut drawn = comfy_table::Table::new();
     drawn
         .load_style(match detail {
             Detail::Full => presets::UTF8_FULL_CONDENSED,
             Detail::Brief => GLANCE,
         })
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .force_no_tty()
         .set_header(&table.header);
-    // Wrap cells only on a terminal wide enough to hold a readable table; a pty that
-    // reports no width would otherwise squash every column to nothing.
-    if drawn.width().is_some_and(|width| width >= 60) {
-        drawn.set_content_arrangement(ContentArrangement::Dynamic);
-    }
     for row in &table.rows {
         drawn.add_row(row);
     }
@@ -137,19 +212,68 @@ fn drawn_text(table: &Table, detail: Detail) -> String {
             column.set_cell_alignment(CellAlignment::Right);
         }
     }
-    match detail {
-        Detail::Full => format!("{}\n{drawn}", table.title),
-        Detail::Brief => {
-            // Each cell is padded; a line's trailing blanks would only wrap a terminal.
-            let lines: Vec<String> = drawn.lines().map(|l| l.trim_end().to_string()).collect();
-            format!("{}{}", hanging("", &table.title), lines.join("\n"))
+    drawn.to_string()
+}
+
+/// The table with as few columns left out as fit it in `width`, and the names of those
+/// left out (a column with one value in every row as `name value`).
+fn fit(table: &Table, detail: Detail, width: Option<usize>) -> (Table, Vec<String>) {
+    let mut fitted = table.clone();
+    let mut left_out = Vec::new();
+    let Some(width) = width else {
+        return (fitted, left_out);
+    };
+    let widest = |t: &Table| {
+        drawn(t, detail)
+            .lines()
+            .map(|l| textwrap::core::display_width(l.trim_end()))
+            .max()
+            .unwrap_or(0)
+    };
+    while fitted.header.len() > 1 && widest(&fitted) > width {
+        let constant = (1..fitted.header.len()).find(|&c| {
+            fitted.rows.len() > 1 && fitted.rows.iter().all(|r| r[c] == fitted.rows[0][c])
+        });
+        let column = constant.unwrap_or(fitted.header.len() - 1);
+        let name = match constant {
+            // A column of empty cells loses nothing.
+            Some(c) if fitted.rows[0][c].is_empty() => String::new(),
+            Some(c) => format!("{} {}", fitted.header[c], fitted.rows[0][c]),
+            None => fitted.header[column].clone(),
+        };
+        if !name.trim().is_empty() {
+            left_out.push(name.trim().to_string());
         }
+        fitted = fitted.without_column(column);
     }
+    (fitted, left_out)
+}
+
+/// `text` wrapped to `width` columns at spaces, never inside a word, with a newline.
+fn wrapped(text: &str, width: usize) -> String {
+    let options = textwrap::Options::new(width)
+        .break_words(false)
+        .word_splitter(textwrap::WordSplitter::NoHyphenation);
+    let mut out = textwrap::fill(&units_held(text), options).replace(HELD, " ");
+    out.push('\n');
+    out
 }
 
 #[cfg(test)]
 mod tests {
-    use super::hanging;
+    use super::{hanging, units_held};
+
+    #[test]
+    fn a_figure_keeps_its_unit_on_its_line() {
+        assert_eq!(
+            units_held("read 2.22 GB/s, 5 files"),
+            "read 2.22\u{a0}GB/s, 5 files"
+        );
+        let text = "the storage series read 2.22 GB/s there and the read step alone 2.48 GB/s";
+        for line in hanging("  ", text).lines() {
+            assert!(!line.ends_with(|c: char| c.is_ascii_digit()), "{line:?}");
+        }
+    }
 
     #[test]
     fn words_wrap_under_their_first_word() {

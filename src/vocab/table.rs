@@ -14,6 +14,21 @@ pub struct Table {
 }
 
 impl Table {
+    /// The same table without column `column`.
+    pub fn without_column(mut self, column: usize) -> Table {
+        self.header.remove(column);
+        for row in &mut self.rows {
+            row.remove(column);
+        }
+        self.numeric = self
+            .numeric
+            .iter()
+            .filter(|&&c| c != column)
+            .map(|&c| if c > column { c - 1 } else { c })
+            .collect();
+        self
+    }
+
     /// The same table with only the columns named in `keep`, in their order here.
     pub fn keep_columns(self, keep: &[&str]) -> Table {
         let kept: Vec<usize> = (0..self.header.len())
@@ -47,5 +62,9 @@ mod tests {
         assert_eq!(kept.header, ["a", "c"]);
         assert_eq!(kept.rows, [["1", "3"]]);
         assert_eq!(kept.numeric, [1]);
+        let without = kept.without_column(0);
+        assert_eq!(without.header, ["c"]);
+        assert_eq!(without.rows, [["3"]]);
+        assert_eq!(without.numeric, [0]);
     }
 }

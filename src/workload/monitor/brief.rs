@@ -81,29 +81,53 @@ pub fn brief_tables(w: &Stored<MonitorKind>) -> Vec<Table> {
     out
 }
 
-/// Every core's residency in words: the median of the cores' medians and their mean,
+/// Every core's residency in words: the share of the time the cores were active on
+/// average (the mean: a median of bursty samples reads 0% while work ran in bursts),
 /// with the spread over cores; `None` for one core.
 fn all_cores(per_core: &[CoreSummary], samples: u64) -> Option<String> {
     if per_core.len() < 2 {
         return None;
     }
-    let of = |f: fn(&Stats) -> f64| -> Option<Stats> {
-        let values: Vec<f64> = per_core
-            .iter()
-            .filter_map(|c| c.active_fraction.as_ref().map(f))
-            .collect();
-        Stats::of(&values)
-    };
-    let (median, mean) = (of(|s| s.median)?, of(|s| s.mean)?);
+    let means: Vec<f64> = per_core
+        .iter()
+        .filter_map(|c| c.active_fraction.as_ref().map(|s| s.mean))
+        .collect();
+    let mean = Stats::of(&means)?;
+    let all = means.iter().sum::<f64>() / means.len() as f64;
     let percent = |x: f64| format!("{:.0}%", x * 100.0);
     Some(format!(
-        "the {} cores were active {} of the time (median of {samples} samples; mean {}, cores {}-{})",
+        "the {} cores were active {} of the time on average (each from {} to {}; {samples} samples)",
         per_core.len(),
-        percent(median.median),
-        percent(mean.median),
+        percent(all),
         percent(mean.min),
         percent(mean.max),
     ))
+}
+
+/// CPU numbers as ranges: `0-3,8,10-11`.
+fn cpu_ranges(cpus: &BTreeSet<u32>) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut run: Option<(u32, u32)> = None;
+    for &cpu in cpus {
+        run = match run {
+            Some((from, to)) if cpu == to + 1 => Some((from, cpu)),
+            Some(done) => {
+                out.push(range_words(done));
+                Some((cpu, cpu))
+            }
+            None => Some((cpu, cpu)),
+        };
+    }
+    out.extend(run.map(range_words));
+    out.join(",")
+}
+
+fn range_words((from, to): (u32, u32)) -> String {
+    match to - from {
+        0 => from.to_string(),
+        1 => format!("{from},{to}"),
+        _ => format!("{from}-{to}"),
+    }
 }
 
 /// What a thread does: its name without a trailing `-N` (`cpu-int-1` is `cpu-int`).
@@ -115,7 +139,7 @@ fn stem(name: &str) -> &str {
 }
 
 /// The watched threads, one row per group of the same stem in the order first seen.
-fn grouped(placements: &[ThreadPlacement]) -> Option<Table> {
+pub fn grouped(placements: &[ThreadPlacement]) -> Option<Table> {
     let mut groups: Vec<(&str, Vec<&ThreadPlacement>)> = Vec::new();
     for p in placements {
         match groups.iter_mut().find(|(name, _)| *name == stem(&p.name)) {
@@ -130,7 +154,6 @@ fn grouped(placements: &[ThreadPlacement]) -> Option<Table> {
                 .iter()
                 .flat_map(|p| p.cpus_seen.iter().copied())
                 .collect();
-            let cpus: Vec<String> = cpus.iter().map(u32::to_string).collect();
             let policies: BTreeSet<String> = members
                 .iter()
                 .map(|p| format!("{} {}", p.policy, p.nice))
@@ -139,7 +162,7 @@ fn grouped(placements: &[ThreadPlacement]) -> Option<Table> {
                 name.to_string(),
                 members.len().to_string(),
                 members.iter().map(|p| p.samples).sum::<usize>().to_string(),
-                cpus.join(","),
+                cpu_ranges(&cpus),
                 members
                     .iter()
                     .map(|p| p.migrations)
@@ -168,7 +191,7 @@ fn grouped(placements: &[ThreadPlacement]) -> Option<Table> {
 
 #[cfg(test)]
 mod tests {
-    use super::stem;
+    use super::{BTreeSet, cpu_ranges, stem};
 
     #[test]
     fn a_thread_is_named_by_what_it_does() {
@@ -177,5 +200,14 @@ mod tests {
         assert_eq!(stem("net-own-server"), "net-own-server");
         assert_eq!(stem("ratelab"), "ratelab");
         assert_eq!(stem("x-"), "x-");
+    }
+
+    #[test]
+    fn cpus_read_as_ranges() {
+        let set = |cpus: &[u32]| cpus.iter().copied().collect::<BTreeSet<u32>>();
+        assert_eq!(cpu_ranges(&set(&[0, 1, 2, 3, 8, 10, 11])), "0-3,8,10,11");
+        assert_eq!(cpu_ranges(&set(&[0, 1])), "0,1");
+        assert_eq!(cpu_ranges(&set(&[5])), "5");
+        assert_eq!(cpu_ranges(&set(&(0..16).collect::<Vec<_>>())), "0-15");
     }
 }

@@ -15,6 +15,9 @@ use crate::vocab::Exposure;
 use crate::vocab::{Chart, Table, Unmeasured};
 use crate::workload::{Kind, Stored};
 
+/// Watched threads listed one by one, at most; more are grouped by what they do.
+const MAX_THREAD_ROWS: usize = 16;
+
 /// How ratelab summarises, judges and shows stored monitor workloads.
 pub struct MonitorKind;
 
@@ -192,7 +195,13 @@ impl Kind for MonitorKind {
         )];
         tables.extend(tables::power_table(items, sources));
         tables.extend(tables::frequency_fit(items, has_freq));
-        tables.extend(tables::threads(&placements(items)));
+        // A row per thread reads for a few; many (a cpu test on 16 cores) read by group.
+        let placements = placements(items);
+        tables.extend(if placements.len() > MAX_THREAD_ROWS {
+            brief::grouped(&placements)
+        } else {
+            tables::threads(&placements)
+        });
         tables
     }
 
