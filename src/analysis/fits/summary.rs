@@ -49,8 +49,8 @@ impl FitsSummary {
     }
 
     /// In words: the best law with its R² and parameters (and any doubt about it), or
-    /// why no law was fitted.
-    pub fn sentence(&self) -> Option<String> {
+    /// why no law was fitted; `rate` writes a rate (the one-thread rate λ) in its unit.
+    pub fn sentence(&self, rate: &dyn Fn(f64) -> String) -> Option<String> {
         let warning = self.fit_warning.as_deref();
         let Some(best) = self.best_fit else {
             return warning.map(|w| format!("no scaling law is fitted: {w}"));
@@ -61,9 +61,9 @@ impl FitsSummary {
                 fit.params
                     .named()
                     .into_iter()
-                    .map(|(name, value)| {
-                        let value = value.map_or("-".into(), |v| format!("{v:.4}"));
-                        format!("{name} {value}")
+                    .map(|(name, value)| match value {
+                        None => format!("{} -", words(name)),
+                        Some(v) => format!("{} {}", words(name), figure(name, v, rate)),
                     })
                     .collect::<Vec<_>>()
                     .join(", ")
@@ -75,6 +75,38 @@ impl FitsSummary {
             warning.map(|w| format!(" — {w}")).unwrap_or_default()
         ))
     }
+}
+
+/// A parameter's name as people read it: `serial fraction`, `one-thread rate λ`.
+fn words(name: &str) -> &str {
+    match name {
+        "serial_fraction" => "serial fraction",
+        "sigma" => "contention σ",
+        "kappa" => "coherency κ",
+        "lambda" => "one-thread rate λ",
+        "peak_concurrency" => "peak at",
+        other => other,
+    }
+}
+
+/// A parameter's value in its unit, to three significant digits: shares in percent,
+/// λ as a rate, the peak in threads.
+fn figure(name: &str, value: f64, rate: &dyn Fn(f64) -> String) -> String {
+    match name {
+        "serial_fraction" | "sigma" | "kappa" => format!("{}%", three(value * 100.0)),
+        "lambda" => rate(value),
+        "peak_concurrency" => format!("{} threads", three(value)),
+        _ => three(value),
+    }
+}
+
+/// A number to three significant digits: `0.0312`, `5.00`, `28.6`, `1230`.
+fn three(value: f64) -> String {
+    if value == 0.0 || !value.is_finite() {
+        return format!("{value}");
+    }
+    let digits = 2 - value.abs().log10().floor() as i32;
+    format!("{value:.*}", digits.clamp(0, 12) as usize)
 }
 
 #[cfg(test)]
@@ -96,13 +128,16 @@ mod tests {
     #[test]
     fn the_sentence_names_the_best_law_and_its_parameters() {
         let summary = FitsSummary::of(&amdahl_points());
-        let words = summary.sentence().unwrap();
+        let words = summary.sentence(&|r| format!("{r:.0} a/s")).unwrap();
         assert!(
             words.starts_with(
-                "the amdahl law fits best (R² 1.000; serial_fraction 0.0500, lambda 1000.0000)"
+                "the amdahl law fits best (R² 1.000; serial fraction 5.00%, one-thread rate λ 1000 a/s)"
             ),
             "{words}"
         );
+        assert_eq!(three(0.031234), "0.0312");
+        assert_eq!(three(28.61), "28.6");
+        assert_eq!(three(1234.5), "1234");
         assert!(summary.best_curve(1.0, 8.0).is_some());
     }
 
@@ -118,7 +153,7 @@ mod tests {
             })
         );
         assert_eq!(
-            summary.sentence().unwrap(),
+            summary.sentence(&|r| r.to_string()).unwrap(),
             "no scaling law is fitted: the point at n = 1 has a rate of 0; scaling laws need rates above zero"
         );
         assert_eq!(summary.best_curve(1.0, 2.0), None);

@@ -29,7 +29,12 @@ pub fn series(records: &[(usize, &WorkloadRecord)]) -> Option<Chart> {
         .filter_map(|(index, record)| {
             let series = record.series.as_ref()?;
             let rates = series.bytes_per_sec();
-            let points: Vec<(f64, f64)> = series.t_s.iter().copied().zip(rates).collect();
+            let mut points: Vec<(f64, f64)> = series.t_s.iter().copied().zip(rates).collect();
+            // Samples after the last byte moved are the workload's end (its streams shut,
+            // its files closed), not a rate that fell to nothing.
+            while points.len() > 1 && points.last().is_some_and(|p| p.1 == 0.0) {
+                points.pop();
+            }
             (points.iter().any(|p| p.1 > 0.0)).then(|| Line {
                 name: format!("{} {}: {}", record.kind, index + 1, record.target),
                 points,

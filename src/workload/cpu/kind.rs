@@ -152,7 +152,7 @@ impl Kind for CpuKind {
             &w.items,
             &scalings,
             &w.context,
-            w.params.baseline.is_some(),
+            w.params.baseline.as_ref().map(|b| b.run_id),
         )]
     }
 

@@ -12,8 +12,8 @@ use crate::vocab::units::format_loops;
 struct Columns {
     /// Energy per loop, where any test's energy is known.
     energy: bool,
-    /// Share of the baseline, where the run is compared with one.
-    baseline: bool,
+    /// The baseline run, where the run is compared with one.
+    baseline: Option<i64>,
 }
 
 /// The table of `items`, with their `scalings`.
@@ -21,11 +21,11 @@ pub fn table(
     items: &[CpuItem],
     scalings: &[Scaling],
     context: &CpuContext,
-    has_baseline: bool,
+    baseline: Option<i64>,
 ) -> Table {
     let columns = Columns {
         energy: items.iter().any(|i| i.joules_per_loop.is_some()),
-        baseline: has_baseline,
+        baseline,
     };
     let header = columns.header();
     let rows = items
@@ -72,8 +72,8 @@ impl Columns {
         if self.energy {
             header.push("nJ/loop".into());
         }
-        if self.baseline {
-            header.push("of baseline".into());
+        if let Some(run) = self.baseline {
+            header.push(format!("of run {run}"));
         }
         header
     }
@@ -98,7 +98,7 @@ impl Columns {
                     .map_or("-".into(), |j| format!("{:.3}", j * 1e9)),
             );
         }
-        if self.baseline {
+        if self.baseline.is_some() {
             row.push(
                 point
                     .and_then(|p| p.share_of_baseline)

@@ -122,7 +122,11 @@ impl Kind for ScaleKind {
                 ),
             ));
         }
-        if let Some(sentence) = self.summarize(w).fits.sentence() {
+        if let Some(sentence) = self
+            .summarize(w)
+            .fits
+            .sentence(&|runs| format!("{runs:.3} runs/s"))
+        {
             out.push(verdict("scaling_law", Severity::Info, sentence));
         }
         let points = points(&w.items);

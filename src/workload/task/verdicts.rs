@@ -57,7 +57,9 @@ pub fn verdicts(w: &Stored<TaskKind>) -> Vec<Verdict> {
     }
     // Two or three thread counts fit any law: only more say something.
     if summaries.len() > 3
-        && let Some(sentence) = summarize(&w.items).fits.sentence()
+        && let Some(sentence) = summarize(&w.items)
+            .fits
+            .sentence(&crate::vocab::units::format_rate)
     {
         out.push(verdict("scaling_law", Severity::Info, sentence));
     }
