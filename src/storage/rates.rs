@@ -12,7 +12,7 @@ use crate::analysis::stats::Stats;
 use crate::document::Flag;
 use crate::platform::StorageChain;
 use crate::vocab::LinkLimit;
-use crate::vocab::chart::{Chart, Line, size_axis};
+use crate::vocab::chart::{Chart, Line, size_axis, size_x, spans_decades};
 use crate::vocab::units::format_rate;
 
 /// A figure above the link limit by more than this factor is flagged: the margin
@@ -219,16 +219,18 @@ pub fn by_size_chart(target: &str, items: &[DiskItem]) -> Option<Chart> {
             }
         };
         line.points
-            .push((row.size_bytes as f64, row.rates.median_bytes_per_sec));
+            .push((size_x(row.size_bytes), row.rates.median_bytes_per_sec));
         line.ranges
             .push((row.rates.min_bytes_per_sec, row.rates.max_bytes_per_sec));
     }
+    // Small files run decades slower than large ones: on a linear axis they sit on zero.
+    let y_log = spans_decades(lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)));
     Some(Chart {
         title: format!("{}: rate by file size (median, min-max)", target),
         x_label: "file size".into(),
-        y_label: "rate".into(),
-        x_log: true,
-        y_log: false,
+        y_label: if y_log { "rate (log scale)" } else { "rate" }.into(),
+        x_log: false,
+        y_log,
         x_format: size_axis,
         y_format: format_rate,
         lines,

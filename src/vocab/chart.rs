@@ -1,7 +1,7 @@
 //! A chart as a kind describes it: lines of points against named axes, with optional
 //! min-max bars and fitted curves. The HTML report draws it; nothing here draws.
 
-use super::units::format_bytes;
+use super::units::format_size;
 
 /// One line of a chart.
 #[derive(Debug, Clone, Default)]
@@ -90,9 +90,31 @@ pub fn ghz_axis(v: f64) -> String {
     format!("{:.2} GHz", v / 1e9)
 }
 
-/// An axis label for a size in bytes, decimal.
-pub fn size_axis(v: f64) -> String {
-    format_bytes(v.round() as u64)
+/// Where a size in bytes sits on a size axis: its base-2 logarithm, so that the axis
+/// is logarithmic and its whole marks fall on powers of two (1 KiB, 1 MiB).
+pub fn size_x(bytes: u64) -> f64 {
+    (bytes.max(1) as f64).log2()
+}
+
+/// An axis label for a size placed by [`size_x`], in the tables' binary units: `64 KiB`
+/// at each even power of two, none between.
+pub fn size_axis(x: f64) -> String {
+    let whole = x.round();
+    if (x - whole).abs() > 1e-6 || whole < 0.0 || whole as i64 % 2 != 0 {
+        return String::new();
+    }
+    format_size(2f64.powf(whole) as u64)
+}
+
+/// Whether rates from `low` to `high` span enough decades (over 30x) that a log axis
+/// shows the low ones at all.
+pub fn spans_decades(rates: impl Iterator<Item = f64>) -> bool {
+    let (low, high) = rates
+        .filter(|r| r.is_finite() && *r > 0.0)
+        .fold((f64::INFINITY, 0.0f64), |(lo, hi), r| {
+            (lo.min(r), hi.max(r))
+        });
+    high > 30.0 * low
 }
 
 /// An axis label for a count of threads or CPUs: whole ticks only, others unlabelled.
@@ -101,5 +123,21 @@ pub fn count_axis(v: f64) -> String {
         format!("{v:.0}")
     } else {
         String::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_sit_on_powers_of_two_in_binary_units() {
+        assert_eq!(size_x(1 << 20), 20.0);
+        assert_eq!(size_axis(size_x(1 << 20)), "1 MiB");
+        assert_eq!(size_axis(16.0), "64 KiB");
+        assert_eq!(size_axis(17.0), "", "odd powers are left unlabelled");
+        assert_eq!(size_axis(16.5), "");
+        assert!(spans_decades([3.0e7, 2.5e9].into_iter()));
+        assert!(!spans_decades([1.0e9, 2.5e9, 0.0].into_iter()));
     }
 }

@@ -11,7 +11,7 @@ use crate::analysis::stats::Stats;
 use crate::document::{Severity, Verdict};
 use crate::platform::container::Format;
 use crate::storage::item::DiskItem;
-use crate::vocab::chart::{Chart, Line, size_axis};
+use crate::vocab::chart::{Chart, Line, size_axis, size_x};
 use crate::vocab::units::{format_bytes, format_rate, format_size};
 use crate::vocab::{SummaryLine, Table};
 use crate::workload::{At, Kind, Stored};
@@ -275,7 +275,7 @@ impl Kind for ImageKind {
         if sweep.len() < 2 {
             return Vec::new();
         }
-        let (first, last) = (sweep[0].0 as f64, sweep[sweep.len() - 1].0 as f64);
+        let (first, last) = (size_x(sweep[0].0), size_x(sweep[sweep.len() - 1].0));
         let host = &summary.places[0];
         let lines = op_columns(summary)
             .into_iter()
@@ -288,7 +288,7 @@ impl Kind for ImageKind {
                             .iter()
                             .find(|o| o.op == op)?
                             .median_bytes_per_sec?;
-                        Some((*cluster as f64, rate))
+                        Some((size_x(*cluster), rate))
                     })
                     .collect();
                 let level = host
@@ -315,7 +315,7 @@ impl Kind for ImageKind {
                     .into(),
             x_label: "cluster size".into(),
             y_label: "rate".into(),
-            x_log: true,
+            x_log: false,
             y_log: false,
             x_format: size_axis,
             y_format: format_rate,
