@@ -230,14 +230,17 @@ impl Address {
         })
     }
 
-    /// Opens the database to read it only, never writing to it: a file in place when it
-    /// can be read there as it is, else a copy in a temporary folder (a file this user
-    /// cannot write beside, or one an older ratelab wrote, whose upgrade is the copy's).
+    /// Opens the database to read it only, never changing it: a file in place when this
+    /// user could write it (queries only, nothing upgraded), else a copy in a temporary
+    /// folder (another user's file, where SQLite cannot even make its shared-memory file
+    /// beside it, or one an older ratelab wrote, whose upgrade is the copy's).
     pub fn open_to_read(&self) -> Result<Store, Error> {
         let Address::File(path) = self else {
             return self.open();
         };
-        if let Ok(db) = sqlite::Sqlite::open_read_only(path) {
+        if unwritable(path).is_none()
+            && let Ok(db) = sqlite::Sqlite::open_query_only(path)
+        {
             let mut db: Box<dyn Database> = Box::new(db);
             if migrations::is_latest(db.as_mut(), self)? {
                 return Ok(Store {

@@ -18,16 +18,18 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct Sqlite(Connection);
 
 impl Sqlite {
-    /// Opens the existing database file at `path` to read it only, as it is there; fails
-    /// when it cannot be read in place (a WAL database in a folder this user cannot
-    /// write, whose shared-memory file cannot be made).
-    pub fn open_read_only(path: &Path) -> Result<Sqlite, rusqlite::Error> {
+    /// Opens the existing database file at `path`, which this user can write, to query
+    /// it only: no statement may change it (`query_only`), its journal mode is left as
+    /// it is, and, unlike a read-only connection, closing it removes the write-ahead log
+    /// and shared-memory files it made, as any writer's does.
+    pub fn open_query_only(path: &Path) -> Result<Sqlite, rusqlite::Error> {
         use rusqlite::OpenFlags;
         let conn = Connection::open_with_flags(
             path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
+        conn.pragma_update(None, "query_only", true)?;
         // Opening is lazy: the first read says whether the file can be read.
         conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
         Ok(Sqlite(conn))
