@@ -297,11 +297,20 @@ pub fn open_for_read(path: &Path, direct: bool) -> Result<File, Error> {
         .map_err(|e| direct_error(e, "open", path, direct))
 }
 
-/// Opens an existing file to write over it in place, and read it (sustained runs reuse
-/// their files; a mix of block requests reads and writes it).
+/// Opens an existing file to write over it in place (sustained runs reuse their files).
 pub fn open_for_overwrite(path: &Path, direct: bool) -> Result<File, Error> {
+    open_to_write(path, direct, false)
+}
+
+/// Opens an existing file to read it and write over it in place (a mix of block
+/// requests).
+pub fn open_for_read_write(path: &Path, direct: bool) -> Result<File, Error> {
+    open_to_write(path, direct, true)
+}
+
+fn open_to_write(path: &Path, direct: bool, read: bool) -> Result<File, Error> {
     let mut options = std::fs::OpenOptions::new();
-    options.read(true).write(true);
+    options.read(read).write(true);
     if direct {
         options.custom_flags(libc::O_DIRECT);
     }

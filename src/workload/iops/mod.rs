@@ -159,9 +159,10 @@ impl IopsWorkload {
     fn run_test(&self, ctx: &Context, test: BlockTest, rw: Rw) -> Result<Vec<IopsItem>, Error> {
         let path = self.file.as_ref().expect("the test file is made in setup");
         let [reads, writes] = rw.ops();
-        let file = match writes {
-            true => workdir::open_for_overwrite(path, self.plan.direct)?,
-            false => workdir::open_for_read(path, self.plan.direct)?,
+        let file = match (reads, writes) {
+            (true, true) => workdir::open_for_read_write(path, self.plan.direct)?,
+            (false, _) => workdir::open_for_overwrite(path, self.plan.direct)?,
+            (true, false) => workdir::open_for_read(path, self.plan.direct)?,
         };
         let cached_before = reads
             .then(|| cache::resident_fraction(&file, path, self.plan.size_bytes))
