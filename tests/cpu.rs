@@ -434,19 +434,9 @@ fn a_class_that_needs_root_is_refused_before_anything_runs() {
     {
         return;
     }
-    let dir = tempfile::Builder::new()
-        .prefix("ratelab-test-")
-        .tempdir_in("/tmp")
-        .unwrap();
-    std::fs::set_permissions(
-        dir.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o777),
-    )
-    .unwrap();
+    let dir = common::nobody_tempdir(0o777);
     let db = dir.path().join("results.db");
-    let output = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(common::bin())
+    let output = common::as_nobody(common::bin())
         .args(["cpu", "--test", "int", "--class", "normal,nice:-5", "--db"])
         .arg(&db)
         .output()

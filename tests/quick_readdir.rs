@@ -129,9 +129,7 @@ fn readdir_warns_about_unreadable_files_and_goes_on() {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     // The tempdir's parents must let nobody through.
-    let output = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(assert_cmd::cargo::cargo_bin!("ratelab"))
+    let output = common::as_nobody(common::bin())
         .arg("readdir")
         .arg(dir.path())
         .args(["--json", "--no-store", "-q"])

@@ -357,17 +357,11 @@ fn a_database_another_user_owns_is_read_as_it_is_and_never_written() {
         return;
     }
     use std::os::unix::fs::PermissionsExt;
-    // In /tmp, which nobody can reach: root's folder and files, readable by all.
-    let dir = tempfile::Builder::new()
-        .prefix("ratelab-test-")
-        .tempdir_in("/tmp")
-        .unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Root's folder and files, readable by all.
+    let dir = common::nobody_tempdir(0o755);
     let nobody = |args: &[&str]| {
-        std::process::Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        common::as_nobody(common::bin())
             .env("HOME", "/nonexistent")
-            .arg(common::bin())
             .args(args)
             .output()
             .unwrap()
@@ -401,11 +395,7 @@ fn a_database_another_user_owns_is_read_as_it_is_and_never_written() {
             "{fixture} was written"
         );
         // Storing a run there is refused before anything runs, saying what to do.
-        let target = tempfile::Builder::new()
-            .prefix("ratelab-test-")
-            .tempdir_in("/tmp")
-            .unwrap();
-        std::fs::set_permissions(target.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let target = common::nobody_tempdir(0o777);
         let output = nobody(&[
             "disk",
             target.path().to_str().unwrap(),

@@ -85,6 +85,28 @@ pub fn entries(dir: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// A temporary folder in /tmp with permissions `mode`: one the user nobody can reach
+/// (the build folder may sit in a home folder nobody cannot enter).
+pub fn nobody_tempdir(mode: u32) -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("ratelab-test-")
+        .tempdir_in("/tmp")
+        .expect("create a temporary folder");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(mode))
+        .expect("set the folder's permissions");
+    dir
+}
+
+/// `program` run as the user nobody (uid and gid 65534, no other groups).
+pub fn as_nobody(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut command = Command::new("setpriv");
+    command
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(program);
+    command
+}
+
 /// A temporary folder on the disk that holds the build, not on a tmpfs.
 pub fn disk_tempdir() -> tempfile::TempDir {
     tempfile::Builder::new()
