@@ -4,8 +4,8 @@
 use serde::{Serialize, Serializer};
 
 use super::units::{
-    format_bits_rate, format_iops, format_latency, format_loops, format_rate, gbit_per_sec,
-    mb_per_sec,
+    format_bits_rate, format_iops, format_iops_words, format_latency, format_loops, format_rate,
+    gbit_per_sec, mb_per_sec,
 };
 
 /// What a group's figures count (a rate per second, or a request's latency), and how
@@ -52,7 +52,7 @@ impl RateUnit {
             RateUnit::BytesPerSec => format_rate(rate),
             RateUnit::BytesPerSecInBits => format_bits_rate(rate),
             RateUnit::LoopsPerSec => format!("{} loops/s", format_loops(rate)),
-            RateUnit::Iops => format!("{} IOPS", format_iops(rate)),
+            RateUnit::Iops => format_iops_words(rate),
             RateUnit::LatencyNs => format_latency(rate),
         }
     }

@@ -15,11 +15,33 @@ const CACHED: f64 = 0.05;
 /// Write tests shorter than this may end before a device's write cache fills.
 const SUSTAINED_S: f64 = 30.0;
 
+/// A verdict before it is placed: its code, severity and words.
+type Said = (&'static str, Severity, String);
+
 /// Every verdict on the workload.
 pub fn verdicts(w: &Stored<IopsKind>) -> Vec<Verdict> {
     let verdict = Verdict::about(Some(w.index()));
-    let target = &w.record.target;
-    let mut verdicts = Vec::new();
+    let knees = knees(w);
+    let buffered = (!w.params.direct).then(|| {
+        (
+            "iops_buffered",
+            Severity::Info,
+            "requests went through the page cache (--buffered): writes may be counted when cached, not when stored".into(),
+        )
+    });
+    let short = knees.is_empty().then(|| write_short(w)).flatten();
+    read_cached(w)
+        .into_iter()
+        .chain(buffered)
+        .chain(faster_than_link(w))
+        .chain(knees)
+        .chain(short)
+        .map(|(code, severity, words)| verdict(code, severity, words))
+        .collect()
+}
+
+/// Reads that found more than [`CACHED`] of the file in the page cache before them.
+fn read_cached(w: &Stored<IopsKind>) -> Option<Said> {
     let cached: Vec<String> = w
         .items
         .iter()
@@ -33,66 +55,65 @@ pub fn verdicts(w: &Stored<IopsKind>) -> Vec<Verdict> {
             )
         })
         .collect();
-    if !cached.is_empty() {
-        verdicts.push(verdict(
+    (!cached.is_empty()).then(|| {
+        (
             "iops_read_cached",
             Severity::Warning,
             format!(
                 "the page cache held part of the test file before {}: those reads may be faster than the storage",
                 cached.join(", ")
             ),
-        ));
-    }
-    if !w.params.direct {
-        verdicts.push(verdict(
-            "iops_buffered",
-            Severity::Info,
-            "requests went through the page cache (--buffered): writes may be counted when cached, not when stored".into(),
-        ));
-    }
-    if let Some(chain) = &w.context.chain
-        && let Some(limit) = chain.max_bytes_per_sec
-    {
-        let fast: Vec<String> = w
-            .items
-            .iter()
-            .filter(|i| i.bytes_per_sec > limit * LINK_MARGIN)
-            .map(|i| {
-                format!(
-                    "{} {} at {}",
-                    i.test,
-                    i.op_words(),
-                    format_rate(i.bytes_per_sec)
-                )
-            })
-            .collect();
-        if !fast.is_empty() {
-            verdicts.push(verdict(
-                "iops_faster_than_link",
-                Severity::Warning,
-                format!(
-                    "{} on {target} ran faster than its link allows ({}, at most {}): a cache served them, not the device",
-                    fast.join(", "),
-                    chain.limit_via.as_deref().unwrap_or("its link"),
-                    format_rate(limit)
-                ),
-            ));
-        }
-    }
-    let mut knees_found = false;
+        )
+    })
+}
+
+/// Tests that moved more bytes than the link under the target allows.
+fn faster_than_link(w: &Stored<IopsKind>) -> Option<Said> {
+    let chain = w.context.chain.as_ref()?;
+    let limit = chain.max_bytes_per_sec?;
+    let fast: Vec<String> = w
+        .items
+        .iter()
+        .filter(|i| i.bytes_per_sec > limit * LINK_MARGIN)
+        .map(|i| {
+            format!(
+                "{} {} at {}",
+                i.test,
+                i.op_words(),
+                format_rate(i.bytes_per_sec)
+            )
+        })
+        .collect();
+    (!fast.is_empty()).then(|| {
+        (
+            "iops_faster_than_link",
+            Severity::Warning,
+            format!(
+                "{} on {} ran faster than its link allows ({}, at most {}): a cache served them, not the device",
+                fast.join(", "),
+                w.record.target,
+                chain.limit_via.as_deref().unwrap_or("its link"),
+                format_rate(limit)
+            ),
+        )
+    })
+}
+
+/// Each place a test's rate changed for good.
+fn knees(w: &Stored<IopsKind>) -> Vec<Said> {
+    let mut said = Vec::new();
     for item in &w.items {
+        let iops = |bytes_per_sec: f64| format_iops_words(bytes_per_sec / item.block_bytes as f64);
         for knee in knees_of(item) {
-            knees_found = true;
-            let iops =
-                |bytes_per_sec: f64| format_iops_words(bytes_per_sec / item.block_bytes as f64);
-            verdicts.push(verdict(
+            said.push((
                 "iops_knee",
                 Severity::Info,
                 format!(
-                    "{} {} on {target} changed for good after {}, {} into the test: from {} to {} \
+                    "{} {} on {} changed for good after {}, {} into the test: from {} to {} \
                      (a cache filling up, or a thermal or link throttle, does this)",
                     item.test,
                     item.op_words(),
+                    w.record.target,
                     format_seconds(knee.t_s),
                     format_bytes(knee.bytes_before),
                     iops(knee.before_bytes_per_sec),
@@ -101,9 +122,15 @@ pub fn verdicts(w: &Stored<IopsKind>) -> Vec<Verdict> {
             ));
         }
     }
+    said
+}
+
+/// For O_DIRECT write tests too short to outlast a write cache (with no knee seen),
+/// that the device may have absorbed them.
+fn write_short(w: &Stored<IopsKind>) -> Option<Said> {
     let writes = w.items.iter().any(|i| i.op == "write");
-    if writes && !knees_found && w.params.direct && w.params.seconds < SUSTAINED_S {
-        verdicts.push(verdict(
+    (writes && w.params.direct && w.params.seconds < SUSTAINED_S).then(|| {
+        (
             "iops_write_short",
             Severity::Info,
             format!(
@@ -111,9 +138,8 @@ pub fn verdicts(w: &Stored<IopsKind>) -> Vec<Verdict> {
                 format_seconds(w.params.seconds),
                 format_seconds(w.params.ramp_seconds)
             ),
-        ));
-    }
-    verdicts
+        )
+    })
 }
 
 /// Where a test's rate changed for good, from its intervals.
