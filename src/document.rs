@@ -286,6 +286,10 @@ pub struct Series {
     /// look for them (sustained runs); absent for the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub knees: Option<Vec<Knee>>,
+    /// The stages the workload went through (a pass's writes, its reads, a test), each
+    /// as it ended; empty in runs stored before stages were timed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<StageEnd>,
 }
 
 impl Series {
@@ -301,6 +305,34 @@ impl Series {
                 bytes as f64 / seconds
             })
             .collect()
+    }
+}
+
+/// The end of one stage of a workload, on its group's clock.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageEnd {
+    /// The stage as the workload names it ("pass 1 write", "RND4K-Q32T1 read").
+    pub stage: String,
+    /// When it ended, in seconds from the group's start.
+    pub t_s: f64,
+}
+
+impl Series {
+    /// Each stage with the span it took: from the workload's start or the stage before's
+    /// end, to its own end; a stage ended more than once in a row (a monitor's samples,
+    /// stored as they come) is one span.
+    pub fn stage_spans(&self) -> Vec<(&str, f64, f64)> {
+        let mut spans: Vec<(&str, f64, f64)> = Vec::new();
+        for end in &self.stages {
+            match spans.last_mut() {
+                Some(last) if last.0 == end.stage => last.2 = end.t_s,
+                last => {
+                    let from = last.map_or(self.started_at_s, |l| l.2);
+                    spans.push((end.stage.as_str(), from, end.t_s));
+                }
+            }
+        }
+        spans
     }
 }
 

@@ -130,6 +130,13 @@ fn profile_quick_stores_the_run_and_its_report_shows_the_charts() {
         assert!(page.contains(chart), "chart {chart:?} missing");
     }
     assert!(page.matches("<svg").count() >= 6, "too few charts");
+    // The rate-over-time charts name the stages: the disk's writes, the block I/O tests.
+    for stage in ["pass 1 write", "RND4K-Q32T1 read"] {
+        assert!(
+            page.contains(&format!("\n{stage}\n</text>")),
+            "stage {stage:?} not named on a chart"
+        );
+    }
     assert!(!page.contains("<script"), "the report runs no script");
     assert!(!page.contains(" src=\"http"), "the report fetches nothing");
 
@@ -226,6 +233,60 @@ fn profile_quick_stores_the_run_and_its_report_shows_the_charts() {
         lines.iter().all(|&n| n > 200),
         "chart lines not drawn: {lines:?}"
     );
+}
+
+#[test]
+fn every_fixture_run_s_report_renders_with_its_charts() {
+    if !common::have_or_skip("the fixture screenshots", "chromium") {
+        return;
+    }
+    let dir = common::disk_tempdir();
+    let shots = artifacts().join("fixtures");
+    std::fs::create_dir_all(&shots).unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut taken = 0;
+    for name in ["runs-61f461b.db", "runs-a1ad702.db", "runs-feaf4b2.db"] {
+        let db = dir.path().join(name);
+        std::fs::copy(fixtures.join(name), &db).expect("copy the fixture");
+        let runs = stored_runs(&db);
+        for run in runs.as_array().unwrap() {
+            let id = run["run_id"].to_string();
+            let stem = format!("{}-run-{id}", name.trim_end_matches(".db"));
+            let page = dir.path().join(format!("{stem}.html"));
+            let output = ratelab()
+                .args(["results", "report", &id, "--out"])
+                .arg(&page)
+                .arg("--db")
+                .arg(&db)
+                .output()
+                .unwrap();
+            assert!(
+                output.status.success(),
+                "{stem}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            let html = std::fs::read_to_string(&page).unwrap();
+            let png = shots.join(format!("{stem}.png"));
+            let _ = std::fs::remove_file(&png);
+            assert!(
+                screenshot(&page, &png, &dir.path().join("chromium")),
+                "{stem}: chromium made no screenshot"
+            );
+            let (colours, lines) = pixels(&png);
+            eprintln!(
+                "{}: {} charts, {colours} colours, line pixels {lines:?}",
+                png.display(),
+                html.matches("<svg").count()
+            );
+            assert!(colours > 30, "{stem}: the page is nearly blank");
+            if html.contains("<svg") {
+                let drawn: usize = lines.iter().sum();
+                assert!(drawn > 100, "{stem}: no chart line drawn: {lines:?}");
+            }
+            taken += 1;
+        }
+    }
+    assert!(taken >= 19, "only {taken} fixture runs");
 }
 
 #[test]

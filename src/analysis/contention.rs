@@ -376,6 +376,7 @@ mod tests {
                 bytes,
                 ops: vec![],
                 knees: None,
+                stages: Vec::new(),
             }),
             alone_of,
             measured_by: None,

@@ -132,6 +132,7 @@ mod tests {
             bytes,
             ops: vec![],
             knees: None,
+            stages: Vec::new(),
         }
     }
 

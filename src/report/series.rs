@@ -115,6 +115,7 @@ mod tests {
             bytes: vec![100, 100, 25, 25],
             ops: vec![],
             knees: None,
+            stages: Vec::new(),
         };
         let text = describe(&series, RateUnit::BytesPerSec).unwrap();
         assert!(text.ends_with("██▃▃"), "{text}");

@@ -187,7 +187,12 @@ impl<'a> Ledger<'a> {
                 self.doc.workloads[workload].items.push(item.clone());
                 self.pending.entry(workload).or_default().push(item);
             }
-            Event::StageDone { workload, .. } => {
+            Event::StageDone {
+                workload,
+                stage,
+                at,
+            } => {
+                sampler.stage_done(workload, at, stage);
                 if let Err(e) = self.flush(workload) {
                     // Stop measuring what can no longer be stored.
                     self.fail(e);

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::document::Series;
+use crate::document::{Series, StageEnd};
 use crate::workload::Progress;
 
 /// Series of a group of workloads on one clock.
@@ -27,6 +27,7 @@ struct Track {
     t_s: Vec<f64>,
     bytes: Vec<u64>,
     ops: Vec<u64>,
+    stages: Vec<StageEnd>,
 }
 
 impl Sampler {
@@ -49,6 +50,7 @@ impl Sampler {
                 t_s: Vec::new(),
                 bytes: Vec::new(),
                 ops: Vec::new(),
+                stages: Vec::new(),
             })
             .collect();
         Sampler {
@@ -116,6 +118,14 @@ impl Sampler {
         }
     }
 
+    /// Notes that `workload` ended its stage `stage` at `at`.
+    pub fn stage_done(&mut self, workload: usize, at: Instant, stage: String) {
+        let t_s = self.seconds(at);
+        if let Some(track) = self.track(workload) {
+            track.stages.push(StageEnd { stage, t_s });
+        }
+    }
+
     fn track(&mut self, workload: usize) -> Option<&mut Track> {
         self.tracks.iter_mut().find(|t| t.workload == workload)
     }
@@ -138,6 +148,7 @@ impl Sampler {
                         bytes: track.bytes,
                         ops: track.ops,
                         knees: None,
+                        stages: track.stages,
                     },
                 ))
             })
@@ -192,6 +203,26 @@ mod tests {
         assert_eq!(second.finished_at_s, Some(0.25));
         let rates = second.bytes_per_sec();
         assert!((rates[0] - 4000.0).abs() < 1e-6 && (rates[1] - 2000.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn stages_are_timed_on_the_clock_and_a_repeated_one_is_one_span() {
+        let start = Instant::now();
+        let a = Arc::new(Progress::default());
+        let mut sampler = Sampler::new(start, Duration::from_millis(100), vec![(0, a)]);
+        sampler.started(0, start + Duration::from_millis(50));
+        let at = |ms| start + Duration::from_millis(ms);
+        sampler.stage_done(0, at(300), "pass 1 write".into());
+        sampler.stage_done(0, at(400), "samples".into());
+        sampler.stage_done(0, at(500), "samples".into());
+        sampler.stage_done(7, at(600), "not ours".into());
+        let series = sampler.into_series();
+        let (_, series) = &series[0];
+        assert_eq!(series.stages.len(), 3);
+        assert_eq!(
+            series.stage_spans(),
+            vec![("pass 1 write", 0.05, 0.3), ("samples", 0.3, 0.5)]
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod item;
 pub mod layers;
 pub mod rates;
 pub mod read;
+pub mod ring;
 pub mod workdir;
 
 use std::path::Path;

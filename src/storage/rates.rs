@@ -234,6 +234,7 @@ pub fn by_size_chart(target: &str, items: &[DiskItem]) -> Option<Chart> {
         x_format: size_axis,
         y_format: format_rate,
         lines,
+        spans: Vec::new(),
     })
     .filter(|c| !c.lines.is_empty())
 }

@@ -14,6 +14,23 @@ pub struct Line {
     pub ranges: Vec<(f64, f64)>,
     /// A curve drawn dashed over the x range (a fitted law), with its name.
     pub curve: Option<(String, Vec<(f64, f64)>)>,
+    /// Whether it is the line the chart is about (the step that limits): drawn
+    /// strongest, the others fainter.
+    pub strong: bool,
+}
+
+/// A stretch of the x axis one line's workload spent on one stage: marked where it
+/// begins, named above the plot where its width leaves room.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Span {
+    /// The stage's name.
+    pub label: String,
+    /// Where it begins, in x.
+    pub from: f64,
+    /// Where it ends.
+    pub to: f64,
+    /// The index of the line it belongs to (its colour).
+    pub line: usize,
 }
 
 /// What a chart shows and how its axes read.
@@ -35,6 +52,8 @@ pub struct Chart {
     pub y_format: fn(f64) -> String,
     /// The lines.
     pub lines: Vec<Line>,
+    /// The lines' stages, marked on the x axis; empty when none.
+    pub spans: Vec<Span>,
 }
 
 impl Chart {
@@ -55,6 +74,7 @@ impl Chart {
             x_format: count_axis,
             y_format,
             lines,
+            spans: Vec::new(),
         }
     }
 

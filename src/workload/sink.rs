@@ -27,6 +27,8 @@ pub enum Event {
         workload: usize,
         /// The stage that ended.
         stage: String,
+        /// When.
+        at: Instant,
     },
     /// What the workload is doing now, for the progress display.
     Status {
@@ -108,6 +110,7 @@ impl Sink {
         let _ = self.events.send(Event::StageDone {
             workload: self.workload,
             stage: stage.into(),
+            at: Instant::now(),
         });
     }
 

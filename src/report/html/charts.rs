@@ -11,6 +11,12 @@ use crate::vocab::Chart;
 const WIDTH: u32 = 860;
 const HEIGHT: u32 = 360;
 
+/// The width a stage's name takes per character, in SVG units (13-point sans-serif).
+const SPAN_CHAR: i32 = 7;
+
+/// The height of a row of stage names above the plot.
+const SPAN_ROW: i32 = 16;
+
 /// Colours of the lines, in order: readable on white and in grey print.
 const COLOURS: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
@@ -96,11 +102,15 @@ impl Chart {
         Y: plotters::coord::ranged1d::AsRangedCoord<Value = f64>,
         Y::CoordDescType: plotters::coord::ranged1d::ValueFormatter<f64>,
     {
-        let mut chart = ChartBuilder::on(root)
-            .caption(&self.title, ("sans-serif", 20))
+        // Stage names go in a band above the plot, a row per line that has stages.
+        let rows = self.spans.iter().map(|s| s.line + 1).max().unwrap_or(0) as u32;
+        // The title first, so that the band of stage names sits between it and the plot.
+        let below_title = root.titled(&self.title, ("sans-serif", 20)).ok()?;
+        let mut chart = ChartBuilder::on(&below_title)
             .margin(12)
+            .margin_top(12 + SPAN_ROW as u32 * rows)
             .x_label_area_size(42)
-            .y_label_area_size(78)
+            .y_label_area_size(92)
             .build_cartesian_2d(x, y)
             .ok()?;
         let (x_format, y_format) = (self.x_format, self.y_format);
@@ -116,8 +126,16 @@ impl Chart {
             .label_style(("sans-serif", 15))
             .draw()
             .ok()?;
+        self.draw_spans(root, &chart)?;
+        // With a line the chart is about, the others step back.
+        let any_strong = self.lines.iter().any(|l| l.strong);
         for (index, line) in self.lines.iter().enumerate() {
-            let colour = COLOURS[index % COLOURS.len()];
+            let base = COLOURS[index % COLOURS.len()];
+            let (colour, width, dot) = match (any_strong, line.strong) {
+                (true, true) => (base.to_rgba(), 4, 4),
+                (true, false) => (base.mix(0.45), 1, 2),
+                (false, _) => (base.to_rgba(), 2, 3),
+            };
             let points: Vec<(f64, f64)> = line
                 .points
                 .iter()
@@ -125,18 +143,20 @@ impl Chart {
                 .filter(|p| p.0.is_finite() && p.1.is_finite())
                 .collect();
             chart
-                .draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))
+                .draw_series(LineSeries::new(points.clone(), colour.stroke_width(width)))
                 .ok()?
                 .label(&line.name)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], colour));
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(width))
+                });
             chart
-                .draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
+                .draw_series(points.iter().map(|&p| Circle::new(p, dot, colour.filled())))
                 .ok()?;
             for (&(x, _), &(low, high)) in line.points.iter().zip(&line.ranges) {
                 chart
                     .draw_series(std::iter::once(PathElement::new(
                         vec![(x, low), (x, high)],
-                        colour.mix(0.6).stroke_width(2),
+                        base.mix(0.6).stroke_width(2),
                     )))
                     .ok()?;
             }
@@ -146,12 +166,12 @@ impl Chart {
                         curve.iter().copied().filter(|p| p.1.is_finite()),
                         6,
                         4,
-                        colour.mix(0.7).stroke_width(1),
+                        base.mix(0.7).stroke_width(1),
                     ))
                     .ok()?
                     .label(name)
                     .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 18, y)], colour.mix(0.7))
+                        PathElement::new(vec![(x, y), (x + 18, y)], base.mix(0.7))
                     });
             }
         }
@@ -163,6 +183,51 @@ impl Chart {
             .position(SeriesLabelPosition::UpperLeft)
             .draw()
             .ok()?;
+        Some(())
+    }
+
+    /// Marks where each stage begins with a faint dashed line in its line's colour, and
+    /// names it above the plot where the stage is wide enough for its name (a row per
+    /// line, so workloads side by side do not write over each other).
+    fn draw_spans<X, Y>(
+        &self,
+        root: &DrawingArea<SVGBackend, Shift>,
+        chart: &ChartContext<SVGBackend, Cartesian2d<X, Y>>,
+    ) -> Option<()>
+    where
+        X: Ranged<ValueType = f64>,
+        Y: Ranged<ValueType = f64>,
+    {
+        let (xs, ys) = (chart.x_range(), chart.y_range());
+        let (low, high) = (ys.start.min(ys.end), ys.start.max(ys.end));
+        for span in &self.spans {
+            let colour = COLOURS[span.line % COLOURS.len()];
+            if span.from > xs.start {
+                let (x, top) = chart.backend_coord(&(span.from, high));
+                let (_, bottom) = chart.backend_coord(&(span.from, low));
+                let mut y = top;
+                while y < bottom {
+                    root.draw(&PathElement::new(
+                        vec![(x, y), (x, (y + 5).min(bottom))],
+                        colour.mix(0.5).stroke_width(1),
+                    ))
+                    .ok()?;
+                    y += 9;
+                }
+            }
+            let (left, top) = chart.backend_coord(&(span.from.max(xs.start), high));
+            let (right, _) = chart.backend_coord(&(span.to.min(xs.end), high));
+            let room = right - left - 8;
+            if room >= SPAN_CHAR * span.label.chars().count() as i32 {
+                let row = span.line as i32 + 1;
+                root.draw(&Text::new(
+                    span.label.clone(),
+                    (left + 4, top - SPAN_ROW * row),
+                    ("sans-serif", 13).into_font().color(&colour),
+                ))
+                .ok()?;
+            }
+        }
         Some(())
     }
 }
@@ -187,7 +252,9 @@ mod tests {
                 points: vec![(1e4, 10.0), (1e6, 100.0), (1e8, 120.0)],
                 ranges: vec![(8.0, 12.0), (90.0, 110.0), (119.0, 121.0)],
                 curve: Some(("fit".into(), vec![(1e4, 9.0), (1e8, 119.0)])),
+                strong: false,
             }],
+            spans: Vec::new(),
         };
         let svg = chart.svg().unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..80]);

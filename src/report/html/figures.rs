@@ -3,7 +3,7 @@
 
 use crate::document::WorkloadRecord;
 use crate::vocab::RateUnit;
-use crate::vocab::chart::{Chart, Line, plain_axis};
+use crate::vocab::chart::{Chart, Line, Span, plain_axis};
 use crate::vocab::units::{format_bits_rate, format_rate};
 use crate::workload;
 
@@ -24,24 +24,38 @@ pub fn series(records: &[(usize, &WorkloadRecord)]) -> Option<Chart> {
         Some(RateUnit::BytesPerSecInBits) => format_bits_rate,
         _ => format_rate,
     };
-    let lines: Vec<Line> = records
-        .iter()
-        .filter_map(|(index, record)| {
-            let series = record.series.as_ref()?;
-            let rates = series.bytes_per_sec();
-            let mut points: Vec<(f64, f64)> = series.t_s.iter().copied().zip(rates).collect();
-            // Samples after the last byte moved are the workload's end (its streams shut,
-            // its files closed), not a rate that fell to nothing.
-            while points.len() > 1 && points.last().is_some_and(|p| p.1 == 0.0) {
-                points.pop();
-            }
-            (points.iter().any(|p| p.1 > 0.0)).then(|| Line {
-                name: format!("{} {}: {}", record.kind, index + 1, record.target),
-                points,
-                ..Line::default()
-            })
-        })
-        .collect();
+    let mut lines = Vec::new();
+    let mut spans = Vec::new();
+    for (index, record) in records {
+        let Some(series) = record.series.as_ref() else {
+            continue;
+        };
+        let rates = series.bytes_per_sec();
+        let mut points: Vec<(f64, f64)> = series.t_s.iter().copied().zip(rates).collect();
+        // Samples after the last byte moved are the workload's end (its streams shut,
+        // its files closed), not a rate that fell to nothing.
+        while points.len() > 1 && points.last().is_some_and(|p| p.1 == 0.0) {
+            points.pop();
+        }
+        if !points.iter().any(|p| p.1 > 0.0) {
+            continue;
+        }
+        // One stage alone is the whole workload: nothing to tell apart.
+        let stages = series.stage_spans();
+        if stages.len() > 1 {
+            spans.extend(stages.into_iter().map(|(label, from, to)| Span {
+                label: label.to_string(),
+                from,
+                to,
+                line: lines.len(),
+            }));
+        }
+        lines.push(Line {
+            name: format!("{} {}: {}", record.kind, index + 1, record.target),
+            points,
+            ..Line::default()
+        });
+    }
     Some(Chart {
         title: if lines.len() > 1 {
             "rate over time, on one clock".into()
@@ -55,6 +69,7 @@ pub fn series(records: &[(usize, &WorkloadRecord)]) -> Option<Chart> {
         x_format: plain_axis,
         y_format,
         lines,
+        spans,
     })
     .filter(|c| !c.lines.is_empty())
 }

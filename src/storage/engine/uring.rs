@@ -13,6 +13,7 @@ use crate::control::{Cancel, Progress};
 use crate::error::Error;
 use crate::storage::buffer::AlignedBuf;
 use crate::storage::data::Pattern;
+use crate::storage::ring::one_thread_ring;
 
 /// io_uring reads and writes, `queue_depth` at a time.
 pub struct UringEngine {
@@ -38,7 +39,7 @@ impl UringEngine {
     /// A ring for `queue_depth` requests of `block_size` bytes, writing data seeded
     /// with `seed`.
     pub fn new(block_size: usize, queue_depth: u32, seed: u64) -> Result<UringEngine, Error> {
-        let ring = IoUring::new(queue_depth).map_err(|e| {
+        let ring = one_thread_ring(queue_depth).map_err(|e| {
             Error::Unsupported(format!(
                 "cannot set up io_uring with {queue_depth} entries: {e} (use --engine sync)"
             ))

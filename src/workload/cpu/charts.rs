@@ -24,7 +24,7 @@ pub fn chart(summary: &CpuSummary) -> Chart {
                     .as_ref()
                     .and_then(|fits| fits.best_curve(1.0 / first_rate, to)),
                 points,
-                ranges: Vec::new(),
+                ..Line::default()
             })
         })
         .collect();

@@ -299,13 +299,13 @@ impl Kind for ImageKind {
                 Line {
                     name: op.clone(),
                     points,
-                    ranges: Vec::new(),
                     curve: level.map(|rate| {
                         (
                             format!("{op}, host folder"),
                             vec![(first, rate), (last, rate)],
                         )
                     }),
+                    ..Line::default()
                 }
             })
             .collect();
@@ -320,6 +320,7 @@ impl Kind for ImageKind {
             x_format: size_axis,
             y_format: format_rate,
             lines,
+            spans: Vec::new(),
         }]
     }
 }

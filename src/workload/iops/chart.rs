@@ -40,6 +40,7 @@ pub fn percentile_chart(items: &[IopsItem]) -> Chart {
         x_format: percentile_axis,
         y_format: format_latency,
         lines,
+        spans: Vec::new(),
     }
 }
 

@@ -19,6 +19,7 @@ use crate::control::Controls;
 use crate::error::Error;
 use crate::storage::buffer::AlignedBuf;
 use crate::storage::data::Pattern;
+use crate::storage::ring::one_thread_ring;
 use crate::storage::short_file;
 
 /// One thread's share of a test.
@@ -138,7 +139,7 @@ impl ThreadJob<'_> {
     ) -> Result<(), Error> {
         let depth = self.test.queue_depth as usize;
         let (data, bufs) = self.buffers(depth)?;
-        let ring = IoUring::new(depth.next_power_of_two() as u32).map_err(|e| {
+        let ring = one_thread_ring(depth.next_power_of_two() as u32).map_err(|e| {
             Error::Unsupported(format!(
                 "cannot set up io_uring with {depth} entries for {}: {e}",
                 self.test

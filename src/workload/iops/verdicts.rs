@@ -163,6 +163,7 @@ fn knees_of(item: &IopsItem) -> Vec<Knee> {
             .collect(),
         ops: item.intervals.iter().map(|i| i.ios).collect(),
         knees: None,
+        stages: Vec::new(),
     };
     knees::detect(&series)
 }

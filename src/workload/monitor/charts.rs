@@ -46,6 +46,7 @@ pub fn charts(items: &[MonitorItem]) -> Vec<Chart> {
         x_format: plain_axis,
         y_format,
         lines,
+        spans: Vec::new(),
     };
     let mut out = vec![chart(
         "active residency per core",

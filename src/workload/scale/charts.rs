@@ -17,7 +17,7 @@ pub fn chart(summary: &ScaleSummary, target: &str) -> Option<Chart> {
         name: target.to_string(),
         curve: summary.fits.best_curve(first, to),
         points,
-        ranges: Vec::new(),
+        ..Line::default()
     }];
     Some(Chart::counted(
         "command: speedup by CPUs",

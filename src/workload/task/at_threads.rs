@@ -29,7 +29,7 @@ impl TaskWorkload {
         if self.plan.what_if {
             self.what_if(ctx, how)?;
         }
-        ctx.sink.stage_done(format!("{threads} threads"));
+        ctx.sink.stage_done(super::brief::threads(threads));
         Ok(())
     }
 

@@ -63,7 +63,7 @@ fn how_known(summary: &ThreadsSummary, op: &str) -> String {
 }
 
 /// `1 thread`, `2 threads`.
-fn threads(n: usize) -> String {
+pub(super) fn threads(n: usize) -> String {
     format!("{n} thread{}", if n == 1 { "" } else { "s" })
 }
 

@@ -1,4 +1,5 @@
-//! The task's chart: the whole task's rate and each step's alone, by thread count.
+//! The task's chart: the whole task's rate and each step's alone, by thread count, the
+//! step that limits it drawn strongest.
 
 use super::stored::TaskSummary;
 use crate::vocab::chart::{Chart, Line};
@@ -13,19 +14,28 @@ pub fn chart(summary: &TaskSummary) -> Option<Chart> {
             .filter_map(|p| Some((p.threads as f64, p.step(op)?.source_bytes_per_sec)))
             .collect()
     };
-    let to = per.last()?.threads as f64;
+    let most = per.last()?;
+    let to = most.threads as f64;
     let mut lines = vec![Line {
         name: "whole task".into(),
         curve: summary.fits.best_curve(1.0, to),
         points: step("total"),
-        ranges: Vec::new(),
+        ..Line::default()
     }];
     for op in ["read", "compress", "decompress", "write"] {
         let points = step(op);
+        // The step that limits the task at the most threads, as the summary says, is
+        // the line the chart is about.
+        let limits = op == most.rate_limiting_step;
         if !points.is_empty() {
             lines.push(Line {
-                name: format!("{op} alone"),
+                name: if limits {
+                    format!("{op} alone: limits the task")
+                } else {
+                    format!("{op} alone")
+                },
                 points,
+                strong: limits,
                 ..Line::default()
             });
         }
