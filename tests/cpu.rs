@@ -11,11 +11,18 @@ use common::{ratelab, refused, run_json};
 use serde_json::Value;
 
 fn cpu_items(extra: &[&str]) -> Vec<Value> {
-    let doc = run_json(
+    items(&cpu_doc(extra))
+}
+
+fn cpu_doc(extra: &[&str]) -> Value {
+    run_json(
         ratelab()
             .args(["cpu", "--json", "-q", "--no-store"])
             .args(extra),
-    );
+    )
+}
+
+fn items(doc: &Value) -> Vec<Value> {
     doc["workloads"]
         .as_array()
         .unwrap()
@@ -72,7 +79,8 @@ fn a_loop_scales_about_twice_from_one_to_two_threads_on_two_cores() {
         );
         return;
     }
-    let items = cpu_items(&["--test", "int", "--threads", "1,2", "--seconds", "1"]);
+    let doc = cpu_doc(&["--test", "int", "--threads", "1,2", "--seconds", "1"]);
+    let items = items(&doc);
     let rate = |i: usize| items[i]["loops_per_sec"].as_f64().unwrap();
     let speedup = rate(1) / rate(0);
     eprintln!(
@@ -80,6 +88,10 @@ fn a_loop_scales_about_twice_from_one_to_two_threads_on_two_cores() {
         rate(0),
         rate(1)
     );
+    // Two threads need two cores: beside other work they share them.
+    if common::passes_as_disturbed("a_loop_scales_about_twice", &doc) {
+        return;
+    }
     assert!((1.7..=2.2).contains(&speedup), "{speedup}");
 }
 
@@ -187,11 +199,6 @@ fn cpus_1_keeps_every_thread_on_core_1_and_the_monitor_says_so() {
         assert_eq!(item["cpus_seen"], serde_json::json!([1]), "{item}");
         assert_eq!(item["migrations"], 0, "{item}");
     }
-    // Two threads on one core share it: no speedup (a little, where another program
-    // also wants core 1 and two threads get a larger share of it than one).
-    let speedup =
-        items[1]["loops_per_sec"].as_f64().unwrap() / items[0]["loops_per_sec"].as_f64().unwrap();
-    assert!(speedup < 1.4, "{speedup}");
     // The monitor saw every test thread on core 1, and core 1 busy.
     let samples = workload("monitor")["items"].as_array().unwrap();
     let test_threads: Vec<&Value> = samples
@@ -226,6 +233,15 @@ fn cpus_1_keeps_every_thread_on_core_1_and_the_monitor_says_so() {
         "core 1 was not busy: {}",
         mean_active(1)
     );
+    // Where the threads ran holds beside other work; how fast, and how idle core 0
+    // stayed, only on quiet cores.
+    if common::passes_as_disturbed("cpus_1_keeps_every_thread_on_core_1", &doc) {
+        return;
+    }
+    // Two threads on one core share it: no speedup.
+    let speedup =
+        items[1]["loops_per_sec"].as_f64().unwrap() / items[0]["loops_per_sec"].as_f64().unwrap();
+    assert!(speedup < 1.4, "{speedup}");
     assert!(
         mean_active(1) > mean_active(0) + 0.3,
         "core 0 as busy as core 1"

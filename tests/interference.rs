@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{ratelab, run_json};
+use common::{disturbed, ratelab, run_json};
 use serde_json::Value;
 
 /// Processes killed when the test ends, however it ends.
@@ -39,16 +39,6 @@ fn busy_cores() -> Killed {
             })
             .collect(),
     )
-}
-
-/// The `disturbed` verdict of a run, if it has one.
-fn disturbed(doc: &Value) -> Option<String> {
-    doc["verdicts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["code"] == "disturbed")
-        .map(|v| v["message"].as_str().unwrap().to_string())
 }
 
 /// Whether a run's own account names another process's load large enough to count:
