@@ -10,10 +10,6 @@ use std::time::{Duration, Instant};
 use common::{ratelab, refused, run_json};
 use serde_json::Value;
 
-fn cpu_items(extra: &[&str]) -> Vec<Value> {
-    items(&cpu_doc(extra))
-}
-
 fn cpu_doc(extra: &[&str]) -> Value {
     run_json(
         ratelab()
@@ -46,21 +42,28 @@ fn cpus() -> usize {
 #[test]
 fn a_test_without_work_comes_out_near_zero() {
     let _alone = alone();
-    let items = cpu_items(&[
+    // Long enough (two tests of 0.5 s) for ratelab's account to judge the CPU.
+    let doc = cpu_doc(&[
         "--test",
         "empty,int",
         "--threads",
         "1",
         "--seconds",
-        "300ms",
+        "500ms",
     ]);
+    let items = items(&doc);
     let empty = &items[0];
     assert_eq!(empty["op"], "empty");
+    assert!(empty["loops_per_sec"].is_null(), "{empty}");
     let left = empty["work_ns_per_loop"].as_f64().unwrap();
     let loop_ns = empty["empty_ns_per_loop"].as_f64().unwrap();
     eprintln!("empty test: {left:.4} ns left of a {loop_ns:.4} ns loop");
+    // The two halves of a test are timed apart: time slices taken by other work fall
+    // in one and not the other.
+    if common::passes_as_disturbed("a_test_without_work_comes_out_near_zero", &doc) {
+        return;
+    }
     assert!(left.abs() < 0.1 * loop_ns, "{empty}");
-    assert!(empty["loops_per_sec"].is_null(), "{empty}");
     // A test with work keeps nearly all of its time.
     let int = &items[1];
     assert!(
@@ -250,30 +253,36 @@ fn cpus_1_keeps_every_thread_on_core_1_and_the_monitor_says_so() {
 
 #[test]
 fn repeat_runs_agree_median_to_median() {
+    let test = "repeat_runs_agree_median_to_median";
     let _alone = alone();
-    let median = |runs: usize| {
-        let mut rates: Vec<f64> = (0..runs)
-            .map(|_| {
-                cpu_items(&["--test", "int", "--threads", "1", "--seconds", "300ms"])[0]["loops_per_sec"]
-                    .as_f64()
-                    .unwrap()
-            })
-            .collect();
+    // Each run long enough (0.5 s) for ratelab's account to judge the CPU; a disturbed
+    // one is the pair's outcome.
+    let median = |runs: usize| -> Option<f64> {
+        let mut rates = Vec::new();
+        for _ in 0..runs {
+            let doc = cpu_doc(&["--test", "int", "--threads", "1", "--seconds", "500ms"]);
+            if common::disturbed(&doc).is_some() {
+                common::passes_as_disturbed(test, &doc);
+                return None;
+            }
+            rates.push(items(&doc)[0]["loops_per_sec"].as_f64().unwrap());
+        }
         rates.sort_by(f64::total_cmp);
-        rates[runs / 2]
+        Some(rates[runs / 2])
     };
     // The issue asks for 3% on an idle machine; tests share this one, so the bound is
     // generous. A VM's host can take its core for a while (12% between two medians was
-    // seen once in a full suite, in runs too short for the interference account to judge
-    // steal): a second pair is allowed, and both pairs are printed.
+    // seen once in a full suite): a second pair is allowed, and both pairs are printed.
     let mut changes = Vec::new();
     for _ in 0..2 {
-        let (first, second) = (median(3), median(3));
+        let (Some(first), Some(second)) = (median(3), median(3)) else {
+            return;
+        };
         let change = (second / first - 1.0).abs();
-        eprintln!(
-            "int, 1 thread: medians {first:.4e} and {second:.4e} loops/s: {:.2}% apart",
+        common::say(&format!(
+            "{test}: int, 1 thread: medians {first:.4e} and {second:.4e} loops/s: {:.2}% apart",
             change * 100.0
-        );
+        ));
         changes.push(change);
         if change < 0.10 {
             return;

@@ -99,12 +99,13 @@ fn net_iperf3_agrees_with_iperf3_c_on_a_shaped_link() {
             eprintln!("{line}");
             // Beside other work on two cores the link is not what limits: ratelab's own
             // account says so, or the peer falls short of the link on the same rig.
-            if let Some(message) = common::disturbed(&doc) {
-                eprintln!("  passes as disturbed, by ratelab's own account: {message}");
+            if common::passes_as_disturbed(test, &doc) {
                 continue;
             }
             if theirs / limit_bits < 0.97 {
-                eprintln!("  passes as a disturbed rig: iperf3 itself fell short of the link");
+                common::say(&format!(
+                    "{test}: {line}: passes as a disturbed rig: iperf3 itself fell short of the link"
+                ));
                 continue;
             }
             if (ours / theirs - 1.0).abs() > 0.03 || !(0.97..=1.03).contains(&(ours / limit_bits)) {

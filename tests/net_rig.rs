@@ -101,7 +101,9 @@ fn net_reaches_the_goodput_limit_of_a_shaped_link_and_reports_the_mss() {
         }
         if let Some(peer_share) = peer_share {
             if peer_share < 0.97 {
-                eprintln!("{test}: passes as a disturbed rig: iperf3 itself fell short");
+                common::say(&format!(
+                    "{test}: {line}: passes as a disturbed rig: iperf3 itself fell short"
+                ));
                 continue;
             }
             assert!(

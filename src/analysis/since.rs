@@ -63,40 +63,17 @@ pub fn since(
     }
     let called = called(&figures);
     if called.is_empty() {
-        // The range, not every figure: a profile of several targets has many.
-        let by_ratio = |a: &&Figure, b: &&Figure| a.ratio.total_cmp(&b.ratio);
-        let low = figures
-            .iter()
-            .min_by(by_ratio)
-            .expect("figures are not empty");
-        let high = figures
-            .iter()
-            .max_by(by_ratio)
-            .expect("figures are not empty");
-        let range = if figures.len() == 1 {
-            format!("{} {:.2}x", low.words, low.ratio)
-        } else {
-            format!(
-                "{} figures, from {:.2}x ({}) to {:.2}x ({})",
-                figures.len(),
-                low.ratio,
-                low.words,
-                high.ratio,
-                high.words
-            )
-        };
         return vec![verdict(
             CODES[1],
             Severity::Info,
-            format!("no storage figure moved beyond the noise since {before}: {range}"),
+            format!(
+                "no storage figure moved beyond the noise since {before}: {}",
+                ratio_range(&figures)
+            ),
         )];
     }
     let (named, more) = named(&called);
-    let disturbed: Vec<String> = [(previous, "that run"), (current, "this run")]
-        .into_iter()
-        .filter(|(run, _)| interference::disturbed(run))
-        .map(|(_, which)| which.to_string())
-        .collect();
+    let disturbed = disturbed(previous, current);
     if !disturbed.is_empty() {
         return vec![verdict(
             CODES[3],
@@ -125,6 +102,39 @@ pub fn since(
             current.run_id.unwrap_or_default(),
         ),
     )]
+}
+
+/// The range of the figures' ratios, not every figure: a profile of several targets
+/// has many.
+fn ratio_range(figures: &[Figure]) -> String {
+    let by_ratio = |a: &&Figure, b: &&Figure| a.ratio.total_cmp(&b.ratio);
+    let (Some(low), Some(high)) = (
+        figures.iter().min_by(by_ratio),
+        figures.iter().max_by(by_ratio),
+    ) else {
+        return String::new();
+    };
+    if figures.len() == 1 {
+        format!("{} {:.2}x", low.words, low.ratio)
+    } else {
+        format!(
+            "{} figures, from {:.2}x ({}) to {:.2}x ({})",
+            figures.len(),
+            low.ratio,
+            low.words,
+            high.ratio,
+            high.words
+        )
+    }
+}
+
+/// Which of the two runs other work disturbed, in words ("that run", "this run").
+fn disturbed(previous: &RunDocument, current: &RunDocument) -> Vec<&'static str> {
+    [(previous, "that run"), (current, "this run")]
+        .into_iter()
+        .filter(|(run, _)| interference::disturbed(run))
+        .map(|(_, which)| which)
+        .collect()
 }
 
 /// The figures that moved beyond the noise (Holm-corrected across all) and by

@@ -185,6 +185,14 @@ pub fn run_json(command: &mut Command) -> serde_json::Value {
     json(&output.stdout)
 }
 
+/// Writes a line to stderr past the test harness's capture, so that the suite's output
+/// shows it for a test that passes (how it passed).
+#[allow(dead_code)]
+pub fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
 /// The `disturbed` verdict of a run document (its message), if it has one.
 #[allow(dead_code)]
 pub fn disturbed(doc: &serde_json::Value) -> Option<String> {
@@ -196,20 +204,22 @@ pub fn disturbed(doc: &serde_json::Value) -> Option<String> {
 }
 
 /// For a test whose figures need quiet cores: whether the run is disturbed by ratelab's
-/// own account, which is then the test's outcome (its figures are not checked). Prints
-/// which way the test passes.
+/// own account, which is then the test's outcome (its figures are not checked). Says
+/// which way the test passes, also where the harness captures test output.
 #[allow(dead_code)]
 pub fn passes_as_disturbed(test: &str, doc: &serde_json::Value) -> bool {
-    match disturbed(doc) {
-        Some(message) => {
-            eprintln!("{test}: passes as disturbed, by ratelab's own account: {message}");
-            true
-        }
-        None => {
-            eprintln!("{test}: quiet by ratelab's own account: its figures are checked");
-            false
-        }
-    }
+    let (line, disturbed) = match disturbed(doc) {
+        Some(message) => (
+            format!("{test}: passes as disturbed, by ratelab's own account: {message}"),
+            true,
+        ),
+        None => (
+            format!("{test}: quiet by ratelab's own account: its figures are checked"),
+            false,
+        ),
+    };
+    say(&line);
+    disturbed
 }
 
 /// The stored run `id` as its JSON document.

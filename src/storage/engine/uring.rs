@@ -185,11 +185,40 @@ struct Ring {
     poisoned: bool,
 }
 
+/// What a completion means for its chunk.
+enum Reaped {
+    /// The chunk is all moved.
+    Whole,
+    /// Part of it is: this many bytes, the rest still to ask for.
+    Partial(usize),
+    /// It ended this many bytes in, short of what was expected.
+    Short(usize),
+    /// The request failed with this errno.
+    Failed(i32),
+}
+
+impl Reaped {
+    /// The completion `result` of `chunk`, `done` bytes of which had moved before it;
+    /// `short_ends` when a short transfer is the end (at a file's end, after a failure).
+    fn of(chunk: &Chunk, done: usize, result: i32, short_ends: bool) -> Reaped {
+        if result < 0 {
+            return Reaped::Failed(-result);
+        }
+        let done = done + result as usize;
+        if done >= chunk.expect {
+            Reaped::Whole
+        } else if result == 0 || short_ends {
+            Reaped::Short(done)
+        } else {
+            Reaped::Partial(done)
+        }
+    }
+}
+
 impl Ring {
     /// Keeps up to one chunk per slot in flight until all are done; returns the bytes
-    /// moved. On an error or a
-    /// cancel it stops submitting but waits for every request in flight, because the
-    /// kernel may still be using their buffers.
+    /// moved. On an error or a cancel it stops submitting but waits for every request in
+    /// flight, because the kernel may still be using their buffers.
     fn drive(
         &mut self,
         chunks: impl Iterator<Item = Chunk>,
@@ -222,24 +251,14 @@ impl Ring {
             if in_flight == 0 {
                 break;
             }
-            match self.ring.submit_and_wait(1) {
-                Ok(_) => {}
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
-                    ) => {}
-                Err(e) => {
-                    // Requests may still be in flight: keep waiting for them, and if the
-                    // ring never answers, never free their buffers (see `poisoned`).
-                    failed_waits += 1;
-                    if failed_waits > 100 {
-                        self.poisoned = true;
-                        return Err(Error::io(op, path, e));
-                    }
-                    failure.get_or_insert(Error::io(op, path, e));
-                    std::thread::sleep(std::time::Duration::from_millis(10));
-                }
+            if let Err(e) = self.ring.submit_and_wait(1)
+                && !matches!(
+                    e.raw_os_error(),
+                    Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
+                )
+            {
+                failed_waits += 1;
+                self.failed_wait(failed_waits, Error::io(op, path, e), &mut failure)?;
             }
             completed.clear();
             completed.extend(
@@ -249,34 +268,50 @@ impl Ring {
             );
             for &(slot, result) in &completed {
                 let (chunk, done) = slots[slot].expect("a completion for a slot in flight");
-                let done = done + result.max(0) as usize;
-                let outcome = if result < 0 {
-                    Err(Error::io(
-                        op,
-                        path,
-                        std::io::Error::from_raw_os_error(-result),
-                    ))
-                } else if done >= chunk.expect {
-                    progress.add(chunk.expect as u64);
-                    moved += chunk.expect as u64;
-                    Ok(())
-                } else if result == 0 || requests.short_is_final() || failure.is_some() {
-                    Err(short_file(op, path, chunk.offset + done as u64))
-                } else {
-                    // A partial transfer: ask for the rest in the same slot.
-                    slots[slot] = Some((chunk, done));
-                    self.push(requests.entry(slot, &chunk, done).user_data(slot as u64));
-                    continue;
-                };
+                let short_ends = requests.short_is_final() || failure.is_some();
+                match Reaped::of(&chunk, done, result, short_ends) {
+                    Reaped::Partial(done) => {
+                        // Ask for the rest in the same slot.
+                        slots[slot] = Some((chunk, done));
+                        self.push(requests.entry(slot, &chunk, done).user_data(slot as u64));
+                        continue;
+                    }
+                    Reaped::Whole => {
+                        progress.add(chunk.expect as u64);
+                        moved += chunk.expect as u64;
+                    }
+                    Reaped::Failed(errno) => {
+                        let e = std::io::Error::from_raw_os_error(errno);
+                        failure.get_or_insert(Error::io(op, path, e));
+                    }
+                    Reaped::Short(at) => {
+                        failure.get_or_insert(short_file(op, path, chunk.offset + at as u64));
+                    }
+                }
                 slots[slot] = None;
                 free.push(slot);
                 in_flight -= 1;
-                if let Err(e) = outcome {
-                    failure.get_or_insert(e);
-                }
             }
         }
         failure.map_or(Ok(moved), Err)
+    }
+
+    /// A wait for completions failed (the `failed`-th time): requests may still be in
+    /// flight, so the caller keeps waiting for them, with `error` as the failure; after
+    /// 100 the ring is taken as dead and their buffers are never freed (see `poisoned`).
+    fn failed_wait(
+        &mut self,
+        failed: u32,
+        error: Error,
+        failure: &mut Option<Error>,
+    ) -> Result<(), Error> {
+        if failed > 100 {
+            self.poisoned = true;
+            return Err(error);
+        }
+        failure.get_or_insert(error);
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        Ok(())
     }
 
     fn push(&mut self, entry: squeue::Entry) {
