@@ -111,6 +111,7 @@ fn buffered_fsync_writes_match_fio() {
     throttle.limit(&disk, WRITE_BPS, READ_BPS);
     let fio_file = disk.path().join("fio.dat");
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    let mut disturbed = None;
     // ABAB: each tool writes one 512 MiB file with buffered writes and an fsync at the end.
     for _ in 0..3 {
         let doc = run_json(
@@ -131,6 +132,9 @@ fn buffered_fsync_writes_match_fio() {
                 ]),
         );
         ours.push(median_rate(&doc, "write", 0));
+        if common::disturbed(&doc).is_some() {
+            disturbed = Some(doc);
+        }
 
         let report = run_json(
             throttle
@@ -154,6 +158,12 @@ fn buffered_fsync_writes_match_fio() {
         median(ours) / MIB as f64,
         median(theirs) / MIB as f64
     );
+    // Buffered writes copy through the CPUs: beside other work the two tools get
+    // different shares of them.
+    if let Some(doc) = disturbed {
+        common::passes_as_disturbed("buffered_fsync_writes_match_fio", &doc);
+        return;
+    }
     assert!((ratio - 1.0).abs() <= TOLERANCE, "ratelab/fio = {ratio:.3}");
 }
 

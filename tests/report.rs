@@ -130,13 +130,16 @@ fn profile_quick_stores_the_run_and_its_report_shows_the_charts() {
         assert!(page.contains(chart), "chart {chart:?} missing");
     }
     assert!(page.matches("<svg").count() >= 6, "too few charts");
-    // The rate-over-time charts name the stages: the disk's writes, the block I/O tests.
-    for stage in ["pass 1 write", "RND4K-Q32T1 read"] {
-        assert!(
-            page.contains(&format!("\n{stage}\n</text>")),
-            "stage {stage:?} not named on a chart"
-        );
-    }
+    // The rate-over-time charts name the stages wide enough for their names: the block
+    // I/O tests' (2.5 s each of 10). The disk's stages are timed too, though a busy
+    // machine can leave them too narrow to name.
+    assert!(
+        page.contains("\nRND4K-Q32T1 read\n</text>"),
+        "the block I/O tests' stages are not named on a chart"
+    );
+    let stored = common::stored_run(&db, 1);
+    let stages = stored["workloads"][0]["series"]["stages"].to_string();
+    assert!(stages.contains("\"pass 1 write\""), "{stages}");
     assert!(!page.contains("<script"), "the report runs no script");
     assert!(!page.contains(" src=\"http"), "the report fetches nothing");
 
