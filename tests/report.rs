@@ -145,18 +145,7 @@ fn profile_quick_stores_the_run_and_its_report_shows_the_charts() {
 
     // The page comes from the database: `results report` of the stored run is the same.
     let again = dir.path().join("again.html");
-    let output = ratelab()
-        .args(["results", "report", "1", "--out"])
-        .arg(&again)
-        .arg("--db")
-        .arg(&db)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    common::results(&db, &["report", "1", "--out", again.to_str().unwrap()]);
     assert_eq!(std::fs::read_to_string(&again).unwrap(), page);
     // Without --out it writes the page where profile did and names it; `--out -` is stdout.
     std::fs::remove_file(&report).unwrap();
@@ -256,18 +245,7 @@ fn every_fixture_run_s_report_renders_with_its_charts() {
             let id = run["run_id"].to_string();
             let stem = format!("{}-run-{id}", name.trim_end_matches(".db"));
             let page = dir.path().join(format!("{stem}.html"));
-            let output = ratelab()
-                .args(["results", "report", &id, "--out"])
-                .arg(&page)
-                .arg("--db")
-                .arg(&db)
-                .output()
-                .unwrap();
-            assert!(
-                output.status.success(),
-                "{stem}: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
+            common::results(&db, &["report", &id, "--out", page.to_str().unwrap()]);
             let html = std::fs::read_to_string(&page).unwrap();
             let png = shots.join(format!("{stem}.png"));
             let _ = std::fs::remove_file(&png);

@@ -5,7 +5,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::vocab::Chart;
+use crate::vocab::{Chart, Line};
 
 /// Chart size in SVG units; the page scales it to the screen's width.
 const WIDTH: u32 = 860;
@@ -130,50 +130,7 @@ impl Chart {
         // With a line the chart is about, the others step back.
         let any_strong = self.lines.iter().any(|l| l.strong);
         for (index, line) in self.lines.iter().enumerate() {
-            let base = COLOURS[index % COLOURS.len()];
-            let (colour, width, dot) = match (any_strong, line.strong) {
-                (true, true) => (base.to_rgba(), 4, 4),
-                (true, false) => (base.mix(0.45), 1, 2),
-                (false, _) => (base.to_rgba(), 2, 3),
-            };
-            let points: Vec<(f64, f64)> = line
-                .points
-                .iter()
-                .copied()
-                .filter(|p| p.0.is_finite() && p.1.is_finite())
-                .collect();
-            chart
-                .draw_series(LineSeries::new(points.clone(), colour.stroke_width(width)))
-                .ok()?
-                .label(&line.name)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(width))
-                });
-            chart
-                .draw_series(points.iter().map(|&p| Circle::new(p, dot, colour.filled())))
-                .ok()?;
-            for (&(x, _), &(low, high)) in line.points.iter().zip(&line.ranges) {
-                chart
-                    .draw_series(std::iter::once(PathElement::new(
-                        vec![(x, low), (x, high)],
-                        base.mix(0.6).stroke_width(2),
-                    )))
-                    .ok()?;
-            }
-            if let Some((name, curve)) = &line.curve {
-                chart
-                    .draw_series(DashedLineSeries::new(
-                        curve.iter().copied().filter(|p| p.1.is_finite()),
-                        6,
-                        4,
-                        base.mix(0.7).stroke_width(1),
-                    ))
-                    .ok()?
-                    .label(name)
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 18, y)], base.mix(0.7))
-                    });
-            }
+            draw_line(&mut chart, index, line, any_strong)?;
         }
         chart
             .configure_series_labels()
@@ -232,10 +189,66 @@ impl Chart {
     }
 }
 
+/// Draws one line with its points, min-max bars and fitted curve: strongest when it is
+/// the line the chart is about, fainter when another is.
+fn draw_line<X, Y>(
+    chart: &mut ChartContext<SVGBackend, Cartesian2d<X, Y>>,
+    index: usize,
+    line: &Line,
+    any_strong: bool,
+) -> Option<()>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    let base = COLOURS[index % COLOURS.len()];
+    let (colour, width, dot) = match (any_strong, line.strong) {
+        (true, true) => (base.to_rgba(), 4, 4),
+        (true, false) => (base.mix(0.45), 1, 2),
+        (false, _) => (base.to_rgba(), 2, 3),
+    };
+    let points: Vec<(f64, f64)> = line
+        .points
+        .iter()
+        .copied()
+        .filter(|p| p.0.is_finite() && p.1.is_finite())
+        .collect();
+    chart
+        .draw_series(LineSeries::new(points.clone(), colour.stroke_width(width)))
+        .ok()?
+        .label(&line.name)
+        .legend(move |(x, y)| {
+            PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(width))
+        });
+    chart
+        .draw_series(points.iter().map(|&p| Circle::new(p, dot, colour.filled())))
+        .ok()?;
+    for (&(x, _), &(low, high)) in line.points.iter().zip(&line.ranges) {
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(x, low), (x, high)],
+                base.mix(0.6).stroke_width(2),
+            )))
+            .ok()?;
+    }
+    if let Some((name, curve)) = &line.curve {
+        chart
+            .draw_series(DashedLineSeries::new(
+                curve.iter().copied().filter(|p| p.1.is_finite()),
+                6,
+                4,
+                base.mix(0.7).stroke_width(1),
+            ))
+            .ok()?
+            .label(name)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], base.mix(0.7)));
+    }
+    Some(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vocab::Line;
 
     #[test]
     fn a_chart_is_svg_with_its_title_and_lines_and_an_empty_one_is_none() {
