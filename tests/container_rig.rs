@@ -54,6 +54,44 @@ fn write_file(container: &Container, sync: bool) {
     }
 }
 
+/// Asserts that the file `write_file` made lies, byte for byte, where the filesystem
+/// inside says in each layer that holds the device as it is (the only place ratelab
+/// counts those layers' cache against a read); `false` where the filesystem does not
+/// say in device offsets.
+fn file_lies_where_its_extents_say(container: &Container, label: &str) -> bool {
+    use std::os::unix::fs::FileExt;
+    let path = container.mount_point().join("data");
+    let contents = std::fs::read(&path).unwrap();
+    let file = std::fs::File::open(&path).unwrap();
+    let Some(ranges) = ratelab::platform::extents::on_device(&file, contents.len() as u64) else {
+        return false;
+    };
+    let layers: Vec<_> = container
+        .layers()
+        .into_iter()
+        .filter(|l| l.same_offsets)
+        .collect();
+    assert!(
+        !layers.is_empty(),
+        "{label}: no layer holds the device as it is"
+    );
+    for layer in layers {
+        let below = std::fs::File::open(&layer.path).unwrap();
+        let mut placed = Vec::with_capacity(contents.len());
+        for range in &ranges {
+            let mut bytes = vec![0u8; (range.end - range.start) as usize];
+            below.read_exact_at(&mut bytes, range.start).unwrap();
+            placed.extend_from_slice(&bytes);
+        }
+        assert!(
+            placed == contents,
+            "{label}: the {} does not hold the file at {ranges:?}",
+            layer.name
+        );
+    }
+    true
+}
+
 /// Asserts that nothing of ours is left under `dir`, and that the system agrees.
 fn assert_nothing_left(dir: &Path) {
     assert_eq!(
@@ -151,6 +189,10 @@ fn each_format_is_made_written_and_removed_without_a_trace() {
         assert!(device.starts_with("/dev/loop"), "{label}: {device}");
 
         write_file(&container, true);
+        assert!(
+            file_lies_where_its_extents_say(&container, &label),
+            "{label}"
+        );
         assert_live_parts_are_found(&container, dir.path());
         let allocated = container.allocated_bytes().unwrap();
         let inner = container.inner_used_bytes().unwrap();
@@ -295,6 +337,13 @@ fn xfs_and_btrfs_are_made_checked_and_removed() {
                 .unwrap_or_else(|e| panic!("{fs} in {}: {e}: {:?}", spec.label(), e.source()));
             let create_seconds = started.elapsed().as_secs_f64();
             write_file(&container, true);
+            // btrfs places files in its own address space, not the device's.
+            assert_eq!(
+                file_lies_where_its_extents_say(&container, &spec.label()),
+                fs == Filesystem::Xfs,
+                "{fs} in {}",
+                spec.label()
+            );
             let inner = container.inner_used_bytes().unwrap();
             assert!(
                 inner >= WRITTEN_BYTES as u64,

@@ -6,6 +6,7 @@ pub mod block;
 pub mod container;
 pub mod cores;
 pub mod diskstats;
+pub mod extents;
 pub mod ioprio;
 pub mod limits;
 pub mod machine;

@@ -2,6 +2,7 @@
 //! every read), and how to evict or warm it before a read.
 
 use std::fs::File;
+use std::ops::Range;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 
@@ -33,10 +34,7 @@ pub fn resident_fraction(file: &File, path: &Path, size: u64) -> Result<f64, Err
     }
     let page = rustix::param::page_size() as u64;
     let pages = size.div_ceil(page);
-    let resident = match cachestat_pages(file) {
-        Some(cached) => cached,
-        None => mincore_pages(file, path, size)?,
-    };
+    let resident = resident_pages(file, path, 0, size)?;
     Ok((resident as f64 / pages as f64).min(1.0))
 }
 
@@ -45,16 +43,39 @@ pub fn resident_bytes(file: &File, path: &Path, size: u64) -> Result<u64, Error>
     if size == 0 {
         return Ok(0);
     }
-    let pages = match cachestat_pages(file) {
-        Some(cached) => cached,
-        None => mincore_pages(file, path, size)?,
-    };
-    Ok(pages * rustix::param::page_size() as u64)
+    resident_bytes_in(file, path, std::slice::from_ref(&(0..size)))
+}
+
+/// Bytes of the file in the page cache within `ranges` of it (each widened to whole
+/// pages, and cut at the file's end).
+pub fn resident_bytes_in(file: &File, path: &Path, ranges: &[Range<u64>]) -> Result<u64, Error> {
+    let page = rustix::param::page_size() as u64;
+    let length = file
+        .metadata()
+        .map_err(|e| Error::io("inspect", path, e))?
+        .len();
+    let mut pages = 0;
+    for range in ranges {
+        let start = range.start / page * page;
+        let end = range.end.min(length);
+        if start < end {
+            pages += resident_pages(file, path, start, end - start)?;
+        }
+    }
+    Ok(pages * page)
+}
+
+/// Resident pages of the `len` bytes of the file from `off` (a page boundary).
+fn resident_pages(file: &File, path: &Path, off: u64, len: u64) -> Result<u64, Error> {
+    match cachestat_pages(file, off, len) {
+        Some(cached) => Ok(cached),
+        None => mincore_pages(file, path, off, len),
+    }
 }
 
 /// Resident pages by cachestat(2); `None` where the kernel lacks it.
-fn cachestat_pages(file: &File) -> Option<u64> {
-    let range = CachestatRange { off: 0, len: 0 };
+fn cachestat_pages(file: &File, off: u64, len: u64) -> Option<u64> {
+    let range = CachestatRange { off, len };
     let mut stat = Cachestat::default();
     // SAFETY: both pointers are to live, correctly laid out structs.
     let rc = unsafe {
@@ -69,10 +90,10 @@ fn cachestat_pages(file: &File) -> Option<u64> {
     (rc == 0).then_some(stat.nr_cache)
 }
 
-/// Resident pages by mapping the file and asking mincore(2).
-fn mincore_pages(file: &File, path: &Path, size: u64) -> Result<u64, Error> {
+/// Resident pages by mapping the file's `len` bytes from `off` and asking mincore(2).
+fn mincore_pages(file: &File, path: &Path, off: u64, len: u64) -> Result<u64, Error> {
     let page = rustix::param::page_size();
-    let len = size as usize;
+    let len = len as usize;
     // SAFETY: a fresh shared read-only mapping of a file we hold open; never dereferenced.
     let addr = unsafe {
         libc::mmap(
@@ -81,7 +102,7 @@ fn mincore_pages(file: &File, path: &Path, size: u64) -> Result<u64, Error> {
             libc::PROT_READ,
             libc::MAP_SHARED,
             file.as_raw_fd(),
-            0,
+            off as libc::off_t,
         )
     };
     if addr == libc::MAP_FAILED {
@@ -181,9 +202,32 @@ mod tests {
             assert!(cold < 0.01, "resident {cold}");
         }
         assert_eq!(
-            mincore_pages(&file, &path, 1 << 20).unwrap() as f64 / 256.0,
+            mincore_pages(&file, &path, 0, 1 << 20).unwrap() as f64 / 256.0,
             cold
         );
+    }
+
+    #[test]
+    fn only_the_pages_within_the_ranges_asked_for_are_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, vec![7u8; 1 << 20]).unwrap();
+        let file = File::open(&path).unwrap();
+        warm(&file, &path, 1 << 20).unwrap();
+        let page = rustix::param::page_size() as u64;
+        let ranges = [0..page, 8 * page + 1..10 * page, (1 << 20) - 1..(4 << 20)];
+        // One page, two pages (the first widened to its start), and the last page only.
+        assert_eq!(resident_bytes_in(&file, &path, &ranges).unwrap(), 4 * page);
+        assert_eq!(
+            resident_bytes_in(&file, &path, std::slice::from_ref(&(2 << 20..3 << 20))).unwrap(),
+            0
+        );
+        for (off, len) in [(0, page), (8 * page, 2 * page)] {
+            let by_cachestat = cachestat_pages(&file, off, len);
+            let by_mincore = mincore_pages(&file, &path, off, len).unwrap();
+            assert!(by_cachestat.is_none_or(|pages| pages == by_mincore));
+            assert_eq!(by_mincore, len / page);
+        }
     }
 
     fn is_tmpfs(path: &Path) -> bool {

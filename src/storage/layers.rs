@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cache::{self, Eviction};
 use crate::error::Error;
+use crate::platform::extents;
 
 /// What one layer below a read (a disk image's file on the host) held in its page cache
 /// before the read: at most its resident bytes, as a fraction of the file read.
@@ -28,6 +29,10 @@ pub struct Layer {
     pub name: String,
     /// The file.
     pub path: PathBuf,
+    /// The device inside is this file byte for byte (a raw image, qcow2's export), so a
+    /// read's residency is measured where its file lies; over the whole file otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub same_offsets: bool,
     /// The process that serves the layer's reads from the storage below it (a qcow2
     /// image's qemu-storage-daemon), while the run lasts: what it reads during a read
     /// inside proves that the read reached the image. Never stored.
@@ -65,14 +70,19 @@ pub fn read_below_fraction(before: Option<u64>, layers: &[Layer], size: u64) -> 
         .map(|(before, after)| (after.saturating_sub(before) as f64 / size.max(1) as f64).min(1.0))
 }
 
-/// Evicts every layer as `how` says and measures what each still holds: its resident
-/// bytes over the `size` bytes about to be read, at most 1. The whole layer counts, as
-/// where in it the file lies is not known: an upper bound, never an underestimate.
+/// Evicts every layer as `how` says and measures what each still holds of the read of
+/// `size` bytes of `inside` (the file inside, already evicted): its resident bytes over
+/// the size, at most 1. Where the layer holds the device byte for byte and the
+/// filesystem inside says where the file lies, only those bytes count; otherwise the
+/// whole layer does: an upper bound, never an underestimate.
 pub fn evict_and_measure(
     layers: &[Layer],
+    inside: &File,
     size: u64,
     how: Eviction,
 ) -> Result<Vec<LayerResidency>, Error> {
+    let placed = layers.iter().any(|l| l.same_offsets);
+    let on_device = placed.then(|| extents::on_device(inside, size)).flatten();
     layers
         .iter()
         .map(|layer| {
@@ -83,7 +93,10 @@ pub fn evict_and_measure(
                 .map_err(|e| Error::io("inspect the layer", &layer.path, e))?
                 .len();
             cache::evict(&file, &layer.path, length, how)?;
-            let resident = cache::resident_bytes(&file, &layer.path, length)?;
+            let resident = match on_device.as_deref().filter(|_| layer.same_offsets) {
+                Some(ranges) => cache::resident_bytes_in(&file, &layer.path, ranges)?,
+                None => cache::resident_bytes(&file, &layer.path, length)?,
+            };
             Ok(LayerResidency {
                 layer: layer.name.clone(),
                 cached_fraction_before: if size == 0 {
@@ -111,9 +124,11 @@ mod tests {
         let layers = [Layer {
             name: "image".into(),
             path: path.clone(),
+            same_offsets: false,
             reader_pid: None,
         }];
-        let cold = evict_and_measure(&layers, 1 << 20, Eviction::Advise).unwrap();
+        let inside = File::open(&path).unwrap();
+        let cold = evict_and_measure(&layers, &inside, 1 << 20, Eviction::Advise).unwrap();
         assert_eq!(cold[0].layer, "image");
         assert!(cold[0].cached_fraction_before < 0.01, "{cold:?}");
         cache::warm(&File::open(&path).unwrap(), &path, 4 << 20).unwrap();

@@ -69,7 +69,7 @@ pub fn read_one(
         Some(how) => {
             cache::evict(&probe, path, size, how)?;
             // The file first: writing back its pages is what fills the layers below.
-            evict_and_measure(layers.unwrap_or_default(), size, how)?
+            evict_and_measure(layers.unwrap_or_default(), &probe, size, how)?
         }
         None => {
             cache::warm(&probe, path, size)?;

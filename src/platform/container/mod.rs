@@ -34,6 +34,9 @@ pub struct Layer {
     pub name: &'static str,
     /// The file.
     pub path: PathBuf,
+    /// The loop device inside is this file byte for byte: qcow2's export, or a raw
+    /// image (a qcow2 image maps the device through its own tables).
+    pub same_offsets: bool,
 }
 
 /// Where the files of container NAME in DIR go: known before it is made, so that a run
@@ -64,12 +67,14 @@ impl Paths {
         let image = Layer {
             name: "image",
             path: self.image.clone(),
+            same_offsets: self.export.is_none(),
         };
         match &self.export {
             Some(export) => vec![
                 Layer {
                     name: "export",
                     path: export.clone(),
+                    same_offsets: true,
                 },
                 image,
             ],

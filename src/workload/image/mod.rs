@@ -135,6 +135,7 @@ fn site(plan: &ImagePlan, index: usize, daemon: Option<u32>) -> Site {
                 reader_pid: daemon.filter(|_| layer.name == "image"),
                 name: layer.name.to_string(),
                 path: layer.path,
+                same_offsets: layer.same_offsets,
             })
             .collect(),
     };

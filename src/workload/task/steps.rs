@@ -123,7 +123,7 @@ impl Uncached {
             Err(e) => return Err(e),
         };
         cache::evict(&probe, path, size, how)?;
-        let layers = evict_and_measure(layers, size, how)?;
+        let layers = evict_and_measure(layers, &probe, size, how)?;
         let cached_fraction_before = cache::resident_fraction(&file, path, size)?;
         Ok(Uncached {
             file,
