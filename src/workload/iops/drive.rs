@@ -410,8 +410,9 @@ impl Offsets {
 }
 
 /// A permutation of `0..n` walked without a table: a full-period linear congruential
-/// generator modulo the next power of two, its outputs scrambled by an XOR and those
-/// at or above `n` skipped, so every number below `n` comes once per period.
+/// generator modulo the next power of two, its outputs scattered by a bijection of that
+/// range and those at or above `n` skipped, so every number below `n` comes once per
+/// period.
 struct Shuffle {
     n: u64,
     mask: u64,
@@ -442,11 +443,26 @@ impl Shuffle {
                 .wrapping_mul(self.state)
                 .wrapping_add(self.increment)
                 & self.mask;
-            let value = self.state ^ self.scramble;
+            let value = self.scatter(self.state);
             if value < self.n {
                 return value;
             }
         }
+    }
+
+    /// A bijection of `0..=mask` that mixes high bits into low ones: the generator's low
+    /// bits repeat with short periods (the lowest alternates), which would make
+    /// neighbouring requests land on blocks of a fixed stride. XOR with a constant,
+    /// xor-shifts right and odd multipliers modulo a power of two each map the range
+    /// onto itself, one to one.
+    fn scatter(&self, state: u64) -> u64 {
+        let shift = self.mask.count_ones().div_ceil(2).max(1);
+        let mut x = state ^ self.scramble;
+        x ^= x >> shift;
+        x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9) & self.mask;
+        x ^= x >> shift;
+        x = x.wrapping_mul(0x94d0_49bb_1331_11eb) & self.mask;
+        x ^ (x >> shift)
     }
 }
 
@@ -471,6 +487,29 @@ mod tests {
             seen.sort_unstable();
             assert_eq!(seen, (0..blocks).collect::<Vec<_>>(), "{blocks} blocks");
         }
+    }
+
+    #[test]
+    fn neighbouring_random_requests_keep_no_fixed_stride() {
+        // 2^18 blocks: the generator's own low bits would alternate and cycle.
+        let mut offsets = Offsets::new(test(Order::Random, 1), 1 << 30, 0, 42);
+        let blocks: Vec<u64> = (0..1 << 16).map(|_| offsets.next() / 4096).collect();
+        let pairs = blocks.len() - 1;
+        let parity_flips = blocks.windows(2).filter(|w| (w[0] ^ w[1]) & 1 == 1).count();
+        assert!(
+            (0.45..0.55).contains(&(parity_flips as f64 / pairs as f64)),
+            "{parity_flips} of {pairs} neighbours differ in parity"
+        );
+        // Blocks 16 MiB apart in the file (bits 0..12 of the index) repeat no cycle.
+        let low = |b: u64| b & 4095;
+        let repeats = blocks
+            .windows(4097)
+            .filter(|w| low(w[0]) == low(w[4096]))
+            .count();
+        assert!(
+            repeats < pairs / 100,
+            "{repeats} low-bit repeats at 4096 apart"
+        );
     }
 
     #[test]
