@@ -191,6 +191,11 @@ pub struct InterferenceSeries {
     pub own_cores: Vec<f64>,
     /// Cores other processes used during each sample, on average.
     pub other_cores: Vec<f64>,
+    /// Cores busy with anything during each sample (processes, the kernel's threads,
+    /// interrupts and softirqs, steal): how little was left idle. Absent in runs stored
+    /// before it was kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub busy_cores: Vec<f64>,
     /// Bytes the run's devices moved beyond its own during each sample.
     pub other_device_bytes: Vec<u64>,
 }

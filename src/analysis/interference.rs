@@ -4,7 +4,8 @@
 //! second `profile --quick`, a `dd` to the same disk); docs/json.md lists them.
 //!
 //! - **CPU**: other processes used at least [`OTHER_CORES`] cores while the machine was
-//!   at least [`BUSY_SHARE`] busy, for at least [`CONTENDED_SHARE`] of the run. Work
+//!   at least [`BUSY_SHARE`] busy (anything but idle: interrupts and softirqs count),
+//!   for at least [`CONTENDED_SHARE`] of the run. Work
 //!   beside idle cores takes nothing from the run; on a quiet VM other processes used
 //!   0.01-0.05 cores. A run shorter than [`CPU_SECONDS`] is not judged on CPU: the
 //!   kernel counts CPU time in 10 ms ticks, too coarse to tell over less.
@@ -166,11 +167,20 @@ fn contended(account: &Interference) -> bool {
     if samples == 0 || account.seconds < CPU_SECONDS {
         return false;
     }
+    // How busy the machine was: every CPU's non-idle time where the account kept it
+    // (interrupts and softirqs, a fast network's share, belong to no process), else
+    // the processes' (runs stored before), else all of it.
+    let busy = |index: usize, other: f64| match series.busy_cores.get(index) {
+        Some(busy) => *busy,
+        None => series.own_cores.get(index).map_or(cpus, |own| own + other),
+    };
     let contended = series
         .other_cores
         .iter()
-        .zip(series.own_cores.iter().chain(std::iter::repeat(&cpus)))
-        .filter(|(other, own)| **other >= OTHER_CORES && **other + **own >= BUSY_SHARE * cpus)
+        .enumerate()
+        .filter(|(index, other)| {
+            **other >= OTHER_CORES && busy(*index, **other) >= BUSY_SHARE * cpus
+        })
         .count();
     contended as f64 >= CONTENDED_SHARE * samples as f64
 }
@@ -262,6 +272,7 @@ mod tests {
                 own_cores: vec![1.9; 10],
                 other_cores: vec![0.03; 10],
                 other_device_bytes: vec![2 << 20; 10],
+                busy_cores: vec![1.94; 10],
             },
             watch_cpu_seconds: 0.01,
         }
@@ -342,6 +353,21 @@ mod tests {
         );
         // Strangers beside idle cores take nothing from the run.
         busy.series.own_cores = vec![0.3; 10];
+        busy.series.busy_cores = vec![1.5; 10];
+        assert_eq!(judge(&busy, &workloads()), None);
+    }
+
+    #[test]
+    fn cores_busy_with_interrupts_are_no_idle_cores() {
+        // Seen beside two `yes`: a 4 Gbit/s receive used 0.05 of a core as a process
+        // and much of the rest in softirqs, which no process is charged for.
+        let mut busy = quiet();
+        busy.series.own_cores = vec![0.05; 10];
+        busy.series.other_cores = vec![1.6; 10];
+        busy.series.busy_cores = vec![2.0; 10];
+        assert!(judge(&busy, &workloads()).is_some());
+        // A run stored before busy_cores was kept is judged by its processes alone.
+        busy.series.busy_cores.clear();
         assert_eq!(judge(&busy, &workloads()), None);
     }
 

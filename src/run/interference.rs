@@ -303,6 +303,8 @@ impl Account {
         self.series
             .other_cores
             .push(other_ticks as f64 / self.ticks_per_second / seconds);
+        let busy: f64 = busy_fractions(&before.cpu, &after.cpu).iter().sum();
+        self.series.busy_cores.push(busy);
         self.series
             .other_device_bytes
             .push(device_bytes.saturating_sub(own_io.read_bytes + own_io.written_bytes));
