@@ -293,17 +293,6 @@ fn settle() {
     std::thread::sleep(Duration::from_millis(1000));
 }
 
-/// Bytes a stream's two counts may differ by where the iperf3 server sends: it counts
-/// as sent what it wrote, its send buffer included (net.ipv4.tcp_wmem's maximum), and
-/// receivers that fall behind on two busy cores leave a receive buffer unread.
-fn buffers() -> u64 {
-    let wmem = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_wmem")
-        .ok()
-        .and_then(|t| t.split_whitespace().nth(2)?.parse::<u64>().ok())
-        .unwrap_or(4 << 20);
-    wmem + iperf3_peers::receive_buffer_max()
-}
-
 #[test]
 fn net_iperf3_runs_its_tests_against_the_newest_iperf3_s_and_both_ends_agree() {
     let test = "net_iperf3_runs_its_tests_against_the_newest_iperf3_s_and_both_ends_agree";
@@ -333,7 +322,15 @@ fn net_iperf3_runs_its_tests_against_the_newest_iperf3_s_and_both_ends_agree() {
         assert_eq!(doc["status"], "complete", "{what}: {doc}");
         let workload = &doc["workloads"][0];
         let server_sends = args.contains(&"-R") || args.contains(&"--bidir");
-        let worst = assert_streams_agree(&what, &doc, if server_sends { buffers() } else { 0 });
+        let worst = assert_streams_agree(
+            &what,
+            &doc,
+            if server_sends {
+                iperf3_peers::buffers()
+            } else {
+                0
+            },
+        );
         let received = workload["summary"]["receive"]["bytes_per_sec"]
             .as_f64()
             .unwrap()

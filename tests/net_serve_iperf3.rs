@@ -293,7 +293,15 @@ fn a_test_of_bytes_on_a_shaped_link_is_measured_as_iperf3s_server_measures_it() 
                 (stored_bits / ours - 1.0).abs() <= 0.01,
                 "{what}: stored {stored_bits}"
             );
-            assert_streams_agree(&what, &stored, 0);
+            // iperf 3.12 ends its test as its last byte is written: what its send
+            // buffer and the server's receive buffer still held is counted sent and
+            // never received, more of it where busy cores slow the reader.
+            let allowance = if iperf3.at_least(3, 16) {
+                0
+            } else {
+                iperf3_peers::buffers()
+            };
+            assert_streams_agree(&what, &stored, allowance);
         }
     }
 }

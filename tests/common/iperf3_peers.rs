@@ -118,6 +118,18 @@ pub fn receive_buffer_max() -> u64 {
         .unwrap_or(6 << 20)
 }
 
+/// Bytes a stream's two counts may differ by where an iperf3 sends and the test ends
+/// before the receiver has drained: it counts as sent what it wrote, its send buffer
+/// included (net.ipv4.tcp_wmem's maximum), and a receiver that falls behind on two busy
+/// cores leaves a receive buffer unread.
+pub fn buffers() -> u64 {
+    let wmem = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_wmem")
+        .ok()
+        .and_then(|t| t.split_whitespace().nth(2)?.parse::<u64>().ok())
+        .unwrap_or(4 << 20);
+    wmem + receive_buffer_max()
+}
+
 /// Downloads the crate, checks it, and makes iperf3 from the release's source.
 fn build(peers: &Path, program: &Path) -> Result<(), String> {
     let work = tempfile::tempdir_in(peers).map_err(|e| e.to_string())?;
