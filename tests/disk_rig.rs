@@ -27,13 +27,23 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 /// Median rate of the items of `op` at or above `min_size`.
 fn median_rate(doc: &Value, op: &str, min_size: u64) -> f64 {
+    median_of(doc, op, min_size, |_, rate| rate)
+}
+
+/// Median of `f(size, rate)` over the items of `op` at or above `min_size`.
+fn median_of(doc: &Value, op: &str, min_size: u64, f: impl Fn(f64, f64) -> f64) -> f64 {
     median(
         doc["workloads"][0]["items"]
             .as_array()
             .unwrap()
             .iter()
             .filter(|i| i["op"] == op && i["size_bytes"].as_u64().unwrap() >= min_size)
-            .map(|i| i["bytes_per_sec"].as_f64().unwrap())
+            .map(|i| {
+                f(
+                    i["size_bytes"].as_f64().unwrap(),
+                    i["bytes_per_sec"].as_f64().unwrap(),
+                )
+            })
             .collect(),
     )
 }
@@ -67,19 +77,23 @@ fn direct_figures_match_the_rig_rate_with_both_engines() {
                 ])
                 .args(["--queue-depth", "2", "--json", "--no-store", "-q"]),
         );
-        let write = median_rate(&doc, "write", 64 * MIB) / WRITE_BPS as f64;
-        let read = median_rate(&doc, "read", 64 * MIB) / READ_BPS as f64;
-        eprintln!(
-            "{engine}: direct write at {write:.3}x and direct read at {read:.3}x the rig's rate"
-        );
-        assert!(
-            (write - 1.0).abs() <= TOLERANCE,
-            "{engine}: direct write at {write:.3}x the rig's rate"
-        );
-        assert!(
-            (read - 1.0).abs() <= TOLERANCE,
-            "{engine}: direct read at {read:.3}x the rig's rate"
-        );
+        // The rig's rate lies between a file's figure and the same with the throttle's
+        // slice of credit taken back (beside busy cores a 512 MiB write took it all:
+        // 1.051x, 1.008x less the slice; its loop device moved 20 MiB in the first
+        // 50 ms): the first may not fall short of the rig, the second not exceed it.
+        for (op, limit) in [("write", WRITE_BPS), ("read", READ_BPS)] {
+            let figure = median_rate(&doc, op, 64 * MIB) / limit as f64;
+            let less_slice = median_of(&doc, op, 64 * MIB, rig::less_one_slice) / limit as f64;
+            eprintln!(
+                "{engine}: direct {op} at {figure:.3}x the rig's rate, \
+                 {less_slice:.3}x less one throttle slice"
+            );
+            assert!(
+                figure >= 1.0 - TOLERANCE && less_slice <= 1.0 + TOLERANCE,
+                "{engine}: direct {op} at {figure:.3}x the rig's rate, \
+                 {less_slice:.3}x less one throttle slice"
+            );
+        }
         for item in doc["workloads"][0]["items"].as_array().unwrap() {
             if item["op"] == "read" {
                 assert!(

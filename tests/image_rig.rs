@@ -16,11 +16,6 @@ use serde_json::Value;
 
 const WRITE_BPS: u64 = 100 * MIB;
 const READ_BPS: u64 = 150 * MIB;
-/// How far ahead of its rate blk-throttle lets I/O run: it grants bytes by the rate
-/// times the time since its slice began rounded up to whole slices, so a file can
-/// finish up to one 100 ms slice early (8-10% of a 128 MiB file at 100 MiB/s,
-/// measured 1.08x-1.10x in the host folder's direct writes).
-const SLICE_S: f64 = 0.1;
 /// How far above its rate a median of files may be once the slice's credit is taken
 /// back (the clock's ticks and the noise of a busy machine).
 const MARGIN: f64 = 1.05;
@@ -219,8 +214,7 @@ fn containers_on_a_slow_disk_stay_under_its_limit_and_prove_every_layer_evicted(
                 .filter(|i| i["op"] == op && i["size_bytes"].as_u64().unwrap() >= 128 * MIB)
                 .map(|i| {
                     let size = i["size_bytes"].as_u64().unwrap() as f64;
-                    let seconds = size / i["bytes_per_sec"].as_f64().unwrap();
-                    size / (seconds + SLICE_S) / limit as f64
+                    rig::less_one_slice(size, i["bytes_per_sec"].as_f64().unwrap()) / limit as f64
                 })
                 .collect();
             rates.sort_by(f64::total_cmp);
