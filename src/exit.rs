@@ -15,6 +15,9 @@ pub enum Exit {
     Environment,
     /// Interrupted by a signal, after cleanup.
     Interrupted,
+    /// `why -- CMD` ran to the command's end: its exit code, passed on as time(1) does
+    /// (128 + N where signal N ended it).
+    Command(u8),
 }
 
 impl Exit {
@@ -26,6 +29,7 @@ impl Exit {
             Exit::Usage => 2,
             Exit::Environment => 3,
             Exit::Interrupted => 130,
+            Exit::Command(code) => code,
         }
     }
 }

@@ -3,6 +3,7 @@
 
 #![warn(missing_docs)]
 
+pub mod account;
 pub mod analysis;
 pub mod cli;
 pub mod control;

@@ -252,6 +252,7 @@ pub fn run(args: ImageArgs) -> anyhow::Result<Exit> {
             profile::write_report(&output, report, doc)
         })),
         detail: Detail::Brief,
+        ..super::Extras::default()
     };
     super::measure_with("image", &args.output, workloads, schedule, extras)
 }

@@ -22,6 +22,7 @@ pub mod scenario;
 mod series;
 pub mod task;
 pub mod values;
+pub mod why;
 
 use std::path::PathBuf;
 
@@ -106,6 +107,8 @@ verbs! {
     Scale(scale::ScaleArgs) => scale::run;
     /// Time a real task (compression) at 1..N threads, split into read, compress and write.
     Task(task::TaskArgs) => task::run;
+    /// Which step limits any command: run it (or watch --pid) and charge its time to steps.
+    Why(why::WhyArgs) => why::run;
     /// Print a shell completion script.
     Completions(generate::CompletionsArgs) => generate::completions;
     /// Print the man page (roff).
@@ -183,6 +186,11 @@ struct Extras {
     then: Option<Then>,
     /// How much of the run the terminal shows.
     detail: Detail,
+    /// Where the report goes instead of stdout: a file, or stderr (`why`, whose
+    /// command owns stdout).
+    out: Option<PathBuf>,
+    /// Whether the report goes to stderr when no file is given.
+    to_stderr: bool,
 }
 
 /// Work a verb does once its run is over.
@@ -214,7 +222,11 @@ fn measure_with(
     } else {
         Format::Table(extras.detail)
     };
-    report::emit(&report::render(&finished.doc, format)?, None)?;
+    report::emit_to(
+        &report::render(&finished.doc, format)?,
+        extras.out.as_deref(),
+        extras.to_stderr,
+    )?;
     let after = extras.then.map_or(Ok(()), |then| then(&finished.doc));
     match finished.error {
         Some(error) => Err(error),

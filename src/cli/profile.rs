@@ -115,6 +115,7 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
         judge: last_profile(&args.output).map(changes_since),
         then: Some(Box::new(move |doc| write_report(&output, report, doc))),
         detail: Detail::Brief,
+        ..super::Extras::default()
     };
     super::measure_with("profile", &args.output, workloads, schedule, extras)
 }

@@ -89,6 +89,24 @@ impl ChainStep {
     }
 }
 
+impl StorageChain {
+    /// Whether `other` is a chain down the same device: the same steps, by kind, name
+    /// and detail, from the first step below the filesystem (a loop device's backing
+    /// file is in its detail, so a loop number used again for another file differs).
+    pub fn same_device(&self, other: &StorageChain) -> bool {
+        let below = |chain: &StorageChain| -> Vec<(StepKind, String, String)> {
+            chain
+                .steps
+                .iter()
+                .skip_while(|s| s.kind == StepKind::Filesystem)
+                .map(|s| (s.kind, s.name.clone(), s.detail.clone()))
+                .collect()
+        };
+        let (mine, theirs) = (below(self), below(other));
+        !mine.is_empty() && mine == theirs
+    }
+}
+
 /// Filesystems served over a network or shared from a hypervisor's host.
 const NETWORK_FILESYSTEMS: &[&str] = &[
     "nfs",

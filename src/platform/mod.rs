@@ -7,12 +7,16 @@ pub mod container;
 pub mod cores;
 pub mod diskstats;
 pub mod extents;
+pub mod fds;
 pub mod ioprio;
 pub mod limits;
 pub mod machine;
 pub mod nics;
 pub mod procfs;
+pub mod programs;
 pub mod remote;
+pub mod sockets;
+pub mod threads;
 
 mod devices;
 mod links;
@@ -43,6 +47,21 @@ pub fn measured_by(folder: &Path, target: &Path) -> bool {
         }
         _ => folder.starts_with(target),
     }
+}
+
+/// Where a filesystem on block device `name` (`loop3`) is mounted, its root first;
+/// `None` where none is mounted here.
+pub fn mount_point_of_device(name: &str) -> Option<PathBuf> {
+    let dev = read_attr(&Path::new("/sys/class/block").join(name).join("dev"))?;
+    let (major, minor) = dev.split_once(':')?;
+    let (major, minor): (u32, u32) = (major.parse().ok()?, minor.parse().ok()?);
+    let entries = mounts::read_mountinfo(&Roots::system()).ok()?;
+    let mut on_device: Vec<&mounts::MountEntry> = entries
+        .iter()
+        .filter(|e| e.major == major && e.minor == minor)
+        .collect();
+    on_device.sort_by_key(|e| e.root != Path::new("/"));
+    on_device.first().map(|e| e.mount_point.clone())
 }
 
 /// Errors from probing the platform.

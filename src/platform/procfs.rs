@@ -26,6 +26,8 @@ pub struct Process {
     pub children_cpu_ticks: u64,
     /// Whether it is one of the kernel's own threads (kworker, ksoftirqd).
     pub kernel: bool,
+    /// The CPU its main thread last ran on; `None` where the line stops short of it.
+    pub last_cpu: Option<u32>,
     /// Bytes it made the storage layer read and write; `None` where this user may not
     /// read them (another user's process, without root).
     pub io: Option<Io>,
@@ -87,6 +89,7 @@ pub fn parse_stat(pid: u32, text: &str) -> Option<Process> {
         cpu_ticks: field(14)? + field(15)?,
         children_cpu_ticks: field(16)? + field(17)?,
         start_ticks: field(22)?,
+        last_cpu: field(39).and_then(|c| u32::try_from(c).ok()),
         io: None,
     })
 }

@@ -42,10 +42,23 @@ pub fn render(doc: &RunDocument, format: Format) -> anyhow::Result<Vec<u8>> {
 
 /// Writes report bytes to `out`, or to stdout when `out` is `None`.
 pub fn emit(bytes: &[u8], out: Option<&Path>) -> anyhow::Result<()> {
+    emit_to(bytes, out, false)
+}
+
+/// Writes rendered output to `out`, or else to stderr where `stderr` says (a verb
+/// whose stdout belongs to a command it runs), or else to stdout.
+pub fn emit_to(bytes: &[u8], out: Option<&Path>, stderr: bool) -> anyhow::Result<()> {
     use anyhow::Context as _;
     match out {
         Some(path) => {
             std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
+        }
+        None if stderr => {
+            let mut stderr = std::io::stderr().lock();
+            stderr
+                .write_all(bytes)
+                .and_then(|()| stderr.flush())
+                .context("cannot write to stderr")
         }
         None => {
             let mut stdout = std::io::stdout().lock();

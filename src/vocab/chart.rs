@@ -78,6 +78,20 @@ impl Chart {
         }
     }
 
+    /// A chart of something against seconds, on linear axes.
+    pub fn over_time(
+        title: &str,
+        x_label: &str,
+        y_label: &str,
+        y_format: fn(f64) -> String,
+        lines: Vec<Line>,
+    ) -> Chart {
+        Chart {
+            x_format: plain_axis,
+            ..Chart::counted(title, x_label, y_label, y_format, lines)
+        }
+    }
+
     /// Whether any line has a point to draw.
     pub fn has_points(&self) -> bool {
         self.lines.iter().any(|l| !l.points.is_empty())

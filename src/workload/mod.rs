@@ -16,6 +16,7 @@ pub mod scale;
 mod sink;
 pub mod start_line;
 pub mod task;
+pub mod why;
 
 use serde_json::Value;
 
@@ -135,6 +136,7 @@ const KINDS: &[&dyn StoredKind] = &[
     &monitor::MonitorKind,
     &image::ImageKind,
     &iops::IopsKind,
+    &why::WhyKind,
 ];
 
 /// The kind named `name`, if ratelab knows it.

@@ -1,7 +1,7 @@
 //! The monitor's charts: active residency per core over time, and the frequency where
 //! the machine reports it.
 
-use crate::vocab::chart::{Chart, Line, ghz_axis, percent_axis, plain_axis};
+use crate::vocab::chart::{Chart, Line, ghz_axis, percent_axis};
 
 use super::MonitorItem;
 
@@ -37,16 +37,14 @@ pub fn charts(items: &[MonitorItem]) -> Vec<Chart> {
             }
         }
     }
-    let chart = |title: &str, y_label: &str, y_format: fn(f64) -> String, lines: Vec<Line>| Chart {
-        title: title.into(),
-        x_label: "seconds from the monitor's start".into(),
-        y_label: y_label.into(),
-        x_log: false,
-        y_log: false,
-        x_format: plain_axis,
-        y_format,
-        lines,
-        spans: Vec::new(),
+    let chart = |title: &str, y_label: &str, y_format: fn(f64) -> String, lines: Vec<Line>| {
+        Chart::over_time(
+            title,
+            "seconds from the monitor's start",
+            y_label,
+            y_format,
+            lines,
+        )
     };
     let mut out = vec![chart(
         "active residency per core",

@@ -151,7 +151,7 @@ impl Workload for MonitorWorkload {
 
     fn prepare(&mut self) -> Result<(), Error> {
         if let Some(program) = self.plan.command.first() {
-            self.program = Some(command::resolve(program)?);
+            self.program = Some(crate::platform::programs::resolve(program)?);
         }
         let mut monitor = Monitor::probe().map_err(|e| Error::io("read", PROC_STAT, e))?;
         if let Some(pid) = self.plan.pid {

@@ -1,0 +1,302 @@
+//! The answer of a `why` run: every step's share of the command's wall time, the step
+//! that limits it (the most time; the CPU and a wait for it counted across the
+//! processes, a device or link each on its own), by how much (the most it could gain
+//! were that step free: 1 / (1 − share)), and for a device or link its rate set
+//! against what ratelab measured of it before. Pure functions of the stored run.
+
+use super::stored::{
+    Capability, CommandSummary, Limiting, StepItem, StepShare, WhyContext, WhyItem, WhySummary,
+};
+use crate::account::Step;
+use crate::vocab::units::{format_bits_rate, format_rate, format_seconds};
+
+/// A share of the wall time above which sampling cannot bound what freeing the step
+/// gains: past 100x, one sample in a hundred decides the figure.
+const WHOLE: f64 = 0.99;
+/// A rate at this share of what a device or link can do or more is its pace.
+const NEAR: f64 = 0.85;
+/// Shares of the wall time closer than this are a tie, which a wait wins over the
+/// command's own CPU work: two busy threads on one CPU share it half and half, and
+/// the wait is what other work took from it.
+const TIE: f64 = 0.05;
+
+/// The summary of a stored `why` run.
+pub fn summarize(context: &WhyContext, items: &[WhyItem]) -> WhySummary {
+    let sampled = context.sampled_s.max(1e-9);
+    let steps: Vec<&StepItem> = items
+        .iter()
+        .filter_map(|i| match i {
+            WhyItem::Step(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    let mut shares: Vec<StepShare> = steps
+        .iter()
+        .map(|s| StepShare {
+            step: s.step,
+            place: s.place.clone(),
+            seconds: s.seconds,
+            share: s.seconds / sampled,
+            bytes_per_sec: rate(s),
+        })
+        .collect();
+    shares.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
+    WhySummary {
+        command: CommandSummary {
+            argv: context.argv.clone(),
+            exit_code: context.exit_code,
+            wall_s: context.wall_s.unwrap_or(context.sampled_s),
+        },
+        limiting: limiting(&steps, context),
+        steps: shares,
+    }
+}
+
+/// A step's device or interface rate while the command waited on it.
+fn rate(step: &StepItem) -> Option<f64> {
+    (step.active_seconds > 0.0 && step.bytes > 0).then(|| step.bytes as f64 / step.active_seconds)
+}
+
+/// Whether a step is judged place by place (a device, a link), rather than across
+/// the processes (a CPU, memory, timers).
+fn by_place(step: Step) -> bool {
+    step.on_device() || step.on_link()
+}
+
+/// The step with most of the wall time.
+fn limiting(steps: &[&StepItem], context: &WhyContext) -> Option<Limiting> {
+    // Candidates: a device or link on its own; any other step across its places,
+    // named by the place with most time.
+    let mut candidates: Vec<(Step, &StepItem, f64)> = Vec::new();
+    for step in steps {
+        if by_place(step.step) {
+            candidates.push((step.step, step, step.seconds));
+            continue;
+        }
+        match candidates.iter_mut().find(|(s, _, _)| *s == step.step) {
+            Some((_, top, seconds)) => {
+                *seconds += step.seconds;
+                if step.seconds > top.seconds {
+                    *top = step;
+                }
+            }
+            None => candidates.push((step.step, step, step.seconds)),
+        }
+    }
+    let most = candidates.iter().map(|c| c.2).fold(0.0, f64::max);
+    let tie = TIE * context.sampled_s;
+    let (step, top, seconds) = candidates
+        .into_iter()
+        .filter(|c| c.2 >= most - tie)
+        .max_by(|a, b| {
+            let own_work = |step: Step| step == Step::Cpu;
+            own_work(b.0)
+                .cmp(&own_work(a.0))
+                .then(a.2.total_cmp(&b.2))
+                .then(b.0.cmp(&a.0))
+        })?;
+    let share = seconds / context.sampled_s.max(1e-9);
+    let capability = capability(context, step, &top.place);
+    Some(Limiting {
+        step,
+        place: top.place.clone(),
+        share,
+        bytes_per_sec: by_place(step).then(|| rate(top)).flatten(),
+        capability_bytes_per_sec: capability.and_then(|c| c.bytes_per_sec),
+        capability_run: capability.and_then(|c| c.run_id),
+        speedup_if_free: (share < WHOLE).then(|| 1.0 / (1.0 - share)),
+        held_by: if step == Step::CpuWait {
+            context
+                .held_by
+                .iter()
+                .map(|h| format!("{} (pid {})", h.name, h.pid))
+                .collect()
+        } else {
+            Vec::new()
+        },
+    })
+}
+
+/// What the run knew of `place`'s capability for `step`.
+pub fn capability<'a>(context: &'a WhyContext, step: Step, place: &str) -> Option<&'a Capability> {
+    context
+        .capabilities
+        .iter()
+        .find(|c| c.step == step && c.place == place)
+}
+
+/// The answer in one line: the step, where, its share of the wall time, its rate
+/// against what the device or link can do, and the most freeing it would gain.
+pub fn answer(summary: &WhySummary, context: &WhyContext) -> Option<String> {
+    let limit = summary.limiting.as_ref()?;
+    let wall = format_seconds(summary.command.wall_s);
+    let percent = format!("{:.0}%", limit.share * 100.0);
+    let free = match limit.step {
+        Step::DiskRead => "were reads free",
+        Step::DiskWrite => "were writes free",
+        Step::NetReceive | Step::NetSend => "were the network free",
+        Step::Cpu => "were its CPU work free",
+        Step::CpuWait => "without the wait for a CPU",
+        _ => "without it",
+    };
+    let gain = match limit.speedup_if_free {
+        Some(speedup) => format!("up to {} faster {free}", times(speedup)),
+        None => "nearly all of its time".to_string(),
+    };
+    let what = limit.step.words();
+    let words = match limit.step {
+        Step::Cpu => format!(
+            "{what} limits this command: {percent} of {wall} on a CPU, most in {} ({gain})",
+            limit.place
+        ),
+        Step::CpuWait => {
+            let held = match limit.held_by.first() {
+                Some(first) => format!(", while {first} held the CPU"),
+                None => String::new(),
+            };
+            format!(
+                "{what} limits this command: {percent} of {wall} runnable but not running, most in {}{held} ({gain})",
+                limit.place
+            )
+        }
+        step if by_place(step) => {
+            let shown = |bytes_per_sec: f64| {
+                if step.on_link() {
+                    format_bits_rate(bytes_per_sec)
+                } else {
+                    format_rate(bytes_per_sec)
+                }
+            };
+            let at = limit
+                .bytes_per_sec
+                .map_or(String::new(), |r| format!(" at {}", shown(r)));
+            let against = against(limit, context, step);
+            format!(
+                "{what} limits this command: {percent} of {wall} waiting on {}{at}{against} ({gain})",
+                limit.place
+            )
+        }
+        Step::Memory => format!(
+            "{what} limits this command: {percent} of {wall} in {} ({gain})",
+            limit.place
+        ),
+        Step::Sleep => {
+            format!("{what} limits this command: {percent} of {wall} in timers: it waits by choice")
+        }
+        _ => format!(
+            "{what} limit this command: {percent} of {wall} waiting on {}",
+            limit.place
+        ),
+    };
+    Some(words)
+}
+
+/// A speedup as a factor: `14x`, `1.35x`.
+fn times(speedup: f64) -> String {
+    if speedup >= 10.0 {
+        format!("{speedup:.0}x")
+    } else {
+        format!("{speedup:.2}x")
+    }
+}
+
+/// A device's or link's rate set against what it can do, in words: against a run
+/// that measured it, who sets the pace; against its physics, only how close it came.
+fn against(limit: &Limiting, context: &WhyContext, step: Step) -> String {
+    let Some(known) = capability(context, step, &limit.place) else {
+        return String::new();
+    };
+    let device = if step.on_link() { "link" } else { "device" };
+    match (limit.bytes_per_sec, known.bytes_per_sec) {
+        (Some(rate), Some(can)) if can > 0.0 => {
+            let percent = format!("{:.0}%", rate / can * 100.0);
+            let near = rate / can >= NEAR;
+            if known.run_id.is_some() {
+                let pace = if near {
+                    format!("the {device}, not the command, sets the pace")
+                } else {
+                    format!(
+                        "the {device} can do more: the command's own requests (their size, their number at once) set the pace"
+                    )
+                };
+                format!(", {percent} of what {} measured: {pace}", known.source)
+            } else if near {
+                format!(
+                    ", {percent} of {}: the {device} itself sets the pace",
+                    known.source
+                )
+            } else {
+                format!(", {percent} of {}", known.source)
+            }
+        }
+        _ => format!("; {}", known.source),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(step: Step, place: &str, seconds: f64, bytes: u64) -> WhyItem {
+        WhyItem::Step(StepItem {
+            step,
+            place: place.into(),
+            device: None,
+            interface: None,
+            peer: None,
+            seconds,
+            active_seconds: if bytes > 0 { seconds } else { 0.0 },
+            bytes,
+        })
+    }
+
+    fn context() -> WhyContext {
+        WhyContext {
+            argv: vec!["cat".into(), "big".into()],
+            wall_s: Some(8.1),
+            sampled_s: 8.0,
+            ..WhyContext::default()
+        }
+    }
+
+    #[test]
+    fn a_slow_device_limits_a_reader_and_is_set_against_its_run() {
+        let mut context = context();
+        context.capabilities.push(Capability {
+            step: Step::DiskRead,
+            place: "loop3".into(),
+            bytes_per_sec: Some(105e6),
+            run_id: Some(12),
+            source: "run 12".into(),
+        });
+        let items = vec![
+            step(Step::DiskRead, "loop3", 7.44, 774_000_000),
+            step(Step::Cpu, "cat", 0.56, 0),
+        ];
+        let summary = summarize(&context, &items);
+        let limit = summary.limiting.clone().unwrap();
+        assert_eq!(limit.step, Step::DiskRead);
+        assert!((limit.share - 0.93).abs() < 1e-9);
+        assert_eq!(limit.capability_run, Some(12));
+        assert!((limit.speedup_if_free.unwrap() - 1.0 / 0.07).abs() < 1e-9);
+        let words = answer(&summary, &context).unwrap();
+        assert!(
+            words.starts_with("disk read limits this command: 93% of 8.10 s waiting on loop3 at 104 MB/s, 99% of what run 12 measured: the device"),
+            "{words}"
+        );
+    }
+
+    #[test]
+    fn the_cpu_counts_across_processes_and_a_device_on_its_own() {
+        let items = vec![
+            step(Step::DiskRead, "loop3", 3.0, 1),
+            step(Step::Cpu, "zstd", 2.5, 0),
+            step(Step::Cpu, "cat", 1.0, 0),
+        ];
+        let summary = summarize(&context(), &items);
+        let limit = summary.limiting.unwrap();
+        assert_eq!((limit.step, limit.place.as_str()), (Step::Cpu, "zstd"));
+        assert!((limit.share - 3.5 / 8.0).abs() < 1e-9);
+        assert_eq!(summary.steps[0].place, "loop3");
+    }
+}

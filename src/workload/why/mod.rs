@@ -1,0 +1,438 @@
+//! Which step limits any command: `ratelab why -- CMD` starts the command with its own
+//! stdin, stdout and stderr (as time(1) does), or `--pid` watches a running process,
+//! and the thread account (`crate::account`) follows its whole tree until it ends. The
+//! account's steps, processes and series are stored as items; what each device and
+//! link waited on can do, as ratelab measured it before (a lookup the verb gives) or
+//! as its physics says, is stored beside them, so the kind answers from the run alone.
+
+mod answer;
+mod kind;
+mod stored;
+mod tables;
+
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub use answer::answer;
+pub use kind::WhyKind;
+pub use stored::{
+    Capability, HeldBy, IntervalItem, Limiting, Moved, ProcessItem, StepItem, StepShare, ThreadCpu,
+    WaitItem, WhyContext, WhyItem, WhyPlan, WhySummary,
+};
+
+use crate::account::{Account, Step, Watch, WatchPlan};
+use crate::platform::StorageChain;
+use crate::platform::nics::Nic;
+use crate::workload::{Context, Error, Kind, Workload};
+
+/// What the verb is asked of a device or link the command waited on.
+#[derive(Debug, Clone)]
+pub struct Ask {
+    /// The step (`disk_read`, `net_send`).
+    pub step: Step,
+    /// The device or link as the step names it.
+    pub place: String,
+    /// The storage chain of a device's filesystem, where one is mounted.
+    pub chain: Option<StorageChain>,
+    /// The interface of a link, where known.
+    pub nic: Option<Nic>,
+    /// The peer's address, for a link.
+    pub peer: Option<std::net::IpAddr>,
+}
+
+/// How the verb finds what ratelab measured of a device or link before.
+pub type Lookup = Box<dyn Fn(&Ask) -> Option<Capability> + Send>;
+
+/// How often the command's end and a stop are looked for.
+const POLL: Duration = Duration::from_millis(20);
+/// How long an ended command's tree gets after SIGTERM before SIGKILL.
+const GRACE: Duration = Duration::from_secs(2);
+
+/// The `why` workload.
+pub struct WhyWorkload {
+    plan: WhyPlan,
+    lookup: Option<Lookup>,
+    program: Option<PathBuf>,
+    child: Option<Child>,
+    context: WhyContext,
+}
+
+impl WhyWorkload {
+    /// A workload for `plan`; `lookup` finds earlier runs of a device or link.
+    pub fn new(plan: WhyPlan, lookup: Option<Lookup>) -> WhyWorkload {
+        WhyWorkload {
+            plan,
+            lookup,
+            program: None,
+            child: None,
+            context: WhyContext::default(),
+        }
+    }
+
+    /// Starts the command, or finds the process to watch: the root of the tree.
+    fn start(&mut self) -> Result<(u32, Instant), Error> {
+        if let Some(pid) = self.plan.pid {
+            return Ok((pid, Instant::now()));
+        }
+        let program = self.program.as_ref().expect("resolved in prepare");
+        let name = self.plan.command[0].as_str();
+        let start = Instant::now();
+        // In ratelab's own process group: Ctrl-C reaches it as it would without ratelab,
+        // and it may read the terminal.
+        let child = Command::new(program)
+            .arg0(name)
+            .args(&self.plan.command[1..])
+            .spawn()
+            .map_err(|e| Error::io("start", name, e))?;
+        let pid = child.id();
+        self.child = Some(child);
+        Ok((pid, start))
+    }
+
+    /// Waits until the root ends, `--seconds` pass, or a stop; says which.
+    fn wait(&self, root: u32, start: Instant, ctx: &Context) -> (&'static str, Instant) {
+        let pidfd = rustix::process::Pid::from_raw(root as i32).and_then(|pid| {
+            rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
+        });
+        let deadline = self
+            .plan
+            .seconds
+            .map(|s| start + Duration::from_secs_f64(s));
+        loop {
+            if ctx.cancel.is_set() {
+                return ("interrupted", Instant::now());
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return ("seconds", Instant::now());
+            }
+            let ended = match &pidfd {
+                Some(fd) => {
+                    let mut fds = [rustix::event::PollFd::new(fd, rustix::event::PollFlags::IN)];
+                    let timeout = rustix::event::Timespec {
+                        tv_sec: 0,
+                        tv_nsec: POLL.as_nanos() as i64,
+                    };
+                    matches!(rustix::event::poll(&mut fds, Some(&timeout)), Ok(n) if n > 0)
+                }
+                None => {
+                    std::thread::sleep(POLL);
+                    !std::path::Path::new(&format!("/proc/{root}")).exists()
+                }
+            };
+            if ended {
+                return ("exited", Instant::now());
+            }
+        }
+    }
+
+    /// Ends the command's tree, SIGTERM first, SIGKILL for what is left after a grace.
+    fn end_tree(&mut self, root: u32) {
+        let Some(child) = self.child.as_mut() else {
+            return;
+        };
+        let tree = || -> Vec<u32> {
+            let processes = crate::platform::procfs::processes(&|_| false);
+            let mut tree = vec![root];
+            loop {
+                let before = tree.len();
+                for p in &processes {
+                    if tree.contains(&p.ppid) && !tree.contains(&p.pid) {
+                        tree.push(p.pid);
+                    }
+                }
+                if tree.len() == before {
+                    return tree;
+                }
+            }
+        };
+        let signal = |pids: &[u32], signal: i32| {
+            for pid in pids {
+                // SAFETY: kill sends a signal to a process this run started or its child.
+                unsafe { libc::kill(*pid as libc::pid_t, signal) };
+            }
+        };
+        signal(&tree(), libc::SIGTERM);
+        let until = Instant::now() + GRACE;
+        while Instant::now() < until {
+            if let Ok(Some(_)) = child.try_wait() {
+                break;
+            }
+            std::thread::sleep(POLL);
+        }
+        signal(&tree(), libc::SIGKILL);
+    }
+
+    /// Reaps the command, keeping how it ended.
+    fn reap(&mut self) {
+        if let Some(mut child) = self.child.take()
+            && let Ok(status) = child.wait()
+        {
+            self.context.exit_code = status.code();
+            self.context.signal = status.signal();
+        }
+    }
+
+    /// Sends the account's steps, processes and series as items, and keeps the rest.
+    fn record(&mut self, account: &Account, ctx: &Context) {
+        for total in &account.steps {
+            ctx.sink.item(&WhyItem::Step(StepItem {
+                step: total.key.step,
+                place: total.key.place.words(),
+                device: total.key.place.device().map(str::to_string),
+                interface: total.key.place.interface().map(str::to_string),
+                peer: total.key.place.peer().map(str::to_string),
+                seconds: total.seconds,
+                active_seconds: total.active_seconds,
+                bytes: total.bytes,
+            }));
+        }
+        for p in &account.processes {
+            ctx.sink.item(&WhyItem::Process(ProcessItem {
+                pid: p.pid,
+                ppid: p.ppid,
+                name: p.name.clone(),
+                threads: p.threads,
+                cpu_s: p.cpu_s,
+                cpu_wait_s: p.cpu_wait_s,
+                waits: p
+                    .waits
+                    .iter()
+                    .map(|w| WaitItem {
+                        what: w.what.clone(),
+                        step: w.step,
+                        seconds: w.seconds,
+                    })
+                    .collect(),
+                cpu_by_thread: p
+                    .cpu_by_thread
+                    .iter()
+                    .map(|(thread, seconds)| ThreadCpu {
+                        thread: thread.clone(),
+                        seconds: *seconds,
+                    })
+                    .collect(),
+                waits_readable: p.waits_readable,
+            }));
+        }
+        for b in &account.buckets {
+            ctx.sink.item(&WhyItem::Interval(IntervalItem {
+                t_s: b.t_s,
+                seconds: b.seconds,
+                steps: Step::ALL
+                    .iter()
+                    .map(|s| (*s, b.steps[s.index()]))
+                    .filter(|(_, seconds)| *seconds > 0.0)
+                    .collect(),
+                cpu_s: b.cpu_s,
+                cpu_wait_s: b.cpu_wait_s,
+                moved: b
+                    .counted
+                    .iter()
+                    .map(|c| Moved {
+                        name: c.name.clone(),
+                        interface: c.interface,
+                        read_bytes: c.read_bytes,
+                        written_bytes: c.written_bytes,
+                    })
+                    .collect(),
+            }));
+        }
+        let context = &mut self.context;
+        context.samples = account.samples;
+        context.sampled_s = account.seconds;
+        context.sampler_cpu_seconds = account.sampler_cpu_seconds;
+        context.held_by = account
+            .holders
+            .iter()
+            .map(|h| HeldBy {
+                pid: h.pid,
+                name: h.name.clone(),
+                cpu_seconds: h.cpu_seconds,
+            })
+            .collect();
+        context.unreadable = account
+            .processes
+            .iter()
+            .filter(|p| !p.waits_readable)
+            .map(|p| format!("{} (pid {})", p.name, p.pid))
+            .collect();
+        let capabilities = account
+            .steps
+            .iter()
+            .filter(|s| s.key.step.on_device() || s.key.step.on_link())
+            .map(|s| self.capability(s.key.step, &s.key.place))
+            .collect();
+        self.context.capabilities = capabilities;
+    }
+
+    /// What a device or link can do: an earlier run of it, else its physics, else
+    /// what to run to know.
+    fn capability(&self, step: Step, place: &crate::account::Place) -> Capability {
+        let chain = place
+            .device()
+            .and_then(crate::platform::mount_point_of_device)
+            .and_then(|mount| crate::platform::probe_path(&mount).ok());
+        let nic = place.interface().and_then(|name| {
+            crate::platform::nics::nics()
+                .into_iter()
+                .find(|n| n.name == name)
+        });
+        let peer = place
+            .peer()
+            .and_then(|p| p.parse::<std::net::SocketAddr>().ok())
+            .map(|a| a.ip());
+        let ask = Ask {
+            step,
+            place: place.words(),
+            chain,
+            nic,
+            peer,
+        };
+        if let Some(found) = self.lookup.as_ref().and_then(|lookup| lookup(&ask)) {
+            return found;
+        }
+        physics(&ask)
+    }
+}
+
+/// A device's or link's limit from its physics, else what to run to measure it.
+fn physics(ask: &Ask) -> Capability {
+    let limit = |bytes_per_sec: Option<f64>, source: String| Capability {
+        step: ask.step,
+        place: ask.place.clone(),
+        bytes_per_sec,
+        run_id: None,
+        source,
+    };
+    if let Some(chain) = &ask.chain {
+        if let Some(rate) = chain.max_bytes_per_sec {
+            let via = chain.limit_via.clone().unwrap_or_else(|| "its link".into());
+            return limit(
+                Some(rate),
+                format!(
+                    "the {} limit of {via}",
+                    crate::vocab::units::format_rate(rate)
+                ),
+            );
+        }
+        return limit(
+            None,
+            format!(
+                "no run measured it yet: `ratelab disk {}` would",
+                chain.mount_point.display()
+            ),
+        );
+    }
+    // Only a physical link's speed is physics: a veth or bridge reports a number its
+    // driver makes up (10000 Mbit/s), whatever shapes it.
+    if let Some(nic) = &ask.nic
+        && nic.kind == "ethernet"
+        && let Some(bits) = nic.speed_bits_per_sec
+    {
+        return limit(
+            Some(bits as f64 / 8.0),
+            format!(
+                "the {} link speed of {} (sysfs)",
+                crate::vocab::units::format_bits_rate(bits as f64 / 8.0),
+                nic.name
+            ),
+        );
+    }
+    match (ask.step.on_link(), ask.peer) {
+        (true, Some(peer)) => limit(
+            None,
+            format!("no run measured the link yet: `ratelab net {peer}` would"),
+        ),
+        _ => limit(None, "nothing measured it yet".into()),
+    }
+}
+
+impl Workload for WhyWorkload {
+    fn kind(&self) -> &'static str {
+        WhyKind::NAME
+    }
+
+    fn target(&self) -> String {
+        match (&self.plan.command[..], self.plan.pid) {
+            ([], Some(pid)) => format!("process {pid}"),
+            (command, _) => command.join(" "),
+        }
+    }
+
+    fn params(&self) -> Value {
+        serde_json::to_value(&self.plan).expect("plans serialise")
+    }
+
+    fn context(&self) -> Value {
+        serde_json::to_value(&self.context).expect("contexts serialise")
+    }
+
+    fn prepare(&mut self) -> Result<(), Error> {
+        if let Some(pid) = self.plan.pid {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).map_err(|e| {
+                let gone = e.kind() == std::io::ErrorKind::NotFound;
+                let e = if gone {
+                    std::io::Error::other("no such process")
+                } else {
+                    e
+                };
+                Error::io("watch", format!("process {pid} (--pid)"), e)
+            })?;
+            self.context.argv = cmdline
+                .split(|b| *b == 0)
+                .filter(|w| !w.is_empty())
+                .map(|w| String::from_utf8_lossy(w).into_owned())
+                .collect();
+            if self.context.argv.is_empty() {
+                // A kernel thread, or a process between fork and exec: its name.
+                let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+                self.context.argv = vec![format!("[{}]", comm.trim())];
+            }
+            self.context.pid = Some(pid);
+            return Ok(());
+        }
+        let program = crate::platform::programs::resolve(&self.plan.command[0])?;
+        self.context.program = Some(program.display().to_string());
+        self.context.argv = self.plan.command.clone();
+        self.program = Some(program);
+        Ok(())
+    }
+
+    fn run(&mut self, ctx: &Context) -> Result<(), Error> {
+        let (root, start) = self.start()?;
+        self.context.pid = Some(root);
+        let plan = WatchPlan {
+            hz: self.plan.hz,
+            bucket_s: self.plan.interval_s,
+        };
+        let watch =
+            Watch::start(root, plan).map_err(|e| Error::io("start the sampler of", "why", e));
+        let (ended_by, at) = self.wait(root, start, ctx);
+        if ended_by == "interrupted" {
+            self.end_tree(root);
+        }
+        // The last sample sees the ended command before it is reaped.
+        let account = watch.map(Watch::finish).unwrap_or_default();
+        self.reap();
+        self.context.wall_s = Some(at.duration_since(start).as_secs_f64());
+        self.context.ended_by = Some(ended_by.to_string());
+        self.record(&account, ctx);
+        ctx.sink.stage_done("command");
+        if ended_by == "interrupted" {
+            return Err(Error::Interrupted);
+        }
+        Ok(())
+    }
+
+    fn cleanup(&mut self) -> Result<(), Error> {
+        if let (Some(root), true) = (self.context.pid, self.child.is_some()) {
+            self.end_tree(root);
+            self.reap();
+        }
+        Ok(())
+    }
+}

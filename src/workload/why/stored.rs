@@ -1,0 +1,252 @@
+//! A `why` run as stored: what was asked (params), how the command ended and what each
+//! device or link could do (context), the account's steps, processes and series
+//! (items), and the summary `summarize` makes of them. The live workload writes these
+//! and the kind reads them back, through this one definition.
+
+use serde::{Deserialize, Serialize};
+
+use crate::account::Step;
+
+/// What `ratelab why` was asked to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WhyPlan {
+    /// The command to start, program first; empty with `--pid`.
+    pub command: Vec<String>,
+    /// A running process to watch instead.
+    pub pid: Option<u32>,
+    /// How long to watch `pid` at most; null: until it exits.
+    pub seconds: Option<f64>,
+    /// Samples per second.
+    pub hz: f64,
+    /// Seconds each interval of the series holds.
+    pub interval_s: f64,
+}
+
+/// How the command ended and what the run knew beside its samples.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WhyContext {
+    /// The command's words as run, or as `/proc/PID/cmdline` gave them with `--pid`.
+    pub argv: Vec<String>,
+    /// The program the command resolved to.
+    pub program: Option<String>,
+    /// The root process watched.
+    pub pid: Option<u32>,
+    /// The command's exit code; null while it ran, with `--pid`, or when a signal ended it.
+    pub exit_code: Option<i32>,
+    /// The signal that ended the command, if one did.
+    pub signal: Option<i32>,
+    /// Wall seconds from the command's start to its exit (or of the watch, with `--pid`).
+    pub wall_s: Option<f64>,
+    /// Seconds from the first sample to the last: what the shares are of.
+    pub sampled_s: f64,
+    /// Samples taken.
+    pub samples: u64,
+    /// CPU seconds ratelab's sampler used.
+    pub sampler_cpu_seconds: f64,
+    /// Why watching ended: `exited`, `seconds`, `interrupted`.
+    pub ended_by: Option<String>,
+    /// Processes outside the tree that ran on the CPUs its threads waited for, most first.
+    pub held_by: Vec<HeldBy>,
+    /// What each device and link the command waited on can do, as measured before.
+    pub capabilities: Vec<Capability>,
+    /// Processes of the tree whose waits could not be named (another user's, setuid),
+    /// in words.
+    pub unreadable: Vec<String>,
+}
+
+/// A process that held the CPUs the tree waited for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeldBy {
+    /// Its id.
+    pub pid: u32,
+    /// Its name.
+    pub name: String,
+    /// CPU seconds it ran while the tree waited.
+    pub cpu_seconds: f64,
+}
+
+/// What a device or link can do, and where that figure comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Capability {
+    /// The step it is for (`disk_read`).
+    pub step: Step,
+    /// The device or link, as the step names it.
+    #[serde(rename = "where")]
+    pub place: String,
+    /// Bytes per second it moved in that direction; null where nothing measured it.
+    pub bytes_per_sec: Option<f64>,
+    /// The stored run that measured it; null for a link's physics or nothing.
+    pub run_id: Option<i64>,
+    /// Where the figure comes from, in words (`run 12 (disk, direct reads of the
+    /// largest files)`, `the link's goodput limit`), or what to run to know it.
+    pub source: String,
+}
+
+/// One measured item of a `why` run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum WhyItem {
+    /// The wall time charged to a step at a place.
+    Step(StepItem),
+    /// A process of the tree and its own threads' time.
+    Process(ProcessItem),
+    /// An interval of the series.
+    Interval(IntervalItem),
+}
+
+/// The wall time charged to a step at a place.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepItem {
+    /// The step.
+    pub step: Step,
+    /// Where, in words.
+    #[serde(rename = "where")]
+    pub place: String,
+    /// The block device, for a disk step.
+    pub device: Option<String>,
+    /// The interface, for a network step where known.
+    pub interface: Option<String>,
+    /// The peer, for a network step.
+    pub peer: Option<String>,
+    /// Wall seconds charged.
+    pub seconds: f64,
+    /// Seconds of the samples in which it was charged, its device or interface read.
+    pub active_seconds: f64,
+    /// Bytes its device or interface moved its way in those samples.
+    pub bytes: u64,
+}
+
+/// A process of the tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessItem {
+    /// Its id.
+    pub pid: u32,
+    /// Its parent.
+    pub ppid: u32,
+    /// Its name.
+    pub name: String,
+    /// Most threads at once.
+    pub threads: usize,
+    /// Thread-seconds on a CPU.
+    pub cpu_s: f64,
+    /// Thread-seconds waiting for a CPU.
+    pub cpu_wait_s: f64,
+    /// Thread-seconds in each wait, most first.
+    pub waits: Vec<WaitItem>,
+    /// Seconds on a CPU by thread name, most first.
+    pub cpu_by_thread: Vec<ThreadCpu>,
+    /// Whether its waits could be named.
+    pub waits_readable: bool,
+}
+
+/// Thread-seconds in one wait.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WaitItem {
+    /// The wait in words.
+    pub what: String,
+    /// Its step, where it is one.
+    pub step: Option<Step>,
+    /// Thread-seconds.
+    pub seconds: f64,
+}
+
+/// A thread name's time on a CPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadCpu {
+    /// The thread's name.
+    pub thread: String,
+    /// Seconds on a CPU.
+    pub seconds: f64,
+}
+
+/// An interval of the series.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalItem {
+    /// Its end, seconds after the first sample.
+    pub t_s: f64,
+    /// Its length.
+    pub seconds: f64,
+    /// Wall seconds charged to each step in it (only the steps charged).
+    pub steps: Vec<(Step, f64)>,
+    /// Thread-seconds on a CPU.
+    pub cpu_s: f64,
+    /// Thread-seconds waiting for a CPU.
+    pub cpu_wait_s: f64,
+    /// Bytes each device and interface waited on moved in it.
+    pub moved: Vec<Moved>,
+}
+
+/// Bytes a device or interface moved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Moved {
+    /// The device or interface.
+    pub name: String,
+    /// Whether it is an interface.
+    pub interface: bool,
+    /// Bytes read (received).
+    pub read_bytes: u64,
+    /// Bytes written (sent).
+    pub written_bytes: u64,
+}
+
+/// The command as the summary names it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandSummary {
+    /// Its words.
+    pub argv: Vec<String>,
+    /// Its exit code; null with `--pid`, or when a signal ended it.
+    pub exit_code: Option<i32>,
+    /// Wall seconds.
+    pub wall_s: f64,
+}
+
+/// A step's share of the wall time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepShare {
+    /// The step.
+    pub step: Step,
+    /// Where.
+    #[serde(rename = "where")]
+    pub place: String,
+    /// Wall seconds.
+    pub seconds: f64,
+    /// Share of the wall time (of the sampled span).
+    pub share: f64,
+    /// Its device's or interface's rate while the command waited on it.
+    pub bytes_per_sec: Option<f64>,
+}
+
+/// The step that limits the command, and by how much.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Limiting {
+    /// The step.
+    pub step: Step,
+    /// Where: the device, link or process (the one with most time, where the step
+    /// spans several processes).
+    #[serde(rename = "where")]
+    pub place: String,
+    /// Share of the wall time.
+    pub share: f64,
+    /// Its device's or interface's rate while the command waited on it.
+    pub bytes_per_sec: Option<f64>,
+    /// What the device or link can do, as measured before (or its physics).
+    pub capability_bytes_per_sec: Option<f64>,
+    /// The run that measured it; null for physics or none.
+    pub capability_run: Option<i64>,
+    /// The most the command could speed up were this step free: 1 / (1 − share);
+    /// null where the step is the whole of its time.
+    pub speedup_if_free: Option<f64>,
+    /// For a wait for a CPU, who held it.
+    pub held_by: Vec<String>,
+}
+
+/// The summary of a `why` run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WhySummary {
+    /// The command.
+    pub command: CommandSummary,
+    /// Every step at every place, most time first.
+    pub steps: Vec<StepShare>,
+    /// The step that limits it; null when nothing was sampled.
+    pub limiting: Option<Limiting>,
+}

@@ -1,0 +1,407 @@
+//! `ratelab why` on commands of this machine: a sleeper sleeps at little cost, a
+//! compressor is limited by its CPU (in a pipeline too), and by the wait for it where
+//! `yes` shares its CPU; the command's output and exit code stay its own; bad input,
+//! a command that does not exist, a process that is not there and Ctrl-C are handled;
+//! an ordinary user sees its own commands, and is told what it cannot see of others'.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Try, ratelab, refused, up_to_three_tries};
+use serde_json::Value;
+
+/// The run document `why` wrote to `out`.
+fn document(out: &Path) -> Value {
+    let text = std::fs::read(out).expect("why wrote its document");
+    common::json(&text)
+}
+
+/// Runs `ratelab why --json --out OUT --no-store EXTRA -- COMMAND`, which must exit
+/// `code`; returns the document.
+fn why(extra: &[&str], command: &[&str], code: i32) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("why.json");
+    let output = ratelab()
+        .args(["why", "--json", "--no-store", "--out"])
+        .arg(&out)
+        .args(extra)
+        .arg("--")
+        .args(command)
+        .output()
+        .expect("start ratelab why");
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    document(&out)
+}
+
+/// The stored summary's `limiting`.
+fn limiting(doc: &Value) -> &Value {
+    &doc["workloads"][0]["summary"]["limiting"]
+}
+
+/// The share of the wall time charged to `step`, every place together.
+fn share(doc: &Value, step: &str) -> f64 {
+    doc["workloads"][0]["summary"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["step"] == step)
+        .map(|s| s["share"].as_f64().unwrap())
+        .sum()
+}
+
+/// Whether other processes took the CPUs the command's threads waited for, by the
+/// run's own account, in words.
+fn disturbed(doc: &Value) -> Option<String> {
+    let held: Vec<&Value> = doc["workloads"][0]["context"]["held_by"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .collect();
+    let wait = share(doc, "cpu_wait");
+    (wait >= 0.05 && !held.is_empty()).then(|| {
+        format!(
+            "the command waited {:.0}% of its time for a CPU others held: {held:?}",
+            wait * 100.0
+        )
+    })
+}
+
+/// A compressible file of `mib` MiB: lines of words, as logs and text are.
+fn text_file(dir: &Path, mib: usize) -> std::path::PathBuf {
+    let path = dir.join("text.txt");
+    let mut text = String::with_capacity(mib << 20);
+    let words = [
+        "rate", "limit", "step", "disk", "wait", "thread", "core", "link",
+    ];
+    let mut n: u64 = 1;
+    while text.len() < mib << 20 {
+        n = n
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        text.push_str(words[(n >> 61) as usize]);
+        text.push_str(if n & 7 == 0 { "\n" } else { " " });
+        text.push_str(&(n >> 48).to_string());
+        text.push(' ');
+    }
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_sleeper_sleeps_and_watching_it_costs_little() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("why.json");
+    // Reaped below by wait4, which std's Child does not offer with its rusage.
+    #[allow(clippy::zombie_processes)]
+    let child = ratelab()
+        .args(["why", "--json", "--no-store", "--out"])
+        .arg(&out)
+        .args(["--", "sleep", "5"])
+        .spawn()
+        .expect("start ratelab why");
+    let started = Instant::now();
+    // wait4 gives the CPU time of ratelab and what it reaped: sleep, a millisecond.
+    let mut status = 0;
+    // SAFETY: rusage is plain data the kernel fills; the pid is this test's child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
+    let wall = started.elapsed().as_secs_f64();
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let cpu = seconds(usage.ru_utime) + seconds(usage.ru_stime);
+    let doc = document(&out);
+    let limit = limiting(&doc);
+    assert_eq!(limit["step"], "sleep", "{limit}");
+    assert!(limit["share"].as_f64().unwrap() >= 0.95, "{limit}");
+    let context = &doc["workloads"][0]["context"];
+    let sampler = context["sampler_cpu_seconds"].as_f64().unwrap();
+    let sampled = context["sampled_s"].as_f64().unwrap();
+    assert!(sampled > 4.9, "{context}");
+    assert!(
+        sampler <= 0.02 * sampled,
+        "the sampler took {sampler} s of {sampled} s"
+    );
+    assert!(
+        cpu <= 0.02 * wall,
+        "ratelab took {cpu} s of CPU in {wall} s"
+    );
+    common::say(&format!(
+        "a_sleeper_sleeps: ratelab used {:.2}% of a core, its sampler {:.2}%",
+        cpu / wall * 100.0,
+        sampler / sampled * 100.0
+    ));
+}
+
+#[test]
+fn the_commands_output_and_exit_code_stay_its_own() {
+    let output = ratelab()
+        .args([
+            "why",
+            "--no-store",
+            "--",
+            "sh",
+            "-c",
+            "echo out; echo err >&2; exit 7",
+        ])
+        .output()
+        .expect("start ratelab why");
+    assert_eq!(output.status.code(), Some(7));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "out\n");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.starts_with("err\n"), "{stderr}");
+    assert!(stderr.contains("command_failed"), "{stderr}");
+    assert!(
+        stderr.contains("why "),
+        "the report goes to stderr: {stderr}"
+    );
+    let killed = ratelab()
+        .args(["why", "--no-store", "--", "sh", "-c", "kill -TERM $$"])
+        .output()
+        .expect("start ratelab why");
+    assert_eq!(killed.status.code(), Some(128 + 15));
+}
+
+#[test]
+fn a_compressor_is_limited_by_its_cpu_alone_and_in_a_pipeline() {
+    if !common::have_or_skip("a_compressor_is_limited_by_its_cpu", "zstd") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = text_file(dir.path(), 6);
+    let file = file.to_str().unwrap();
+    let _ = std::fs::read(file);
+    let pipeline = format!("cat {file} | zstd -19 -T1 > /dev/null");
+    for (test, command) in [
+        (
+            "zstd -19 -T1",
+            vec!["zstd", "-19", "-T1", "-q", "-f", file, "-o", "/dev/null"],
+        ),
+        ("cat | zstd -19 -T1", vec!["sh", "-c", &pipeline]),
+    ] {
+        up_to_three_tries(test, |_| {
+            let doc = why(&[], &command, 0);
+            if let Some(why) = disturbed(&doc) {
+                return Try::Disturbed(why);
+            }
+            let limit = limiting(&doc);
+            assert_eq!(limit["step"], "cpu", "{test}: {limit}");
+            assert_eq!(limit["where"], "zstd", "{test}: {limit}");
+            assert!(limit["share"].as_f64().unwrap() >= 0.9, "{test}: {limit}");
+            Try::Checked
+        });
+    }
+}
+
+#[test]
+fn a_compressor_sharing_its_cpu_with_yes_waits_for_it_and_names_yes() {
+    if !common::have_or_skip("a_compressor_sharing_its_cpu", "zstd") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = text_file(dir.path(), 3);
+    let _ = std::fs::read(&file);
+    let mut yes = Command::new("taskset")
+        .args(["-c", "0", "yes"])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start yes");
+    std::thread::sleep(Duration::from_millis(200));
+    let doc = why(
+        &[],
+        &[
+            "taskset",
+            "-c",
+            "0",
+            "zstd",
+            "-19",
+            "-T1",
+            "-q",
+            "-f",
+            file.to_str().unwrap(),
+            "-o",
+            "/dev/null",
+        ],
+        0,
+    );
+    let _ = yes.kill();
+    let _ = yes.wait();
+    let limit = limiting(&doc);
+    assert_eq!(limit["step"], "cpu_wait", "{limit}");
+    assert!(limit["share"].as_f64().unwrap() >= 0.3, "{limit}");
+    assert!(
+        limit["held_by"].as_array().unwrap().iter().any(|h| h
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("yes (pid {})", yes.id()))),
+        "{limit}"
+    );
+}
+
+#[test]
+fn a_watched_process_is_followed_for_its_seconds() {
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = sleeper.id().to_string();
+    // Until it has become sleep, it is this test's copy.
+    while std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap() != "sleep\n" {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let doc = why(&["--pid", &pid, "--seconds", "1"], &[], 0);
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    assert_eq!(limiting(&doc)["step"], "sleep", "{doc}");
+    let context = &doc["workloads"][0]["context"];
+    assert_eq!(context["ended_by"], "seconds");
+    assert_eq!(context["argv"][0], "sleep");
+    assert!(context["exit_code"].is_null());
+}
+
+#[test]
+fn bad_input_is_refused_and_nothing_is_stored_complete() {
+    refused(ratelab().args(["why", "--no-store"]), 2, &["COMMAND"]);
+    refused(
+        ratelab().args(["why", "--no-store", "--hz", "0", "--", "true"]),
+        2,
+        &["--hz"],
+    );
+    refused(
+        ratelab().args(["why", "--no-store", "--seconds", "1", "--", "true"]),
+        2,
+        &["--pid"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    refused(
+        ratelab()
+            .args(["why", "--db"])
+            .arg(&db)
+            .args(["--", "no-such-program-ratelab"]),
+        3,
+        &["no-such-program-ratelab"],
+    );
+    // The highest pid there can be is not a process.
+    refused(
+        ratelab()
+            .args(["why", "--db"])
+            .arg(&db)
+            .args(["--pid", "4194304"]),
+        3,
+        &["4194304"],
+    );
+    if db.exists() {
+        let runs = common::stored_runs(&db);
+        assert!(
+            runs.as_array()
+                .unwrap()
+                .iter()
+                .all(|r| r["status"] != "complete"),
+            "{runs}"
+        );
+    }
+}
+
+#[test]
+fn ctrl_c_ends_the_command_and_keeps_the_run_incomplete() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let child = ratelab()
+        .args(["why", "--db"])
+        .arg(&db)
+        .args(["--", "sh", "-c", "sleep 30; echo survived"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start ratelab why");
+    let ratelab_pid = child.id();
+    // Wait until the command's sleep runs: the tree is watched by then.
+    let started = Instant::now();
+    let sleeper = loop {
+        let found = common::descendants(ratelab_pid)
+            .into_iter()
+            .find(|(_, name)| name == "sleep");
+        if let Some((pid, _)) = found {
+            break pid;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "sleep never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    let output = common::stop_with(child, rustix::process::Signal::INT);
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("survived"));
+    // Ended: gone, or dead and not yet reaped by whoever inherited it.
+    let state = std::fs::read_to_string(format!("/proc/{sleeper}/stat")).unwrap_or_default();
+    let state = state.rsplit(')').next().unwrap_or_default().trim_start();
+    assert!(
+        state.is_empty() || state.starts_with('Z'),
+        "the command's sleep outlived ratelab: {state}"
+    );
+    let runs = common::stored_runs(&db);
+    assert_eq!(runs[0]["status"], "incomplete", "{runs}");
+    let run = common::stored_run(&db, runs[0]["run_id"].as_i64().unwrap());
+    assert_eq!(run["incomplete_reason"], "interrupted");
+}
+
+#[test]
+fn an_ordinary_user_sees_its_own_commands_and_is_told_what_it_cannot_see() {
+    if !common::root_or_skip(
+        "an_ordinary_user_sees_its_own_commands",
+        "it runs ratelab as the user nobody",
+    ) {
+        return;
+    }
+    let dir = common::nobody_tempdir(0o777);
+    let out = dir.path().join("own.json");
+    let status = common::as_nobody(common::bin())
+        .args(["why", "--json", "--no-store", "--out"])
+        .arg(&out)
+        .args(["--", "sh", "-c", "sleep 0.5 | cat"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let own = document(&out);
+    assert_eq!(limiting(&own)["step"], "sleep", "{}", limiting(&own));
+    assert!(
+        own["workloads"][0]["context"]["unreadable"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    // init is root's: its CPU time can be read, not its waits.
+    let out = dir.path().join("init.json");
+    let output = common::as_nobody(common::bin())
+        .args([
+            "why",
+            "--json",
+            "--no-store",
+            "--pid",
+            "1",
+            "--seconds",
+            "1",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let init = document(&out);
+    let unreadable = init["workloads"][0]["context"]["unreadable"].to_string();
+    assert!(unreadable.contains("(pid 1)"), "{unreadable}");
+    let verdicts = init["verdicts"].to_string();
+    assert!(verdicts.contains("waits_unreadable"), "{verdicts}");
+}
