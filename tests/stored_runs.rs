@@ -349,6 +349,25 @@ fn iops_runs_show_as_the_golden_files_say() {
 }
 
 #[test]
+fn why_runs_show_as_the_golden_files_say() {
+    // A newer fixture (tests/fixtures/make-db-bae589c.sh): a sleep, a pipeline its
+    // compressor's CPU limits, and a command that fails.
+    let dir = tempfile::tempdir().expect("create a temporary folder");
+    let db = dir.path().join("runs-bae589c.db");
+    std::fs::copy(fixtures().join("runs-bae589c.db"), &db).expect("copy the fixture");
+    for id in ["1", "2", "3"] {
+        golden::check(
+            &format!("runs-bae589c/run-{id}.txt"),
+            &results(&db, &["show", id]),
+        );
+    }
+    golden::check(
+        "runs-bae589c/run-2-brief.txt",
+        &results(&db, &["show", "2", "--brief"]),
+    );
+}
+
+#[test]
 fn a_database_another_user_owns_is_read_as_it_is_and_never_written() {
     let test = "a_database_another_user_owns_is_read_as_it_is_and_never_written";
     if !common::root_or_skip(test, "it runs ratelab as nobody")
@@ -469,7 +488,12 @@ fn at_80_columns_no_line_is_wider_and_no_word_is_broken() {
         );
         String::from_utf8(output.stdout).unwrap()
     };
-    for fixture in ["runs-61f461b.db", "runs-a1ad702.db", "runs-feaf4b2.db"] {
+    for fixture in [
+        "runs-61f461b.db",
+        "runs-a1ad702.db",
+        "runs-feaf4b2.db",
+        "runs-bae589c.db",
+    ] {
         let db = dir.path().join(fixture);
         std::fs::copy(fixtures().join(fixture), &db).unwrap();
         let list = results(&db, &["list", "--json"]);
