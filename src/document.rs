@@ -137,6 +137,39 @@ pub struct Interference {
     /// CPU seconds keeping the account cost (its thread's own time).
     #[serde(default)]
     pub watch_cpu_seconds: f64,
+    /// Processes that served this run's own tests over loopback (a `net serve` or
+    /// `iperf3 -s` on this machine): their work is the run's, not another's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub peers: Vec<OtherProcess>,
+    /// What the run's own threads did and lost, sampled; absent in runs stored before
+    /// it was kept, and in `why` runs, whose account is their command's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<ThreadAccount>,
+}
+
+/// The run's own threads (and its children's) as the kernel accounts them, bucket by
+/// bucket: time on a CPU and time runnable but waiting for one.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ThreadAccount {
+    /// When the first sample was taken, seconds since the Unix epoch.
+    pub clock_unix_s: f64,
+    /// Samples per second.
+    pub hz: f64,
+    /// Samples taken.
+    pub samples: u64,
+    /// End of each bucket, seconds from `clock_unix_s`.
+    pub t_s: Vec<f64>,
+    /// Each bucket's length, seconds.
+    pub bucket_s: Vec<f64>,
+    /// Thread-seconds on a CPU in each bucket, all threads.
+    pub cpu_s: Vec<f64>,
+    /// Thread-seconds runnable but waiting for a CPU in each bucket, all threads.
+    pub cpu_wait_s: Vec<f64>,
+    /// Other processes that ran on the CPUs while the run's threads waited for one,
+    /// most first, with the CPU seconds they ran then.
+    pub holders: Vec<OtherProcess>,
+    /// CPU seconds the sampler's thread used.
+    pub sampler_cpu_seconds: f64,
 }
 
 /// Bytes one block device moved during a run.

@@ -39,37 +39,101 @@ fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-#[test]
-fn a_test_without_work_comes_out_near_zero() {
-    let _alone = alone();
-    // Long enough (two tests of 0.5 s) for ratelab's account to judge the CPU.
-    let doc = cpu_doc(&[
+/// The empty test's work left per loop over the loop's own cost, and the int test's
+/// loops per CPU-second, of one `cpu --test empty,int --threads 1` run.
+fn empty_and_int(doc: &Value) -> (f64, f64) {
+    let items = items(doc);
+    let empty = &items[0];
+    assert_eq!(empty["op"], "empty");
+    assert!(empty["loops_per_sec"].is_null(), "{empty}");
+    let left =
+        empty["work_ns_per_loop"].as_f64().unwrap() / empty["empty_ns_per_loop"].as_f64().unwrap();
+    (left, items[1]["loops_per_sec"].as_f64().unwrap())
+}
+
+/// `cpu --test empty,int --threads 1`, each test 0.5 s: long enough for ratelab's
+/// account to judge each stage.
+fn empty_int() -> Value {
+    cpu_doc(&[
         "--test",
         "empty,int",
         "--threads",
         "1",
         "--seconds",
         "500ms",
-    ]);
-    let items = items(&doc);
-    let empty = &items[0];
-    assert_eq!(empty["op"], "empty");
-    assert!(empty["loops_per_sec"].is_null(), "{empty}");
-    let left = empty["work_ns_per_loop"].as_f64().unwrap();
-    let loop_ns = empty["empty_ns_per_loop"].as_f64().unwrap();
-    eprintln!("empty test: {left:.4} ns left of a {loop_ns:.4} ns loop");
-    // The two halves of a test are timed apart: time slices taken by other work fall
-    // in one and not the other.
-    if common::passes_as_disturbed("a_test_without_work_comes_out_near_zero", &doc) {
+    ])
+}
+
+/// The median of three.
+fn median3(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+#[test]
+fn a_test_without_work_comes_out_near_zero() {
+    let test = "a_test_without_work_comes_out_near_zero";
+    let _alone = alone();
+    common::up_to_three_tries(test, |_| {
+        let doc = empty_int();
+        let (left, _) = empty_and_int(&doc);
+        eprintln!("empty test: {:.2}% of the loop's cost left", left * 100.0);
+        if let Some(why) = common::disturbed(&doc) {
+            return common::Try::Disturbed(why);
+        }
+        assert!(left.abs() < 0.1, "{left}");
+        // A test with work keeps nearly all of its time.
+        let int = &items(&doc)[1];
+        assert!(
+            int["work_ns_per_loop"].as_f64().unwrap()
+                > 5.0 * int["empty_ns_per_loop"].as_f64().unwrap()
+        );
+        common::Try::Checked
+    });
+}
+
+#[test]
+fn beside_a_busy_process_per_core_the_cpu_clock_keeps_the_figures_and_the_loss_is_said() {
+    let test = "beside_a_busy_process_per_core";
+    let _alone = alone();
+    // The quiet machine's int rate: three quiet runs.
+    let mut quiet = Vec::new();
+    common::up_to_three_tries(test, |_| {
+        quiet.clear();
+        for _ in 0..3 {
+            let doc = empty_int();
+            if let Some(why) = common::disturbed(&doc) {
+                return common::Try::Disturbed(format!("a quiet run: {why}"));
+            }
+            quiet.push(empty_and_int(&doc).1);
+        }
+        common::Try::Checked
+    });
+    if quiet.len() < 3 {
         return;
     }
-    assert!(left.abs() < 0.1 * loop_ns, "{empty}");
-    // A test with work keeps nearly all of its time.
-    let int = &items[1];
-    assert!(
-        int["work_ns_per_loop"].as_f64().unwrap()
-            > 5.0 * int["empty_ns_per_loop"].as_f64().unwrap()
-    );
+    let load = common::BusyCores::start(cpus());
+    let mut busy = Vec::new();
+    for _ in 0..3 {
+        let doc = empty_int();
+        let message =
+            common::disturbed(&doc).expect("a run beside a busy process per core is disturbed");
+        assert!(message.contains("this run's threads waited "), "{message}");
+        assert!(message.contains("yes (pid "), "{message}");
+        let (left, rate) = empty_and_int(&doc);
+        eprintln!(
+            "beside yes: empty {:.2}% left, int {rate:.4e} loops per CPU-second: {message}",
+            left * 100.0
+        );
+        assert!(left.abs() < 0.1, "{left}");
+        busy.push(rate);
+    }
+    drop(load);
+    let ratio = median3(busy.clone()) / median3(quiet.clone());
+    common::say(&format!(
+        "{test}: int per CPU-second, median beside yes over median quiet: {ratio:.3} ({busy:?} / {quiet:?})"
+    ));
+    assert!((0.95..=1.05).contains(&ratio), "{ratio}");
 }
 
 #[test]
@@ -82,20 +146,24 @@ fn a_loop_scales_about_twice_from_one_to_two_threads_on_two_cores() {
         );
         return;
     }
-    let doc = cpu_doc(&["--test", "int", "--threads", "1,2", "--seconds", "1"]);
-    let items = items(&doc);
-    let rate = |i: usize| items[i]["loops_per_sec"].as_f64().unwrap();
-    let speedup = rate(1) / rate(0);
-    eprintln!(
-        "int: {:.3e} loops/s on 1 thread, {:.3e} on 2: {speedup:.3}x",
-        rate(0),
-        rate(1)
-    );
-    // Two threads need two cores: beside other work they share them.
-    if common::passes_as_disturbed("a_loop_scales_about_twice", &doc) {
-        return;
-    }
-    assert!((1.7..=2.2).contains(&speedup), "{speedup}");
+    let test = "a_loop_scales_about_twice";
+    common::up_to_three_tries(test, |_| {
+        let doc = cpu_doc(&["--test", "int", "--threads", "1,2", "--seconds", "1"]);
+        let items = items(&doc);
+        let rate = |i: usize| items[i]["loops_per_sec"].as_f64().unwrap();
+        let speedup = rate(1) / rate(0);
+        eprintln!(
+            "int: {:.3e} loops/s on 1 thread, {:.3e} on 2: {speedup:.3}x",
+            rate(0),
+            rate(1)
+        );
+        // Two threads need two cores: beside other work they share them.
+        if let Some(why) = common::disturbed(&doc) {
+            return common::Try::Disturbed(why);
+        }
+        assert!((1.7..=2.2).contains(&speedup), "{speedup}");
+        common::Try::Checked
+    });
 }
 
 /// The scheduling policy (field 41 of /proc/PID/task/TID/stat) of every thread of `pid`
@@ -176,79 +244,82 @@ fn cpus_1_keeps_every_thread_on_core_1_and_the_monitor_says_so() {
         );
         return;
     }
-    let doc = run_json(
-        ratelab()
-            .args([
-                "cpu",
-                "--test",
-                "int,dot",
-                "--threads",
-                "1,2",
-                "--cpus",
-                "1",
-            ])
-            .args(["--seconds", "500ms", "--json", "-q", "--no-store"]),
-    );
-    let workload = |kind: &str| {
-        doc["workloads"]
-            .as_array()
-            .unwrap()
+    common::up_to_three_tries("cpus_1_keeps_every_thread_on_core_1", |_| {
+        let doc = run_json(
+            ratelab()
+                .args([
+                    "cpu",
+                    "--test",
+                    "int,dot",
+                    "--threads",
+                    "1,2",
+                    "--cpus",
+                    "1",
+                ])
+                .args(["--seconds", "500ms", "--json", "-q", "--no-store"]),
+        );
+        let workload = |kind: &str| {
+            doc["workloads"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|w| w["kind"] == kind)
+                .unwrap_or_else(|| panic!("no {kind} workload"))
+        };
+        let items = workload("cpu")["items"].as_array().unwrap();
+        for item in items {
+            assert_eq!(item["cpus_seen"], serde_json::json!([1]), "{item}");
+            assert_eq!(item["migrations"], 0, "{item}");
+        }
+        // The monitor saw every test thread on core 1, and core 1 busy.
+        let samples = workload("monitor")["items"].as_array().unwrap();
+        let test_threads: Vec<&Value> = samples
             .iter()
-            .find(|w| w["kind"] == kind)
-            .unwrap_or_else(|| panic!("no {kind} workload"))
-    };
-    let items = workload("cpu")["items"].as_array().unwrap();
-    for item in items {
-        assert_eq!(item["cpus_seen"], serde_json::json!([1]), "{item}");
-        assert_eq!(item["migrations"], 0, "{item}");
-    }
-    // The monitor saw every test thread on core 1, and core 1 busy.
-    let samples = workload("monitor")["items"].as_array().unwrap();
-    let test_threads: Vec<&Value> = samples
-        .iter()
-        .filter(|s| {
-            s["op"] == "thread" && s["name"].as_str().is_some_and(|n| n.starts_with("cpu-"))
-        })
-        .collect();
-    assert!(
-        test_threads.len() >= 5,
-        "too few samples of the test threads: {}",
-        test_threads.len()
-    );
-    for sample in &test_threads {
-        assert_eq!(sample["cpu"], 1, "{sample}");
-    }
-    let mean_active = |cpu: u64| {
-        let active: Vec<f64> = samples
-            .iter()
-            .filter(|s| s["op"] == "core" && s["cpu"] == cpu)
-            .filter_map(|s| s["active_fraction"].as_f64())
+            .filter(|s| {
+                s["op"] == "thread" && s["name"].as_str().is_some_and(|n| n.starts_with("cpu-"))
+            })
             .collect();
-        active.iter().sum::<f64>() / active.len().max(1) as f64
-    };
-    eprintln!(
-        "mean active: core 0 {:.2}, core 1 {:.2}",
-        mean_active(0),
-        mean_active(1)
-    );
-    assert!(
-        mean_active(1) > 0.8,
-        "core 1 was not busy: {}",
-        mean_active(1)
-    );
-    // Where the threads ran holds beside other work; how fast, and how idle core 0
-    // stayed, only on quiet cores.
-    if common::passes_as_disturbed("cpus_1_keeps_every_thread_on_core_1", &doc) {
-        return;
-    }
-    // Two threads on one core share it: no speedup.
-    let speedup =
-        items[1]["loops_per_sec"].as_f64().unwrap() / items[0]["loops_per_sec"].as_f64().unwrap();
-    assert!(speedup < 1.4, "{speedup}");
-    assert!(
-        mean_active(1) > mean_active(0) + 0.3,
-        "core 0 as busy as core 1"
-    );
+        assert!(
+            test_threads.len() >= 5,
+            "too few samples of the test threads: {}",
+            test_threads.len()
+        );
+        for sample in &test_threads {
+            assert_eq!(sample["cpu"], 1, "{sample}");
+        }
+        let mean_active = |cpu: u64| {
+            let active: Vec<f64> = samples
+                .iter()
+                .filter(|s| s["op"] == "core" && s["cpu"] == cpu)
+                .filter_map(|s| s["active_fraction"].as_f64())
+                .collect();
+            active.iter().sum::<f64>() / active.len().max(1) as f64
+        };
+        eprintln!(
+            "mean active: core 0 {:.2}, core 1 {:.2}",
+            mean_active(0),
+            mean_active(1)
+        );
+        assert!(
+            mean_active(1) > 0.8,
+            "core 1 was not busy: {}",
+            mean_active(1)
+        );
+        // Where the threads ran holds beside other work; how fast, and how idle core 0
+        // stayed, only on quiet cores.
+        if let Some(why) = common::disturbed(&doc) {
+            return common::Try::Disturbed(why);
+        }
+        // Two threads on one core share it: no speedup.
+        let speedup = items[1]["loops_per_sec"].as_f64().unwrap()
+            / items[0]["loops_per_sec"].as_f64().unwrap();
+        assert!(speedup < 1.4, "{speedup}");
+        assert!(
+            mean_active(1) > mean_active(0) + 0.3,
+            "core 0 as busy as core 1"
+        );
+        common::Try::Checked
+    });
 }
 
 #[test]
@@ -256,39 +327,40 @@ fn repeat_runs_agree_median_to_median() {
     let test = "repeat_runs_agree_median_to_median";
     let _alone = alone();
     // Each run long enough (0.5 s) for ratelab's account to judge the CPU; a disturbed
-    // one is the pair's outcome.
-    let median = |runs: usize| -> Option<f64> {
+    // one makes the try disturbed.
+    let median = |runs: usize| -> Result<f64, String> {
         let mut rates = Vec::new();
         for _ in 0..runs {
             let doc = cpu_doc(&["--test", "int", "--threads", "1", "--seconds", "500ms"]);
-            if common::disturbed(&doc).is_some() {
-                common::passes_as_disturbed(test, &doc);
-                return None;
+            if let Some(why) = common::disturbed(&doc) {
+                return Err(why);
             }
             rates.push(items(&doc)[0]["loops_per_sec"].as_f64().unwrap());
         }
-        rates.sort_by(f64::total_cmp);
-        Some(rates[runs / 2])
+        Ok(median3(rates))
     };
     // The issue asks for 3% on an idle machine; tests share this one, so the bound is
     // generous. A VM's host can take its core for a while (12% between two medians was
     // seen once in a full suite): a second pair is allowed, and both pairs are printed.
-    let mut changes = Vec::new();
-    for _ in 0..2 {
-        let (Some(first), Some(second)) = (median(3), median(3)) else {
-            return;
-        };
-        let change = (second / first - 1.0).abs();
-        common::say(&format!(
-            "{test}: int, 1 thread: medians {first:.4e} and {second:.4e} loops/s: {:.2}% apart",
-            change * 100.0
-        ));
-        changes.push(change);
-        if change < 0.10 {
-            return;
+    common::up_to_three_tries(test, |_| {
+        let mut changes = Vec::new();
+        for _ in 0..2 {
+            let (first, second) = match (median(3), median(3)) {
+                (Ok(first), Ok(second)) => (first, second),
+                (Err(why), _) | (_, Err(why)) => return common::Try::Disturbed(why),
+            };
+            let change = (second / first - 1.0).abs();
+            common::say(&format!(
+                "{test}: int, 1 thread: medians {first:.4e} and {second:.4e} loops/s: {:.2}% apart",
+                change * 100.0
+            ));
+            changes.push(change);
+            if change < 0.10 {
+                return common::Try::Checked;
+            }
         }
-    }
-    panic!("two pairs of medians apart by {changes:?}");
+        panic!("two pairs of medians apart by {changes:?}");
+    });
 }
 
 #[test]

@@ -27,18 +27,8 @@ impl Drop for Killed {
 }
 
 /// `yes > /dev/null`, once per CPU: every core busy.
-fn busy_cores() -> Killed {
-    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
-    Killed(
-        (0..cpus)
-            .map(|_| {
-                Command::new("yes")
-                    .stdout(Stdio::null())
-                    .spawn()
-                    .expect("start yes")
-            })
-            .collect(),
-    )
+fn busy_cores() -> common::BusyCores {
+    common::BusyCores::start(std::thread::available_parallelism().map_or(2, |n| n.get()))
 }
 
 /// Whether a run's own account names another process's load large enough to count:
@@ -62,7 +52,10 @@ fn names_a_real_load(doc: &Value) -> bool {
     let moving = strangers("top_io").iter().any(|p| {
         p["read_bytes"].as_u64().unwrap_or(0) + p["written_bytes"].as_u64().unwrap_or(0) >= 16 << 20
     });
-    busy || moving
+    // The hypervisor taking the CPUs is a load too, if no process's.
+    let cpus = account["cpus"].as_f64().unwrap().max(1.0);
+    let steal = account["steal_seconds"].as_f64().unwrap() >= 0.05 * seconds * cpus;
+    busy || moving || steal
 }
 
 fn stored(db: &Path, id: u64) -> Value {
@@ -116,7 +109,8 @@ fn cpu_tests_beside_a_busy_process_per_core_are_disturbed_and_name_them() {
     let text = common::stdout_with_db(&["results", "show", &busy["run_id"].to_string()], &db);
     let summary = text.split("summary:\n").nth(1).unwrap();
     assert!(summary.trim_start().starts_with("disturbed"), "{text}");
-    // Slower than its quiet baseline, it is not put down to the machine.
+    // Its rates, each thread timed on its own CPU clock, hold beside the load; were
+    // it slower than its quiet baseline, that is not put down to the machine.
     let codes: Vec<&str> = busy["verdicts"]
         .as_array()
         .unwrap()
@@ -124,12 +118,6 @@ fn cpu_tests_beside_a_busy_process_per_core_are_disturbed_and_name_them() {
         .map(|v| v["code"].as_str().unwrap())
         .collect();
     assert!(!codes.contains(&"slower_than_baseline"), "{codes:?}");
-    if disturbed(&quiet).is_none() {
-        assert!(
-            codes.contains(&"slower_than_baseline_disturbed"),
-            "{codes:?}"
-        );
-    }
 }
 
 #[test]
@@ -169,44 +157,49 @@ fn a_storage_series_beside_a_writer_to_its_device_is_disturbed_and_names_the_byt
 
 #[test]
 fn quiet_runs_raise_no_false_alarm() {
-    // One at a time: each is the others' load.
+    // One at a time: each is the others' load. Each run is long enough for the
+    // judgement to apply (0.5 s or more at all threads): cpu at 2 threads on 2 cores for
+    // 1 s, a storage series of 256 MiB, a loopback net test of 1 s against a server
+    // this test started (the run's peer, not another's load).
     let _lock = common::rig::exclusive();
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let server = common::net_server::Server::start(&[]);
     let mut alarms = Vec::new();
+    let mut judged = 0;
     for round in 0..10 {
         let cpu = run_json(
             ratelab()
-                .args([
-                    "cpu",
-                    "--test",
-                    "int",
-                    "--threads",
-                    "1,2",
-                    "--seconds",
-                    "0.1",
-                ])
+                .args(["cpu", "--test", "int", "--threads", "2", "--seconds", "1"])
                 .args(["--json", "--no-store", "-q"]),
         );
         let disk = run_json(
             ratelab()
                 .arg("disk")
                 .arg(dir.path())
-                .args(["--sizes", "16M", "--repeat", "2"])
+                .args(["--sizes", "256M", "--repeat", "1"])
                 .args(["--json", "--no-store", "-q"]),
         );
-        for (what, doc) in [("cpu", cpu), ("disk", disk)] {
+        let net = run_json(&mut server.client(&["-t", "1", "-q"]));
+        for (what, doc) in [("cpu", cpu), ("disk", disk), ("net", net)] {
+            let account = &doc["interference"];
+            assert!(
+                account["threads"]["samples"].as_u64().unwrap_or(0) >= 10,
+                "round {round}, {what}: no account of its threads: {account}"
+            );
+            judged += 1;
             if let Some(message) = disturbed(&doc) {
                 if names_a_real_load(&doc) {
                     eprintln!("round {round}, {what}: the machine was busy: {message}");
                 } else {
-                    alarms.push(format!(
-                        "round {round}, {what}: {message}: {}",
-                        doc["interference"]
-                    ));
+                    alarms.push(format!("round {round}, {what}: {message}: {account}"));
                 }
             }
         }
     }
+    common::say(&format!(
+        "quiet_runs_raise_no_false_alarm: {judged} runs judged, {} false alarms",
+        alarms.len()
+    ));
     assert!(alarms.is_empty(), "false alarms: {alarms:#?}");
 }
 

@@ -3,12 +3,16 @@
 //! below come from runs on a quiet 2-core VM and beside known loads (two `yes`, a
 //! second `profile --quick`, a `dd` to the same disk); docs/json.md lists them.
 //!
-//! - **CPU**: other processes used at least [`OTHER_CORES`] cores while the machine was
-//!   at least [`BUSY_SHARE`] busy (anything but idle: interrupts and softirqs count),
-//!   for at least [`CONTENDED_SHARE`] of the run. Work
-//!   beside idle cores takes nothing from the run; on a quiet VM other processes used
-//!   0.01-0.05 cores. A run shorter than [`CPU_SECONDS`] is not judged on CPU: the
-//!   kernel counts CPU time in 10 ms ticks, too coarse to tell over less.
+//! - **CPU**, judged per timed stage of each workload whose figures need the CPUs:
+//!   the run's own threads (its children's too) waited for a CPU at least
+//!   [`LOST_SHARE`] of their time in the stage, by the kernel's count of each thread
+//!   (schedstat), and other processes used at least [`OTHER_CORES`] cores meanwhile;
+//!   threads of the run queued behind each other (more threads than cores) are not
+//!   another's work. A stage shorter than [`STAGE_SECONDS`] is judged with the rest of
+//!   its workload's time. Runs stored before the thread account was kept are judged
+//!   as they were: other processes used at least [`OTHER_CORES`] cores while the
+//!   machine was at least [`BUSY_SHARE`] busy, for at least [`CONTENDED_SHARE`] of
+//!   the run, over at least [`CPU_SECONDS`].
 //! - **Steal**: the hypervisor took at least [`STEAL_SHARE`] of the CPUs' time, judged
 //!   over [`CPU_SECONDS`] or more for the same reason.
 //! - **Storage**: a device under a target moved at least [`OTHER_SHARE`] of its bytes,
@@ -17,9 +21,9 @@
 //! - **Network**: an interface carried at least [`OTHER_SHARE`] of its bytes, and at
 //!   least [`OTHER_BYTES`], beyond the run's own payload with its headers and ACKs.
 
-use crate::document::{Interference, OtherProcess, RunDocument, Severity, Verdict};
+use crate::document::{Interference, OtherProcess, RunDocument, Severity, ThreadAccount, Verdict};
 use crate::vocab::Exposure;
-use crate::vocab::units::format_bytes;
+use crate::vocab::units::{format_bytes, format_seconds};
 
 /// The code of the verdict that says other work disturbed a run.
 pub const DISTURBED: &str = "disturbed";
@@ -47,13 +51,65 @@ pub const OTHER_SHARE: f64 = 0.1;
 pub const OTHER_BYTES: u64 = 16 << 20;
 /// Wire bytes per payload byte of TCP: headers at an MTU of 1500 and the ACKs back.
 const WIRE_PER_PAYLOAD: f64 = 1.08;
+/// Share of a stage's thread time spent waiting for a CPU from which it counts: on a
+/// quiet 2-core VM a run's threads waited 0.1-1% of theirs, beside two `yes` 30-50%.
+pub const LOST_SHARE: f64 = 0.05;
+/// The shortest stage judged on its own.
+pub const STAGE_SECONDS: f64 = 0.25;
+/// Seconds of waiting below which a stage lost nothing worth a verdict.
+const LOST_SECONDS: f64 = 0.02;
 
-/// One workload as the judgement needs it: its name in words (`cpu 1`) and exposure.
+/// One workload as the judgement needs it: its name in words (`cpu 1`), exposure and
+/// timed stages.
 pub struct Exposed {
     /// `kind N`, as reports name workloads.
     pub name: String,
     /// What can move its figures.
     pub exposure: Exposure,
+    /// Its timed stages, in order; its whole time where it has none.
+    pub stages: Vec<Stage>,
+}
+
+/// A timed stage of a workload, on the wall clock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stage {
+    /// Its name (`int normal`, `pass 1 write`).
+    pub name: String,
+    /// When it began, seconds since the Unix epoch.
+    pub from_unix_s: f64,
+    /// When it ended.
+    pub to_unix_s: f64,
+}
+
+impl Stage {
+    /// The timed stages of a workload's series, or its whole time where it has none;
+    /// none without a series.
+    pub fn of(series: Option<&crate::document::Series>) -> Vec<Stage> {
+        let Some(series) = series else {
+            return Vec::new();
+        };
+        let at = |t: f64| series.clock_unix_s + t;
+        let spans = series.stage_spans();
+        if spans.is_empty() {
+            let end = series
+                .finished_at_s
+                .or(series.t_s.last().copied())
+                .unwrap_or(series.started_at_s);
+            return vec![Stage {
+                name: String::new(),
+                from_unix_s: at(series.started_at_s),
+                to_unix_s: at(end),
+            }];
+        }
+        spans
+            .into_iter()
+            .map(|(name, from, to)| Stage {
+                name: name.to_string(),
+                from_unix_s: at(from),
+                to_unix_s: at(to),
+            })
+            .collect()
+    }
 }
 
 /// The `disturbed` verdict of a run, when other work took a share that can move the
@@ -61,7 +117,14 @@ pub struct Exposed {
 pub fn judge(account: &Interference, workloads: &[Exposed]) -> Option<Verdict> {
     let mut what = Vec::new();
     let mut touched = Vec::new();
-    let cpu = contended(account);
+    let lost = account
+        .threads
+        .as_ref()
+        .map(|threads| lost_in_stages(account, threads, workloads));
+    let cpu = match &lost {
+        Some(lost) => !lost.stages.is_empty(),
+        None => contended(account),
+    };
     // Steal comes in whole ticks (10 ms): in a run shorter than CPU_SECONDS one tick
     // is a share of the CPUs' time that means nothing (8% of a 63 ms run on 2 CPUs).
     let steal = account.seconds >= CPU_SECONDS
@@ -69,11 +132,13 @@ pub fn judge(account: &Interference, workloads: &[Exposed]) -> Option<Verdict> {
     if cpu || steal {
         touched.push("cpu");
     }
-    if cpu {
-        what.push(format!(
+    match &lost {
+        Some(lost) if cpu => what.push(lost.words(account)),
+        _ if cpu => what.push(format!(
             "{} while this run needed the CPUs",
             cpu_users(account)
-        ));
+        )),
+        _ => {}
     }
     if steal {
         what.push(format!(
@@ -159,7 +224,152 @@ fn busy_interfaces(account: &Interference, workloads: &[Exposed]) -> Vec<String>
         .collect()
 }
 
-/// Whether other processes took CPUs the run needed, for long enough to count.
+/// What the run's threads lost waiting for a CPU in the stages where it counts.
+struct Lost {
+    /// `cpu 1 (int normal)`, one for each stage that lost enough.
+    stages: Vec<String>,
+    /// Thread-seconds waited in those stages.
+    waited_s: f64,
+    /// Thread-seconds on a CPU and waiting in them.
+    busy_s: f64,
+}
+
+impl Lost {
+    /// In words: `this run's threads waited 0.52 s for a CPU, 45% of their time, in
+    /// cpu 1 (int normal), while yes (pid 3028) held them 0.61 s`.
+    fn words(&self, account: &Interference) -> String {
+        let holders = held_by(account);
+        format!(
+            "this run's threads waited {} for a CPU, {:.0}% of their time, in {}, while {}",
+            format_seconds(self.waited_s),
+            100.0 * self.waited_s / self.busy_s.max(1e-9),
+            self.stages.join(", "),
+            if holders.is_empty() {
+                cpu_users(account)
+            } else {
+                format!("{holders} held them")
+            }
+        )
+    }
+}
+
+/// The stages of CPU-exposed workloads whose threads lost enough time waiting for a
+/// CPU while other processes ran; a stage too short to judge alone is judged with the
+/// rest of its workload's short stages.
+fn lost_in_stages(account: &Interference, threads: &ThreadAccount, workloads: &[Exposed]) -> Lost {
+    let mut lost = Lost {
+        stages: Vec::new(),
+        waited_s: 0.0,
+        busy_s: 0.0,
+    };
+    // A workload without a series is judged over the whole account.
+    let whole = [Stage {
+        name: String::new(),
+        from_unix_s: account.clock_unix_s,
+        to_unix_s: account.clock_unix_s + account.seconds,
+    }];
+    for workload in workloads.iter().filter(|w| w.exposure.cpu) {
+        let stages = if workload.stages.is_empty() {
+            &whole[..]
+        } else {
+            &workload.stages[..]
+        };
+        let (long, short): (Vec<&Stage>, Vec<&Stage>) = stages
+            .iter()
+            .partition(|s| s.to_unix_s - s.from_unix_s >= STAGE_SECONDS);
+        let mut judged: Vec<(String, Vec<&Stage>)> = long
+            .into_iter()
+            .map(|s| (s.name.clone(), vec![s]))
+            .collect();
+        let short_s: f64 = short.iter().map(|s| s.to_unix_s - s.from_unix_s).sum();
+        if short_s >= STAGE_SECONDS || (judged.is_empty() && !short.is_empty()) {
+            judged.push(("its short stages".into(), short));
+        }
+        for (name, stages) in judged {
+            let (mut cpu, mut waited, mut others, mut seconds) = (0.0, 0.0, 0.0, 0.0);
+            for stage in &stages {
+                let (c, w) = threads_in(threads, stage);
+                cpu += c;
+                waited += w;
+                let length = stage.to_unix_s - stage.from_unix_s;
+                others += other_cores_in(account, stage) * length;
+                seconds += length;
+            }
+            let counts = waited >= LOST_SECONDS
+                && waited >= LOST_SHARE * (cpu + waited)
+                && others >= OTHER_CORES * seconds;
+            if counts {
+                lost.stages.push(if name.is_empty() {
+                    workload.name.clone()
+                } else {
+                    format!("{} ({name})", workload.name)
+                });
+                lost.waited_s += waited;
+                lost.busy_s += cpu + waited;
+            }
+        }
+    }
+    lost
+}
+
+/// Thread-seconds the run's threads spent on a CPU and waiting for one in `stage`,
+/// each bucket counted by its overlap with the stage.
+fn threads_in(threads: &ThreadAccount, stage: &Stage) -> (f64, f64) {
+    let (from, to) = (
+        stage.from_unix_s - threads.clock_unix_s,
+        stage.to_unix_s - threads.clock_unix_s,
+    );
+    let mut sums = (0.0, 0.0);
+    for (i, end) in threads.t_s.iter().enumerate() {
+        let length = threads.bucket_s.get(i).copied().unwrap_or(0.0);
+        let overlap = (end.min(to) - (end - length).max(from)).max(0.0);
+        if length > 0.0 && overlap > 0.0 {
+            let share = overlap / length;
+            sums.0 += share * threads.cpu_s.get(i).copied().unwrap_or(0.0);
+            sums.1 += share * threads.cpu_wait_s.get(i).copied().unwrap_or(0.0);
+        }
+    }
+    sums
+}
+
+/// Cores other processes used during `stage` on average, from the looks that overlap
+/// it, each weighed by its overlap.
+fn other_cores_in(account: &Interference, stage: &Stage) -> f64 {
+    let series = &account.series;
+    let (from, to) = (
+        stage.from_unix_s - account.clock_unix_s,
+        stage.to_unix_s - account.clock_unix_s,
+    );
+    let (mut sum, mut weight) = (0.0, 0.0);
+    let mut start = 0.0;
+    for (end, cores) in series.t_s.iter().zip(&series.other_cores) {
+        let overlap = (end.min(to) - f64::max(start, from)).max(0.0);
+        sum += cores * overlap;
+        weight += overlap;
+        start = *end;
+    }
+    if weight > 0.0 { sum / weight } else { 0.0 }
+}
+
+/// The other processes that ran where the run's threads waited, in words, peers
+/// serving its tests left out: `yes (pid 3028) 0.61 s, yes (pid 3029) 0.58 s`.
+fn held_by(account: &Interference) -> String {
+    let Some(threads) = &account.threads else {
+        return String::new();
+    };
+    threads
+        .holders
+        .iter()
+        .filter(|h| account.peers.iter().all(|p| p.pid != h.pid))
+        .filter(|h| h.cpu_seconds >= 0.01)
+        .take(3)
+        .map(|h| format!("{} {}", who(h), format_seconds(h.cpu_seconds)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Whether other processes took CPUs the run needed, for long enough to count, in a
+/// run stored before its threads' account was kept.
 fn contended(account: &Interference) -> bool {
     let series = &account.series;
     let cpus = f64::from(account.cpus.max(1));
@@ -275,6 +485,8 @@ mod tests {
                 busy_cores: vec![1.94; 10],
             },
             watch_cpu_seconds: 0.01,
+            peers: vec![],
+            threads: None,
         }
     }
 
@@ -283,12 +495,141 @@ mod tests {
             Exposed {
                 name: "cpu 1".into(),
                 exposure: Exposure::CPU,
+                stages: vec![],
             },
             Exposed {
                 name: "disk 2".into(),
                 exposure: Exposure::STORAGE,
+                stages: vec![],
             },
         ]
+    }
+
+    /// A run of 10 s whose own threads ran 0.9 of a thread-second and waited
+    /// `waited` every 0.1 s bucket, beside others using `others` cores.
+    fn threads(waited: f64, others: f64) -> Interference {
+        let mut account = quiet();
+        account.series.other_cores = vec![others; 10];
+        account.threads = Some(ThreadAccount {
+            clock_unix_s: 0.0,
+            hz: 20.0,
+            samples: 200,
+            t_s: (1..=100).map(|i| f64::from(i) / 10.0).collect(),
+            bucket_s: vec![0.1; 100],
+            cpu_s: vec![0.09; 100],
+            cpu_wait_s: vec![waited; 100],
+            holders: vec![
+                OtherProcess {
+                    pid: 3028,
+                    name: "yes".into(),
+                    cpu_seconds: 3.5,
+                    read_bytes: None,
+                    written_bytes: None,
+                },
+                OtherProcess {
+                    pid: 77,
+                    name: "iperf3".into(),
+                    cpu_seconds: 1.0,
+                    read_bytes: None,
+                    written_bytes: None,
+                },
+            ],
+            sampler_cpu_seconds: 0.02,
+        });
+        account
+    }
+
+    /// A cpu workload whose stages are `spans`, seconds from the account's start.
+    fn staged(spans: &[(&str, f64, f64)]) -> Vec<Exposed> {
+        vec![Exposed {
+            name: "cpu 1".into(),
+            exposure: Exposure::CPU,
+            stages: spans
+                .iter()
+                .map(|(name, from, to)| Stage {
+                    name: (*name).into(),
+                    from_unix_s: *from,
+                    to_unix_s: *to,
+                })
+                .collect(),
+        }]
+    }
+
+    #[test]
+    fn threads_that_waited_for_a_cpu_while_others_ran_are_disturbed_naming_what_was_lost() {
+        let mut busy = threads(0.04, 1.0);
+        busy.peers = vec![OtherProcess {
+            pid: 77,
+            name: "iperf3".into(),
+            cpu_seconds: 1.0,
+            read_bytes: None,
+            written_bytes: None,
+        }];
+        let verdict = judge(&busy, &staged(&[("int normal", 0.0, 10.0)])).unwrap();
+        assert!(
+            verdict.message.contains(
+                "this run's threads waited 4.00 s for a CPU, 31% of their time, in cpu 1 \
+                 (int normal), while yes (pid 3028) 3.50 s held them"
+            ),
+            "{}",
+            verdict.message
+        );
+        // A peer serving the run's own tests is not named as a holder.
+        assert!(!verdict.message.contains("iperf3"), "{}", verdict.message);
+    }
+
+    #[test]
+    fn threads_queued_behind_each_other_or_waiting_little_are_not_disturbed() {
+        // More threads than cores, nobody else running: the run's own queue.
+        assert_eq!(
+            judge(&threads(0.04, 0.03), &staged(&[("int", 0.0, 10.0)])),
+            None
+        );
+        // Others busy, but the run's threads waited 1% of their time.
+        assert_eq!(
+            judge(&threads(0.001, 1.0), &staged(&[("int", 0.0, 10.0)])),
+            None
+        );
+    }
+
+    #[test]
+    fn waits_are_judged_stage_by_stage_and_short_stages_together() {
+        let mut account = threads(0.0, 0.03);
+        let mut series = account.threads.take().unwrap();
+        // Waits in the second half only, while others ran then.
+        for i in 50..100 {
+            series.cpu_wait_s[i] = 0.05;
+        }
+        account.threads = Some(series);
+        account.series.other_cores = [vec![0.03; 5], vec![1.5; 5]].concat();
+        let verdict = judge(
+            &account,
+            &staged(&[("empty", 0.0, 5.0), ("int", 5.0, 10.0)]),
+        )
+        .unwrap();
+        assert!(
+            verdict.message.contains("in cpu 1 (int), while"),
+            "{}",
+            verdict.message
+        );
+        // Stages of 0.1 s each are judged together.
+        let short: Vec<(String, f64, f64)> = (50..100)
+            .map(|i| {
+                (
+                    format!("s{i}"),
+                    f64::from(i) / 10.0,
+                    f64::from(i + 1) / 10.0,
+                )
+            })
+            .collect();
+        let short: Vec<(&str, f64, f64)> =
+            short.iter().map(|(n, a, b)| (n.as_str(), *a, *b)).collect();
+        let verdict = judge(&account, &staged(&short)).unwrap();
+        assert!(
+            verdict.message.contains("cpu 1 (its short stages)"),
+            "{}",
+            verdict.message
+        );
     }
 
     #[test]
@@ -401,6 +742,7 @@ mod tests {
         let cpu_only = [Exposed {
             name: "cpu 1".into(),
             exposure: Exposure::CPU,
+            stages: vec![],
         }];
         assert_eq!(judge(&shared, &cpu_only), None);
     }
@@ -420,6 +762,7 @@ mod tests {
                 network_bytes: Some(1_000_000_000),
                 ..Exposure::CPU
             },
+            stages: vec![],
         }];
         assert_eq!(judge(&net, &test), None);
         net.interfaces[0].received_bytes += 400_000_000;

@@ -82,6 +82,21 @@ pub fn descriptors(pid: u32) -> Vec<u64> {
         .collect()
 }
 
+/// The inodes of the sockets `pid` holds open, from the descriptors' links alone.
+pub fn socket_inodes(pid: u32) -> Vec<u64> {
+    descriptors(pid)
+        .into_iter()
+        .filter_map(|fd| {
+            let link = std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok()?;
+            link.to_str()?
+                .strip_prefix("socket:[")?
+                .strip_suffix(']')?
+                .parse()
+                .ok()
+        })
+        .collect()
+}
+
 /// A descriptor a blocked thread waits on, and whether it waits to write to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Awaited {

@@ -3,6 +3,7 @@
 //! (`tx_queue`: sent and not yet acknowledged or not yet sent; `rx_queue`: received
 //! and not yet read).
 
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// One TCP socket.
@@ -29,24 +30,46 @@ pub fn tcp_socket(pid: u32, inode: u64) -> Option<TcpSocket> {
     })
 }
 
-/// The line of `inode` in a /proc/net/tcp or tcp6 text: `sl local rem st
+/// Every TCP socket of the namespace of process `pid`, by inode; empty where its
+/// tables may not be read.
+pub fn tcp_sockets(pid: u32) -> HashMap<u64, TcpSocket> {
+    ["tcp", "tcp6"]
+        .iter()
+        .filter_map(|table| std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).ok())
+        .flat_map(|text| {
+            text.lines()
+                .skip(1)
+                .filter_map(parse_tcp_line)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The line of `inode` in a /proc/net/tcp or tcp6 text.
+pub fn parse_tcp_table(text: &str, inode: u64) -> Option<TcpSocket> {
+    text.lines()
+        .skip(1)
+        .filter_map(parse_tcp_line)
+        .find_map(|(i, socket)| (i == inode).then_some(socket))
+}
+
+/// One line of a /proc/net/tcp or tcp6 text, with its inode: `sl local rem st
 /// tx_queue:rx_queue tr:when retrnsmt uid timeout inode …`, addresses in hex as the
 /// kernel holds them (each 32-bit word in this machine's byte order), ports in hex.
-pub fn parse_tcp_table(text: &str, inode: u64) -> Option<TcpSocket> {
-    text.lines().skip(1).find_map(|line| {
-        let fields: Vec<&str> = line.split_ascii_whitespace().collect();
-        if fields.get(9)?.parse::<u64>().ok()? != inode {
-            return None;
-        }
-        let (tx, rx) = fields.get(4)?.split_once(':')?;
-        Some(TcpSocket {
+fn parse_tcp_line(line: &str) -> Option<(u64, TcpSocket)> {
+    let fields: Vec<&str> = line.split_ascii_whitespace().collect();
+    let inode = fields.get(9)?.parse::<u64>().ok()?;
+    let (tx, rx) = fields.get(4)?.split_once(':')?;
+    Some((
+        inode,
+        TcpSocket {
             local: parse_address(fields.get(1)?)?,
             remote: parse_address(fields.get(2)?)?,
             listening: *fields.get(3)? == "0A",
             send_queue_bytes: u64::from_str_radix(tx, 16).ok()?,
             receive_queue_bytes: u64::from_str_radix(rx, 16).ok()?,
-        })
-    })
+        },
+    ))
 }
 
 /// `0100007F:1F90` (127.0.0.1:8080), or 32 hex digits and a port for IPv6.

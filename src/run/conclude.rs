@@ -31,6 +31,7 @@ pub fn conclude(doc: &mut RunDocument, together: Option<&[usize]>) -> Result<(),
                 exposed.push(interference::Exposed {
                     name: format!("{} {}", record.kind, index + 1),
                     exposure: kind.exposure(At::new(doc, index))?,
+                    stages: interference::Stage::of(record.series.as_ref()),
                 });
             }
         }

@@ -15,12 +15,13 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::account::{self, WatchPlan};
 use crate::document::{
-    DeviceTraffic, InterfaceTraffic, Interference, InterferenceSeries, OtherProcess,
+    DeviceTraffic, InterfaceTraffic, Interference, InterferenceSeries, OtherProcess, ThreadAccount,
 };
 use crate::platform::cores::calling_thread_cpu_seconds;
-use crate::platform::diskstats;
 use crate::platform::procfs::{self, CpuTicks, Io, Process};
+use crate::platform::{diskstats, fds, sockets};
 
 /// How often the machine is looked at.
 pub const LOOK_EVERY: Duration = Duration::from_secs(1);
@@ -72,24 +73,45 @@ impl Touched {
     }
 }
 
+/// How often the run's own threads are sampled: often enough that a stage of half a
+/// second has ten samples, at about 0.1% of a core for a dozen threads.
+const THREADS_HZ: f64 = 20.0;
+
+/// Seconds each bucket of the thread account holds.
+const THREADS_BUCKET_S: f64 = 0.1;
+
 /// The thread that keeps the account while a run runs. It sleeps between looks until
 /// told to stop (dropping the sender wakes it), so it costs nothing between them.
 pub struct Watch {
     stop: Option<Sender<()>>,
     thread: Option<JoinHandle<Option<Interference>>>,
+    threads: Option<(account::Watch, f64)>,
 }
 
 impl Watch {
-    /// Starts looking at the machine, now and every `every`, for what `touched` names.
-    pub fn start(touched: Touched, every: Duration) -> Watch {
+    /// Starts looking at the machine, now and every `every`, for what `touched` names;
+    /// with `threads`, samples this process's own threads and children too.
+    pub fn start(touched: Touched, every: Duration, threads: bool) -> Watch {
         let (stop, stopped) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("ratelab-interference".into())
             .spawn(move || keep(&touched, every, &stopped))
             .ok();
+        let plan = WatchPlan {
+            hz: THREADS_HZ,
+            bucket_s: THREADS_BUCKET_S,
+        };
+        let threads = threads
+            .then(|| {
+                let clock_unix_s = unix_now();
+                let watch = account::Watch::start(std::process::id(), plan).ok()?;
+                Some((watch, clock_unix_s))
+            })
+            .flatten();
         Watch {
             stop: Some(stop),
             thread,
+            threads,
         }
     }
 
@@ -97,7 +119,46 @@ impl Watch {
     /// looked at.
     pub fn finish(mut self) -> Option<Interference> {
         self.stop.take();
-        self.thread.take()?.join().ok().flatten()
+        let threads = self
+            .threads
+            .take()
+            .map(|(watch, clock_unix_s)| thread_account(watch.finish(), clock_unix_s));
+        let mut account = self.thread.take()?.join().ok().flatten()?;
+        account.threads = threads;
+        Some(account)
+    }
+}
+
+/// Seconds since the Unix epoch now.
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// What the thread account keeps of a run's own threads.
+fn thread_account(account: account::Account, clock_unix_s: f64) -> ThreadAccount {
+    let buckets = &account.buckets;
+    ThreadAccount {
+        clock_unix_s,
+        hz: THREADS_HZ,
+        samples: account.samples,
+        t_s: buckets.iter().map(|b| b.t_s).collect(),
+        bucket_s: buckets.iter().map(|b| b.seconds).collect(),
+        cpu_s: buckets.iter().map(|b| b.cpu_s).collect(),
+        cpu_wait_s: buckets.iter().map(|b| b.cpu_wait_s).collect(),
+        holders: account
+            .holders
+            .iter()
+            .map(|h| OtherProcess {
+                pid: h.pid,
+                name: h.name.clone(),
+                cpu_seconds: h.cpu_seconds,
+                read_bytes: None,
+                written_bytes: None,
+            })
+            .collect(),
+        sampler_cpu_seconds: account.sampler_cpu_seconds,
     }
 }
 
@@ -192,13 +253,15 @@ struct Account {
     other_ticks: u64,
     own_io: Io,
     others: HashMap<(u32, u64), Other>,
+    /// Processes found serving the run's own connections over loopback.
+    peers: HashMap<(u32, u64), Other>,
+    /// Whether to look for them: the run's tests use a network.
+    find_peers: bool,
     series: InterferenceSeries,
 }
 
 fn keep(touched: &Touched, every: Duration, stop: &Receiver<()>) -> Option<Interference> {
-    let clock_unix_s = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
+    let clock_unix_s = unix_now();
     let first = Look::take(touched, None);
     if first.cpu.per_cpu.is_empty() {
         return None;
@@ -210,6 +273,8 @@ fn keep(touched: &Touched, every: Duration, stop: &Receiver<()>) -> Option<Inter
         other_ticks: 0,
         own_io: Io::default(),
         others: HashMap::new(),
+        peers: HashMap::new(),
+        find_peers: !touched.interfaces.is_empty(),
         series: InterferenceSeries::default(),
         first: first.clone(),
     };
@@ -239,7 +304,10 @@ impl Account {
     /// Adds what happened between two looks.
     fn add(&mut self, before: &Look, after: &Look) {
         let own = after.own();
-        let (mut own_ticks, mut kernel_ticks) = (0u64, 0u64);
+        if self.find_peers {
+            self.find_loopback_peers(before, after, &own);
+        }
+        let (mut own_ticks, mut kernel_ticks, mut peer_ticks) = (0u64, 0u64, 0u64);
         let mut own_io = Io::default();
         for (key, now) in &after.processes {
             let then = before.processes.get(key);
@@ -265,6 +333,9 @@ impl Account {
                 }
             } else if now.kernel {
                 kernel_ticks += cpu;
+            } else if let Some(peer) = self.peers.get_mut(key) {
+                peer.cpu_ticks += cpu;
+                peer_ticks += cpu;
             } else if cpu > 0 || io.is_some_and(|i| i.read_bytes + i.written_bytes > 0) {
                 let other = self.others.entry(*key).or_insert_with(|| Other {
                     name: now.name.clone(),
@@ -285,7 +356,7 @@ impl Account {
         let capacity =
             (after.cpu.per_cpu.len().max(1) as f64 * seconds * self.ticks_per_second).ceil() as u64;
         let other_ticks = machine
-            .saturating_sub(own_ticks + kernel_ticks)
+            .saturating_sub(own_ticks + kernel_ticks + peer_ticks)
             .min(capacity);
         self.own_ticks += own_ticks;
         self.kernel_ticks += kernel_ticks;
@@ -308,6 +379,60 @@ impl Account {
         self.series
             .other_device_bytes
             .push(device_bytes.saturating_sub(own_io.read_bytes + own_io.written_bytes));
+    }
+
+    /// Other processes that ran since the last look and hold a TCP socket connected to
+    /// one of the run's own on this machine: a `net serve` or `iperf3 -s` serving its
+    /// loopback tests. The looks before they were found count them as another's.
+    fn find_loopback_peers(
+        &mut self,
+        before: &Look,
+        after: &Look,
+        own: &std::collections::HashSet<u32>,
+    ) {
+        let ran: Vec<(&(u32, u64), &Process)> = after
+            .processes
+            .iter()
+            .filter(|(key, p)| {
+                !own.contains(&p.pid)
+                    && !p.kernel
+                    && !self.peers.contains_key(*key)
+                    && before
+                        .processes
+                        .get(*key)
+                        .is_none_or(|then| then.cpu_ticks != p.cpu_ticks)
+            })
+            .collect();
+        if ran.is_empty() {
+            return;
+        }
+        let table = sockets::tcp_sockets(std::process::id());
+        let own_ends: std::collections::HashSet<std::net::SocketAddr> = own
+            .iter()
+            .flat_map(|&pid| fds::socket_inodes(pid))
+            .filter_map(|inode| table.get(&inode))
+            .filter(|s| !s.listening)
+            .map(|s| s.local)
+            .collect();
+        if own_ends.is_empty() {
+            return;
+        }
+        for (key, process) in ran {
+            let serves = fds::socket_inodes(process.pid)
+                .iter()
+                .filter_map(|inode| table.get(inode))
+                .any(|s| !s.listening && own_ends.contains(&s.remote));
+            if serves {
+                self.others.remove(key);
+                self.peers.insert(
+                    *key,
+                    Other {
+                        name: process.name.clone(),
+                        ..Other::default()
+                    },
+                );
+            }
+        }
     }
 
     /// The account of the whole run, up to the `last` look.
@@ -352,6 +477,18 @@ impl Account {
             top_io,
             series: self.series,
             watch_cpu_seconds: calling_thread_cpu_seconds(),
+            peers: self
+                .peers
+                .iter()
+                .map(|(&(pid, _), peer)| OtherProcess {
+                    pid,
+                    name: peer.name.clone(),
+                    cpu_seconds: peer.cpu_ticks as f64 / tps,
+                    read_bytes: None,
+                    written_bytes: None,
+                })
+                .collect(),
+            threads: None,
         }
     }
 
@@ -426,7 +563,7 @@ mod tests {
         // A stranger: a shell spinning in its own session, not this process's child...
         // which the test cannot make without a child. So the child is the test's own
         // work here, and the account must call it so.
-        let watch = Watch::start(Touched::default(), Duration::from_millis(200));
+        let watch = Watch::start(Touched::default(), Duration::from_millis(200), true);
         let mut child = std::process::Command::new("sh")
             .args(["-c", "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done"])
             .spawn()

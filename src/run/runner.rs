@@ -122,7 +122,8 @@ fn run_groups(
     );
     let mut outcome: anyhow::Result<()> = Ok(());
     let touches: Vec<workload::Touches> = workloads.iter().map(|w| w.touches()).collect();
-    let watch = Watch::start(Touched::of(&touches), LOOK_EVERY);
+    let threads = !touches.iter().any(|t| t.accounts_threads);
+    let watch = Watch::start(Touched::of(&touches), LOOK_EVERY, threads);
     let cpu_before = calling_thread_cpu_seconds();
     let wall = Instant::now();
     let parts = spec.schedule.groups.len();

@@ -37,6 +37,9 @@ pub struct Touches {
     pub paths: Vec<std::path::PathBuf>,
     /// Network interface names (`lo`, `eth0`).
     pub interfaces: Vec<String>,
+    /// Whether it keeps an account of the threads it runs itself (`why`): the run's
+    /// account of its own threads would count them again.
+    pub accounts_threads: bool,
 }
 
 /// What a workload gets from the runner while it runs.

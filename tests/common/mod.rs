@@ -304,6 +304,37 @@ pub const QUICK_CPU: [&str; 7] = [
     "0.05",
 ];
 
+/// `yes > /dev/null` processes keeping cores busy, killed when dropped, however the
+/// test ends.
+#[allow(dead_code)]
+pub struct BusyCores(Vec<std::process::Child>);
+
+#[allow(dead_code)]
+impl BusyCores {
+    /// `n` of them, each free to run on any core.
+    pub fn start(n: usize) -> BusyCores {
+        BusyCores(
+            (0..n)
+                .map(|_| {
+                    std::process::Command::new("yes")
+                        .stdout(std::process::Stdio::null())
+                        .spawn()
+                        .expect("start yes")
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for BusyCores {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// How one try of a test whose figures need the machine's CPUs went.
 #[allow(dead_code)]
 pub enum Try {

@@ -16,9 +16,16 @@ pub struct CpuItem {
     pub class: String,
     /// The instruction set the test used.
     pub isa: String,
-    /// Loops per second of all threads together, the empty loop's time taken off; null
-    /// when nothing is left of it (the empty test).
+    /// Loops per second of all threads together, the empty loop's time taken off, each
+    /// thread timed on its own CPU clock, so that other work sharing its core takes
+    /// nothing off; on the wall clock where the threads outnumber the cores they may
+    /// run on, as they then share cores by design. Null when nothing is left of it (the
+    /// empty test).
     pub loops_per_sec: Option<f64>,
+    /// The same per second of wall time: what the threads got done while other work
+    /// shared their cores; null as above, and in runs stored before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_loops_per_sec: Option<f64>,
     /// The same per thread (mean).
     pub loops_per_sec_per_thread: Option<f64>,
     /// Loops per second of all threads with the loop's own cost left in.
@@ -45,7 +52,9 @@ pub struct CpuItem {
 }
 
 impl CpuItem {
-    /// The item of `figures`, one per thread, of `test` at `class`.
+    /// The item of `figures`, one per thread, of `test` at `class`; `crowded` where the
+    /// threads outnumber the cores they may run on.
+    #[allow(clippy::too_many_arguments)]
     pub fn of(
         test: &str,
         class: &str,
@@ -54,13 +63,23 @@ impl CpuItem {
         started_at_s: f64,
         seconds: f64,
         energy_j: Option<f64>,
+        crowded: bool,
     ) -> CpuItem {
         let all_loops: u64 = figures.iter().map(|f| f.loops).sum();
         let work_seconds: f64 = figures.iter().map(|f| f.work_seconds).sum();
         let busy_seconds: f64 = work_seconds + figures.iter().map(|f| f.empty_seconds).sum::<f64>();
+        let walls: Option<Vec<f64>> = figures
+            .iter()
+            .map(ThreadFigures::wall_loops_per_sec)
+            .collect();
         let threads = figures.len();
         let rates: Option<Vec<f64>> = figures.iter().map(ThreadFigures::loops_per_sec).collect();
-        let total = rates.map(|r| r.iter().sum::<f64>());
+        let wall_total = walls.map(|w| w.iter().sum::<f64>());
+        let total = if crowded {
+            wall_total
+        } else {
+            rates.map(|r| r.iter().sum::<f64>())
+        };
         let mean = |f: &dyn Fn(&ThreadFigures) -> f64| {
             figures.iter().map(f).sum::<f64>() / threads.max(1) as f64
         };
@@ -80,6 +99,7 @@ impl CpuItem {
             class: class.to_string(),
             isa: isa.to_string(),
             loops_per_sec: total,
+            wall_loops_per_sec: wall_total,
             loops_per_sec_per_thread: total.map(|t| t / threads.max(1) as f64),
             raw_loops_per_sec: figures.iter().map(ThreadFigures::raw_loops_per_sec).sum(),
             work_ns_per_loop: mean(&|f| per_loop(f.corrected_seconds(), f.loops)),

@@ -204,6 +204,7 @@ mod tests {
             class: "normal".into(),
             isa: "x86_64".into(),
             loops_per_sec,
+            wall_loops_per_sec: loops_per_sec,
             loops_per_sec_per_thread: loops_per_sec.map(|r| r / threads as f64),
             raw_loops_per_sec: 6.0,
             work_ns_per_loop: 1.0,

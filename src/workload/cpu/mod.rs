@@ -238,6 +238,11 @@ impl CpuWorkload {
                         Err(_) => None,
                     };
                     let isa = kernel.runner().isa();
+                    let cores = self
+                        .plan
+                        .cpus
+                        .as_ref()
+                        .map_or_else(|| cores::online_cpus().len(), Vec::len);
                     let item = CpuItem::of(
                         test,
                         &class.to_string(),
@@ -246,6 +251,7 @@ impl CpuWorkload {
                         began,
                         seconds,
                         energy_j,
+                        threads > cores,
                     );
                     ctx.sink.progress().add(0);
                     ctx.sink.item(&item);

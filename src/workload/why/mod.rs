@@ -356,6 +356,13 @@ impl Workload for WhyWorkload {
         WhyKind::NAME
     }
 
+    fn touches(&self) -> crate::workload::Touches {
+        crate::workload::Touches {
+            accounts_threads: true,
+            ..Default::default()
+        }
+    }
+
     fn target(&self) -> String {
         match (&self.plan.command[..], self.plan.pid) {
             ([], Some(pid)) => format!("process {pid}"),
