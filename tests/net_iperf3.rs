@@ -245,6 +245,10 @@ fn a_scenario_and_a_profile_test_the_network_to_an_iperf3_server() {
     if !common::have_or_skip(test, "iperf3") {
         return;
     }
+    // A profile is a load of its own: the rate tests of this file, which judge what
+    // other work took from them, run apart from it (seen: every try of the shaped-link
+    // test disturbed by this test's ratelab).
+    let _lock = rig::exclusive();
     let (_server, port) = iperf3_server();
     let dir = tempfile::tempdir().unwrap();
     let scenario = dir.path().join("s.toml");
