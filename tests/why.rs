@@ -74,24 +74,10 @@ fn disturbed(doc: &Value) -> Option<String> {
     })
 }
 
-/// A compressible file of `mib` MiB: lines of words, as logs and text are.
+/// A compressible file of `mib` MiB in `dir`.
 fn text_file(dir: &Path, mib: usize) -> std::path::PathBuf {
     let path = dir.join("text.txt");
-    let mut text = String::with_capacity(mib << 20);
-    let words = [
-        "rate", "limit", "step", "disk", "wait", "thread", "core", "link",
-    ];
-    let mut n: u64 = 1;
-    while text.len() < mib << 20 {
-        n = n
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        text.push_str(words[(n >> 61) as usize]);
-        text.push_str(if n & 7 == 0 { "\n" } else { " " });
-        text.push_str(&(n >> 48).to_string());
-        text.push(' ');
-    }
-    std::fs::write(&path, text).unwrap();
+    common::write_text(&path, mib << 20);
     path
 }
 

@@ -18,25 +18,6 @@ const WRITE_RATE: u64 = 50 * MIB;
 /// How far a figure may stray from the rig's rate (issue 34).
 const WITHIN: f64 = 0.10;
 
-/// Lines of words and numbers: text that compresses about as logs do.
-fn write_text(path: &Path, bytes: usize) {
-    let words = [
-        "rate", "limit", "step", "disk", "wait", "thread", "core", "link",
-    ];
-    let mut text = String::with_capacity(bytes + 64);
-    let mut n: u64 = 7;
-    while text.len() < bytes {
-        n = n
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        text.push_str(words[(n >> 61) as usize]);
-        text.push_str(if n & 7 == 0 { "\n" } else { " " });
-        text.push_str(&(n >> 48).to_string());
-        text.push(' ');
-    }
-    std::fs::write(path, text).expect("write the test file");
-}
-
 /// Syncs `path` and evicts it from the page cache, so that the next read is the disk's.
 fn evict(path: &Path) {
     let file = std::fs::File::open(path).expect("open the test file");
@@ -117,7 +98,7 @@ fn rig(read_rate: u64, files: &[(&str, usize)]) -> (SlowDisk, Throttle, Vec<Path
         .iter()
         .map(|(name, bytes)| {
             let path = disk.path().join(name);
-            write_text(&path, *bytes);
+            common::write_text(&path, *bytes);
             path
         })
         .collect();

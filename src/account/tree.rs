@@ -65,6 +65,66 @@ impl Tracked {
         self.off_s = self.off_s.max(excess);
         off
     }
+
+    /// Brings the thread of `tid` in `pid` up to its `times`, read at `now`: its span
+    /// since it was last read (its wait looked at where it was off its CPU for a share of it), and
+    /// whether it waited for a CPU for a share of it.
+    fn advance(
+        &mut self,
+        pid: u32,
+        tid: u32,
+        (now, times): (Instant, SchedTimes),
+        buffer: &mut Vec<u8>,
+        machine: &mut Machine,
+    ) -> (ThreadSpan, bool) {
+        let moved = times != self.times;
+        let ns = |a: u64, b: u64| a.saturating_sub(b) as f64 / 1e9;
+        let on_cpu_s = ns(times.on_cpu_ns, self.times.on_cpu_ns);
+        let cpu_wait_s = ns(times.waiting_ns, self.times.waiting_ns);
+        let seconds = now.duration_since(self.last_at).as_secs_f64();
+        self.times = times;
+        self.last_at = now;
+        let off_s = self.off_since(now, times);
+        let waited = cpu_wait_s > LOOK_AT_OFF * seconds;
+        let off = if off_s <= LOOK_AT_OFF * seconds {
+            // Busy all along: the wait it was last seen in is over. It may have blocked
+            // since it last ran: its state is known only where it is read.
+            self.runnable = false;
+            self.last_wait = None;
+            if waited
+                && self
+                    .cpu_at
+                    .is_none_or(|at| now.duration_since(at) > CPU_FRESH)
+            {
+                let _ = look_at(pid, tid, self, moved, buffer, machine);
+            }
+            running()
+        } else if !moved && self.runnable {
+            // Seen runnable and not run since: a thread blocks only by running, so it
+            // still waits for a CPU.
+            Wait::Step(StepKey::named(Step::CpuWait, ""))
+        } else {
+            look_at(pid, tid, self, moved, buffer, machine)
+        };
+        let queued = match &off {
+            Wait::Step(key) if key.step == Step::CpuWait => off_s,
+            _ => 0.0,
+        };
+        let busy = on_cpu_s + cpu_wait_s + queued;
+        let all_along = off_s <= LOOK_AT_OFF * seconds || queued > 0.0;
+        self.steady =
+            (all_along && busy > 0.0).then(|| (on_cpu_s / busy, (cpu_wait_s + queued) / busy));
+        let span = ThreadSpan {
+            tid,
+            pid,
+            on_cpu_s,
+            cpu_wait_s,
+            off_s,
+            off,
+            estimated: false,
+        };
+        (span, waited)
+    }
 }
 
 /// One process of the tree.
@@ -221,58 +281,14 @@ impl Tree {
                     }
                     continue;
                 };
-                let moved = times != tracked.times;
                 if tid == pid {
                     member.ran |= times.on_cpu_ns != tracked.times.on_cpu_ns;
                 }
-                let ns = |a: u64, b: u64| a.saturating_sub(b) as f64 / 1e9;
-                let on_cpu_s = ns(times.on_cpu_ns, tracked.times.on_cpu_ns);
-                let cpu_wait_s = ns(times.waiting_ns, tracked.times.waiting_ns);
-                let seconds = now.duration_since(tracked.last_at).as_secs_f64();
-                tracked.times = times;
-                tracked.last_at = now;
-                let off_s = tracked.off_since(now, times);
-                let waited = cpu_wait_s > LOOK_AT_OFF * seconds;
-                let off = if off_s <= LOOK_AT_OFF * seconds {
-                    // Busy all along: the wait it was last seen in is over. It may have
-                    // blocked since it last ran: its state is known only where it is read.
-                    tracked.runnable = false;
-                    tracked.last_wait = None;
-                    if waited
-                        && tracked
-                            .cpu_at
-                            .is_none_or(|at| now.duration_since(at) > CPU_FRESH)
-                    {
-                        let _ = look_at(pid, tid, tracked, moved, buffer, machine);
-                    }
-                    running()
-                } else if !moved && tracked.runnable {
-                    // Seen runnable and not run since: a thread blocks only by running,
-                    // so it still waits for a CPU.
-                    Wait::Step(StepKey::named(Step::CpuWait, ""))
-                } else {
-                    look_at(pid, tid, tracked, moved, buffer, machine)
-                };
+                let (span, waited) = tracked.advance(pid, tid, (now, times), buffer, machine);
                 if waited && let Some(cpu) = tracked.cpu {
                     waited_on_cpus.push(cpu);
                 }
-                let queued = match &off {
-                    Wait::Step(key) if key.step == Step::CpuWait => off_s,
-                    _ => 0.0,
-                };
-                let busy = on_cpu_s + cpu_wait_s + queued;
-                let all_along = off_s <= LOOK_AT_OFF * seconds || queued > 0.0;
-                tracked.steady = (all_along && busy > 0.0)
-                    .then(|| (on_cpu_s / busy, (cpu_wait_s + queued) / busy));
-                spans.push(ThreadSpan {
-                    tid,
-                    pid,
-                    on_cpu_s,
-                    cpu_wait_s,
-                    off_s,
-                    off,
-                    estimated: false,
-                });
+                spans.push(span);
             }
             for tid in gone {
                 member.threads.remove(&tid);
@@ -289,6 +305,31 @@ impl Tree {
     /// only when the kernel has given out a new id since the last one (listing /proc
     /// costs about 100 µs, most of a sample, and finds nothing new otherwise).
     fn discover(&mut self) -> Vec<u32> {
+        let mut ended = self.renamed_and_ended();
+        let last_pid = self.loadavg.as_ref().and_then(|file| {
+            threads::pread_into(file, &mut self.buffer).ok()?;
+            threads::parse_last_pid(std::str::from_utf8(&self.buffer).ok()?)
+        });
+        if last_pid.is_some() && last_pid == self.last_pid {
+            return ended;
+        }
+        self.last_pid = last_pid;
+        let listed: HashSet<u32> = threads::process_ids().into_iter().collect();
+        for pid in self.members.keys().copied().collect::<Vec<_>>() {
+            if !listed.contains(&pid) {
+                self.members.remove(&pid);
+                ended.push(pid);
+            }
+        }
+        self.strangers.retain(|pid| listed.contains(pid));
+        self.adopt(&listed);
+        self.track_threads();
+        ended
+    }
+
+    /// Members whose main thread could no longer be read, taken out; the others that
+    /// ran since the last sample named again, as a program may rename itself.
+    fn renamed_and_ended(&mut self) -> Vec<u32> {
         let mut ended = Vec::new();
         for (&pid, member) in &mut self.members {
             if !member.alive {
@@ -310,22 +351,12 @@ impl Tree {
         for pid in &ended {
             self.members.remove(pid);
         }
-        let last_pid = self.loadavg.as_ref().and_then(|file| {
-            threads::pread_into(file, &mut self.buffer).ok()?;
-            threads::parse_last_pid(std::str::from_utf8(&self.buffer).ok()?)
-        });
-        if last_pid.is_some() && last_pid == self.last_pid {
-            return ended;
-        }
-        self.last_pid = last_pid;
-        let listed: HashSet<u32> = threads::process_ids().into_iter().collect();
-        for pid in self.members.keys().copied().collect::<Vec<_>>() {
-            if !listed.contains(&pid) {
-                self.members.remove(&pid);
-                ended.push(pid);
-            }
-        }
-        self.strangers.retain(|pid| listed.contains(pid));
+        ended
+    }
+
+    /// The processes of `listed` not seen before whose parent is a member (or which
+    /// are the root), as members; the rest as strangers, not read again.
+    fn adopt(&mut self, listed: &HashSet<u32>) {
         let mut new: Vec<(u32, u32, String)> = listed
             .iter()
             .copied()
@@ -364,6 +395,10 @@ impl Tree {
         }
         self.strangers
             .extend(new.into_iter().map(|(pid, _, _)| pid));
+    }
+
+    /// Each member's threads as listed now: those gone dropped, those new opened.
+    fn track_threads(&mut self) {
         for (&pid, member) in &mut self.members {
             let tids = threads::thread_ids(pid);
             member.threads.retain(|tid, _| tids.contains(tid));
@@ -399,7 +434,6 @@ impl Tree {
                 );
             }
         }
-        ended
     }
 
     /// Reads again which members hold which pipes, and which way.

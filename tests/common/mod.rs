@@ -304,6 +304,27 @@ pub const QUICK_CPU: [&str; 7] = [
     "0.05",
 ];
 
+/// Writes a compressible text of `bytes` bytes or a few more to `path`: lines of
+/// words and numbers, as logs are.
+#[allow(dead_code)]
+pub fn write_text(path: &Path, bytes: usize) {
+    let words = [
+        "rate", "limit", "step", "disk", "wait", "thread", "core", "link",
+    ];
+    let mut text = String::with_capacity(bytes + 64);
+    let mut n: u64 = 7;
+    while text.len() < bytes {
+        n = n
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        text.push_str(words[(n >> 61) as usize]);
+        text.push_str(if n & 7 == 0 { "\n" } else { " " });
+        text.push_str(&(n >> 48).to_string());
+        text.push(' ');
+    }
+    std::fs::write(path, text).expect("write the test file");
+}
+
 /// `yes > /dev/null` processes keeping cores busy, killed when dropped, however the
 /// test ends.
 #[allow(dead_code)]

@@ -80,12 +80,12 @@ impl ThreadFigures {
     }
 
     /// Seconds of the work with the empty loop's time for as many loops taken off, on
-    /// the CPU clock (the wall clock for runs stored before it was kept).
+    /// the CPU clock.
     pub fn corrected_seconds(&self) -> f64 {
         self.work_cpu_seconds() - self.empty_seconds_per_loop() * self.loops as f64
     }
 
-    /// Seconds of one pass of the empty loop, on the CPU clock where kept.
+    /// Seconds of one pass of the empty loop, on the CPU clock.
     pub fn empty_seconds_per_loop(&self) -> f64 {
         if self.empty_loops > 0 {
             self.empty_cpu_seconds.unwrap_or(self.empty_seconds) / self.empty_loops as f64
@@ -94,13 +94,14 @@ impl ThreadFigures {
         }
     }
 
-    /// Seconds of the work chunks on the CPU clock, where kept.
+    /// Seconds of the work chunks on the CPU clock (every measurement keeps it; only
+    /// items stored before lack it, and their rates are stored, not worked out again).
     pub fn work_cpu_seconds(&self) -> f64 {
         self.work_cpu_seconds.unwrap_or(self.work_seconds)
     }
 
     /// Loops per second with the loop's own cost left in, as a plain C loop is timed,
-    /// per second of CPU time where kept.
+    /// per second of CPU time.
     pub fn raw_loops_per_sec(&self) -> f64 {
         let seconds = self.work_cpu_seconds();
         if seconds > 0.0 {
@@ -112,19 +113,12 @@ impl ThreadFigures {
 
     /// Loops per second of wall time: the rate on the CPU clock times the share of the
     /// wall the thread was on a CPU, so what it got done while other work, or its own
-    /// siblings, shared its core. Runs stored before the share was kept take the
-    /// empty loop's cost off the chunks' wall time.
+    /// siblings, shared its core; `None` as for [`Self::loops_per_sec`].
     pub fn wall_loops_per_sec(&self) -> Option<f64> {
-        if let (Some(span), Some(on_cpu)) = (self.span_seconds, self.span_cpu_seconds) {
-            return self
-                .loops_per_sec()
-                .filter(|_| span > 0.0)
-                .map(|rate| rate * (on_cpu / span).min(1.0));
-        }
-        let own_cost = self.empty_seconds_per_loop() * self.loops as f64;
-        let seconds = self.work_seconds - own_cost;
-        (seconds > own_cost * 0.1 && seconds > 0.0 && self.loops > 0)
-            .then(|| self.loops as f64 / seconds)
+        let (span, on_cpu) = (self.span_seconds?, self.span_cpu_seconds?);
+        self.loops_per_sec()
+            .filter(|_| span > 0.0)
+            .map(|rate| rate * (on_cpu / span).min(1.0))
     }
 }
 
@@ -217,8 +211,8 @@ fn one_thread(
         loops: 0,
         work_seconds: 0.0,
         empty_seconds: 0.0,
-        work_cpu_seconds: Some(0.0),
-        empty_cpu_seconds: Some(0.0),
+        work_cpu_seconds: None,
+        empty_cpu_seconds: None,
         span_seconds: None,
         span_cpu_seconds: None,
         empty_loops: 0,
@@ -231,6 +225,7 @@ fn one_thread(
     seen.insert(last_cpu);
     let started = Instant::now();
     let cpu_started = thread_cpu();
+    let (mut work_cpu, mut empty_cpu) = (0.0, 0.0);
     let mut chunks = 0u64;
     loop {
         let loops = match budget {
@@ -248,12 +243,12 @@ fn one_thread(
         let after = Instant::now();
         let cpu_after = thread_cpu();
         figures.work_seconds += (after - before).as_secs_f64();
-        add(&mut figures.work_cpu_seconds, cpu_after - cpu_before);
+        work_cpu += cpu_after - cpu_before;
         chunks += 1;
         if (chunks - 1).is_multiple_of(EMPTY_EVERY) {
             std::hint::black_box(runner.empty(loops));
             figures.empty_seconds += after.elapsed().as_secs_f64();
-            add(&mut figures.empty_cpu_seconds, thread_cpu() - cpu_after);
+            empty_cpu += thread_cpu() - cpu_after;
             figures.empty_loops += loops;
         }
         figures.loops += loops;
@@ -264,6 +259,8 @@ fn one_thread(
         }
         seen.insert(cpu);
     }
+    figures.work_cpu_seconds = Some(work_cpu);
+    figures.empty_cpu_seconds = Some(empty_cpu);
     figures.span_seconds = Some(started.elapsed().as_secs_f64());
     figures.span_cpu_seconds = Some(thread_cpu() - cpu_started);
     figures.cpus_seen = seen.into_iter().collect();
@@ -273,13 +270,6 @@ fn one_thread(
 /// The calling thread's CPU time, seconds.
 fn thread_cpu() -> f64 {
     crate::platform::cores::calling_thread_cpu_seconds()
-}
-
-/// Adds `seconds` to a figure kept as an option.
-fn add(figure: &mut Option<f64>, seconds: f64) {
-    if let Some(total) = figure {
-        *total += seconds;
-    }
 }
 
 /// Sets the thread's class and cores and calibrates the chunk, all before the start.

@@ -179,67 +179,13 @@ impl WhyWorkload {
     /// Sends the account's steps, processes and series as items, and keeps the rest.
     fn record(&mut self, account: &Account, ctx: &Context) {
         for total in &account.steps {
-            ctx.sink.item(&WhyItem::Step(StepItem {
-                step: total.key.step,
-                place: total.key.place.words(),
-                device: total.key.place.device().map(str::to_string),
-                interface: total.key.place.interface().map(str::to_string),
-                peer: total.key.place.peer().map(str::to_string),
-                seconds: total.seconds,
-                active_seconds: total.active_seconds,
-                bytes: total.bytes,
-            }));
+            ctx.sink.item(&WhyItem::Step(StepItem::of(total)));
         }
-        for p in &account.processes {
-            ctx.sink.item(&WhyItem::Process(ProcessItem {
-                pid: p.pid,
-                ppid: p.ppid,
-                name: p.name.clone(),
-                threads: p.threads,
-                cpu_s: p.cpu_s,
-                cpu_wait_s: p.cpu_wait_s,
-                waits: p
-                    .waits
-                    .iter()
-                    .map(|w| WaitItem {
-                        what: w.what.clone(),
-                        step: w.step,
-                        seconds: w.seconds,
-                    })
-                    .collect(),
-                cpu_by_thread: p
-                    .cpu_by_thread
-                    .iter()
-                    .map(|(thread, seconds)| ThreadCpu {
-                        thread: thread.clone(),
-                        seconds: *seconds,
-                    })
-                    .collect(),
-                waits_readable: p.waits_readable,
-            }));
+        for process in &account.processes {
+            ctx.sink.item(&WhyItem::Process(ProcessItem::of(process)));
         }
-        for b in &account.buckets {
-            ctx.sink.item(&WhyItem::Interval(IntervalItem {
-                t_s: b.t_s,
-                seconds: b.seconds,
-                steps: Step::ALL
-                    .iter()
-                    .map(|s| (*s, b.steps[s.index()]))
-                    .filter(|(_, seconds)| *seconds > 0.0)
-                    .collect(),
-                cpu_s: b.cpu_s,
-                cpu_wait_s: b.cpu_wait_s,
-                moved: b
-                    .counted
-                    .iter()
-                    .map(|c| Moved {
-                        name: c.name.clone(),
-                        interface: c.interface,
-                        read_bytes: c.read_bytes,
-                        written_bytes: c.written_bytes,
-                    })
-                    .collect(),
-            }));
+        for bucket in &account.buckets {
+            ctx.sink.item(&WhyItem::Interval(IntervalItem::of(bucket)));
         }
         let context = &mut self.context;
         context.samples = account.samples;

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::account::Step;
+use crate::account::{Bucket, ProcessTotal, Step, StepTotal};
 
 /// What `ratelab why` was asked to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -249,4 +249,79 @@ pub struct WhySummary {
     pub steps: Vec<StepShare>,
     /// The step that limits it; null when nothing was sampled.
     pub limiting: Option<Limiting>,
+}
+
+impl StepItem {
+    /// The item of a step's total.
+    pub fn of(total: &StepTotal) -> StepItem {
+        StepItem {
+            step: total.key.step,
+            place: total.key.place.words(),
+            device: total.key.place.device().map(str::to_string),
+            interface: total.key.place.interface().map(str::to_string),
+            peer: total.key.place.peer().map(str::to_string),
+            seconds: total.seconds,
+            active_seconds: total.active_seconds,
+            bytes: total.bytes,
+        }
+    }
+}
+
+impl ProcessItem {
+    /// The item of a process's total.
+    pub fn of(process: &ProcessTotal) -> ProcessItem {
+        ProcessItem {
+            pid: process.pid,
+            ppid: process.ppid,
+            name: process.name.clone(),
+            threads: process.threads,
+            cpu_s: process.cpu_s,
+            cpu_wait_s: process.cpu_wait_s,
+            waits: process
+                .waits
+                .iter()
+                .map(|w| WaitItem {
+                    what: w.what.clone(),
+                    step: w.step,
+                    seconds: w.seconds,
+                })
+                .collect(),
+            cpu_by_thread: process
+                .cpu_by_thread
+                .iter()
+                .map(|(thread, seconds)| ThreadCpu {
+                    thread: thread.clone(),
+                    seconds: *seconds,
+                })
+                .collect(),
+            waits_readable: process.waits_readable,
+        }
+    }
+}
+
+impl IntervalItem {
+    /// The item of a bucket of the series.
+    pub fn of(bucket: &Bucket) -> IntervalItem {
+        IntervalItem {
+            t_s: bucket.t_s,
+            seconds: bucket.seconds,
+            steps: Step::ALL
+                .iter()
+                .map(|s| (*s, bucket.steps[s.index()]))
+                .filter(|(_, seconds)| *seconds > 0.0)
+                .collect(),
+            cpu_s: bucket.cpu_s,
+            cpu_wait_s: bucket.cpu_wait_s,
+            moved: bucket
+                .counted
+                .iter()
+                .map(|c| Moved {
+                    name: c.name.clone(),
+                    interface: c.interface,
+                    read_bytes: c.read_bytes,
+                    written_bytes: c.written_bytes,
+                })
+                .collect(),
+        }
+    }
 }
