@@ -78,17 +78,16 @@ fn a_test_without_work_comes_out_near_zero() {
         let doc = empty_int("500ms");
         let (left, _) = empty_and_int(&doc);
         eprintln!("empty test: {:.2}% of the loop's cost left", left * 100.0);
-        if let Some(why) = common::disturbed(&doc) {
-            return common::Try::Disturbed(why);
-        }
-        assert!(left.abs() < 0.1, "{left}");
-        // A test with work keeps nearly all of its time.
-        let int = &items(&doc)[1];
-        assert!(
-            int["work_ns_per_loop"].as_f64().unwrap()
-                > 5.0 * int["empty_ns_per_loop"].as_f64().unwrap()
-        );
-        common::Try::Checked
+        common::check(common::disturbed(&doc), || {
+            assert!(left.abs() < 0.1, "{left}");
+            // A test with work keeps nearly all of its time.
+            let int = &items(&doc)[1];
+            assert!(
+                int["work_ns_per_loop"].as_f64().unwrap()
+                    > 5.0 * int["empty_ns_per_loop"].as_f64().unwrap()
+            );
+            common::Try::Checked
+        })
     });
 }
 
@@ -144,22 +143,33 @@ fn a_loop_scales_about_twice_from_one_to_two_threads_on_two_cores() {
         return;
     }
     let test = "a_loop_scales_about_twice";
+    // Three rounds, each 1 thread then 2, and the median of their speedups: this VM's
+    // host moved a single round's 1-thread rate from 2.14e8 to 1.80e8 loops per CPU
+    // second between one run and the next (2.23x in one round of a full suite).
     common::up_to_three_tries(test, |_| {
-        let doc = cpu_doc(&["--test", "int", "--threads", "1,2", "--seconds", "1"]);
-        let items = items(&doc);
-        let rate = |i: usize| items[i]["loops_per_sec"].as_f64().unwrap();
-        let speedup = rate(1) / rate(0);
-        eprintln!(
-            "int: {:.3e} loops/s on 1 thread, {:.3e} on 2: {speedup:.3}x",
-            rate(0),
-            rate(1)
-        );
-        // Two threads need two cores: beside other work they share them.
-        if let Some(why) = common::disturbed(&doc) {
-            return common::Try::Disturbed(why);
+        let (mut speedups, mut disturbed) = (Vec::new(), None);
+        for _ in 0..3 {
+            let doc = cpu_doc(&["--test", "int", "--threads", "1,2", "--seconds", "1"]);
+            let items = items(&doc);
+            let rate = |i: usize| items[i]["loops_per_sec"].as_f64().unwrap();
+            eprintln!(
+                "int: {:.3e} loops/s on 1 thread, {:.3e} on 2: {:.3}x",
+                rate(0),
+                rate(1),
+                rate(1) / rate(0)
+            );
+            speedups.push(rate(1) / rate(0));
+            disturbed = disturbed.or(common::disturbed(&doc));
         }
-        assert!((1.7..=2.2).contains(&speedup), "{speedup}");
-        common::Try::Checked
+        let speedup = median(speedups.clone());
+        // Two threads need two cores: beside other work they share them.
+        common::check(disturbed, || {
+            assert!(
+                (1.7..=2.2).contains(&speedup),
+                "median {speedup:.3} of {speedups:.3?}"
+            );
+            common::Try::Checked
+        })
     });
 }
 
@@ -304,18 +314,17 @@ fn cpus_1_keeps_every_thread_on_core_1_and_the_monitor_says_so() {
         );
         // Where the threads ran holds beside other work; how fast, and how idle core 0
         // stayed, only on quiet cores.
-        if let Some(why) = common::disturbed(&doc) {
-            return common::Try::Disturbed(why);
-        }
-        // Two threads on one core share it: no speedup.
-        let speedup = items[1]["loops_per_sec"].as_f64().unwrap()
-            / items[0]["loops_per_sec"].as_f64().unwrap();
-        assert!(speedup < 1.4, "{speedup}");
-        assert!(
-            mean_active(1) > mean_active(0) + 0.3,
-            "core 0 as busy as core 1"
-        );
-        common::Try::Checked
+        common::check(common::disturbed(&doc), || {
+            // Two threads on one core share it: no speedup.
+            let speedup = items[1]["loops_per_sec"].as_f64().unwrap()
+                / items[0]["loops_per_sec"].as_f64().unwrap();
+            assert!(speedup < 1.4, "{speedup}");
+            assert!(
+                mean_active(1) > mean_active(0) + 0.3,
+                "core 0 as busy as core 1"
+            );
+            common::Try::Checked
+        })
     });
 }
 

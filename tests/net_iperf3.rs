@@ -55,7 +55,6 @@ fn net_iperf3_agrees_with_iperf3_c_on_a_shaped_link() {
         return;
     }
     let _lock = rig::exclusive();
-    let mut failures = Vec::new();
     for (mtu, rate, rate_bits) in [(1500, "2gbit", 2e9), (9000, "4gbit", 4e9)] {
         let mut link = Link::new(mtu, rate);
         link.serve_iperf3(IPERF3_PORT);
@@ -100,24 +99,22 @@ fn net_iperf3_agrees_with_iperf3_c_on_a_shaped_link() {
                 eprintln!("{line}");
                 // Beside other work on two cores the link is not what limits: ratelab's own
                 // account says so, or the peer falls short of the link on the same rig.
-                if let Some(why) = common::disturbed(&doc) {
-                    return common::Try::Disturbed(why);
-                }
-                if theirs / limit_bits < 0.97 {
-                    return common::Try::Disturbed(format!(
-                        "a disturbed rig: iperf3 itself fell short of the link: {line}"
-                    ));
-                }
-                if (ours / theirs - 1.0).abs() > 0.03
-                    || !(0.97..=1.03).contains(&(ours / limit_bits))
-                {
-                    failures.push(line);
-                }
-                common::Try::Checked
+                common::check(common::disturbed(&doc), || {
+                    if theirs / limit_bits < 0.97 {
+                        return common::Try::Disturbed(format!(
+                            "a disturbed rig: iperf3 itself fell short of the link: {line}"
+                        ));
+                    }
+                    assert!(
+                        (ours / theirs - 1.0).abs() <= 0.03
+                            && (0.97..=1.03).contains(&(ours / limit_bits)),
+                        "{line}"
+                    );
+                    common::Try::Checked
+                })
             });
         }
     }
-    assert!(failures.is_empty(), "{failures:#?}");
 }
 
 /// A process killed when the test ends, however it ends.
@@ -321,58 +318,65 @@ fn net_iperf3_runs_its_tests_against_the_newest_iperf3_s_and_both_ends_agree() {
     ];
     for args in cases {
         let what = format!("net --iperf3 {args:?} to iperf3 {}", newest.version);
-        let doc = run_json(
-            common::ratelab()
-                .args(["net", "127.0.0.1", "--iperf3", "-p", &port.to_string()])
-                .args(args)
-                .args(["--json", "--no-store", "-q"]),
-        );
-        assert_eq!(doc["status"], "complete", "{what}: {doc}");
-        let workload = &doc["workloads"][0];
-        let server_sends = args.contains(&"-R") || args.contains(&"--bidir");
-        let worst = assert_streams_agree(
-            &what,
-            &doc,
-            if server_sends {
-                iperf3_peers::buffers()
-            } else {
-                0
-            },
-        );
-        let received = workload["summary"]["receive"]["bytes_per_sec"]
-            .as_f64()
-            .unwrap()
-            * 8.0;
-        eprintln!(
-            "{what}: received {:.3} Gbit/s, both ends within {:.3}% stream by stream",
-            received / 1e9,
-            100.0 * worst
-        );
-        if args.contains(&"reno") {
-            let congestion: Vec<&serde_json::Value> = workload["items"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|i| i["scope"] == "stream")
-                .map(|i| &i["congestion"])
-                .collect();
-            // Both ends said reno: the server's sender, as its results name it.
-            assert!(
-                congestion.iter().all(|c| *c == "reno"),
-                "{what}: {congestion:?}"
+        common::up_to_three_tries(&format!("{test}: {what}"), |_| {
+            let doc = run_json(
+                common::ratelab()
+                    .args(["net", "127.0.0.1", "--iperf3", "-p", &port.to_string()])
+                    .args(args)
+                    .args(["--json", "--no-store", "-q"]),
             );
-        }
-        if args.contains(&"--fq-rate") {
-            assert!(
-                (received / 2e9 - 1.0).abs() <= 0.05,
-                "{what}: {received} bit/s"
-            );
-        }
-        if args.contains(&"-n") {
-            // A test of bytes ends once the server's TCP has them all: it counted each.
-            let sum = &workload["summary"]["receive"];
-            assert_eq!(sum["bytes"], 1u64 << 30, "{what}: {sum}");
-        }
+            assert_eq!(doc["status"], "complete", "{what}: {doc}");
+            // Rates, and what a sender wrote that its receiver had not read when the
+            // clock ended, move with the CPUs: beside other work the ends get less.
+            common::check(common::disturbed(&doc), || {
+                let workload = &doc["workloads"][0];
+                let server_sends = args.contains(&"-R") || args.contains(&"--bidir");
+                let worst = assert_streams_agree(
+                    &what,
+                    &doc,
+                    if server_sends {
+                        iperf3_peers::buffers()
+                    } else {
+                        0
+                    },
+                );
+                let received = workload["summary"]["receive"]["bytes_per_sec"]
+                    .as_f64()
+                    .unwrap()
+                    * 8.0;
+                eprintln!(
+                    "{what}: received {:.3} Gbit/s, both ends within {:.3}% stream by stream",
+                    received / 1e9,
+                    100.0 * worst
+                );
+                if args.contains(&"reno") {
+                    let congestion: Vec<&serde_json::Value> = workload["items"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .filter(|i| i["scope"] == "stream")
+                        .map(|i| &i["congestion"])
+                        .collect();
+                    // Both ends said reno: the server's sender, as its results name it.
+                    assert!(
+                        congestion.iter().all(|c| *c == "reno"),
+                        "{what}: {congestion:?}"
+                    );
+                }
+                if args.contains(&"--fq-rate") {
+                    assert!(
+                        (received / 2e9 - 1.0).abs() <= 0.05,
+                        "{what}: {received} bit/s"
+                    );
+                }
+                if args.contains(&"-n") {
+                    // A test of bytes ends once the server's TCP has them all: it counted each.
+                    let sum = &workload["summary"]["receive"];
+                    assert_eq!(sum["bytes"], 1u64 << 30, "{what}: {sum}");
+                }
+                common::Try::Checked
+            })
+        });
         settle();
     }
 }

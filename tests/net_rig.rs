@@ -99,22 +99,21 @@ fn net_reaches_the_goodput_limit_of_a_shaped_link_and_reports_the_mss() {
             eprintln!("{line}");
             // Beside other work on two cores the link is not what limits: ratelab's own
             // account says so, or the peer falls short of the link on the same rig.
-            if let Some(why) = common::disturbed(&doc) {
-                return common::Try::Disturbed(why);
-            }
-            if let Some(peer_share) = peer_share {
-                if peer_share < 0.97 {
-                    return common::Try::Disturbed(format!(
-                        "a disturbed rig: iperf3 itself fell short: {line}"
-                    ));
+            common::check(common::disturbed(&doc), || {
+                if let Some(peer_share) = peer_share {
+                    if peer_share < 0.97 {
+                        return common::Try::Disturbed(format!(
+                            "a disturbed rig: iperf3 itself fell short: {line}"
+                        ));
+                    }
+                    assert!(
+                        share >= peer_share * 0.97,
+                        "ratelab is below iperf3 on the same link: {line}"
+                    );
                 }
-                assert!(
-                    share >= peer_share * 0.97,
-                    "ratelab is below iperf3 on the same link: {line}"
-                );
-            }
-            assert!((0.97..=1.03).contains(&share), "{line}");
-            common::Try::Checked
+                assert!((0.97..=1.03).contains(&share), "{line}");
+                common::Try::Checked
+            })
         });
     }
 }

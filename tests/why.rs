@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Try, ratelab, refused, up_to_three_tries};
+use common::{Try, check, ratelab, refused, up_to_three_tries};
 use serde_json::Value;
 
 /// The run document `why` wrote to `out`.
@@ -176,14 +176,13 @@ fn a_compressor_is_limited_by_its_cpu_alone_and_in_a_pipeline() {
     ] {
         up_to_three_tries(test, |_| {
             let doc = why(&[], &command, 0);
-            if let Some(why) = disturbed(&doc) {
-                return Try::Disturbed(why);
-            }
-            let limit = limiting(&doc);
-            assert_eq!(limit["step"], "cpu", "{test}: {limit}");
-            assert_eq!(limit["where"], "zstd", "{test}: {limit}");
-            assert!(limit["share"].as_f64().unwrap() >= 0.9, "{test}: {limit}");
-            Try::Checked
+            check(disturbed(&doc), || {
+                let limit = limiting(&doc);
+                assert_eq!(limit["step"], "cpu", "{test}: {limit}");
+                assert_eq!(limit["where"], "zstd", "{test}: {limit}");
+                assert!(limit["share"].as_f64().unwrap() >= 0.9, "{test}: {limit}");
+                Try::Checked
+            })
         });
     }
 }

@@ -10,7 +10,7 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use common::rig::{self, MIB, SlowDisk, Throttle};
-use common::{RIG_NEEDS, Try, root_or_skip, up_to_three_tries};
+use common::{RIG_NEEDS, Try, check, root_or_skip, up_to_three_tries};
 use serde_json::Value;
 
 const READ_RATE: u64 = 100 * MIB;
@@ -121,14 +121,13 @@ fn a_reader_of_a_throttled_disk_is_limited_by_it_and_set_against_its_run() {
     up_to_three_tries(test, |_| {
         evict(&files[0]);
         let doc = why_throttled(&throttle, &db_arg, &["cat", file], &out);
-        if let Some(why) = disturbed(&doc) {
-            return Try::Disturbed(why);
-        }
-        assert_device_limits(&doc, "disk_read", &device, READ_RATE, "cat");
-        // Nothing measured the device yet: the answer says what would.
-        let words = doc["workloads"][0]["context"]["capabilities"].to_string();
-        assert!(words.contains("ratelab disk"), "{words}");
-        Try::Checked
+        check(disturbed(&doc), || {
+            assert_device_limits(&doc, "disk_read", &device, READ_RATE, "cat");
+            // Nothing measured the device yet: the answer says what would.
+            let words = doc["workloads"][0]["context"]["capabilities"].to_string();
+            assert!(words.contains("ratelab disk"), "{words}");
+            Try::Checked
+        })
     });
     // What ratelab measured of the device reading, then the reader set against it.
     let series = throttle
@@ -149,18 +148,17 @@ fn a_reader_of_a_throttled_disk_is_limited_by_it_and_set_against_its_run() {
     up_to_three_tries(test, |_| {
         evict(&files[0]);
         let doc = why_throttled(&throttle, &db_arg, &["cat", file], &out);
-        if let Some(why) = disturbed(&doc) {
-            return Try::Disturbed(why);
-        }
-        let limit = limiting(&doc);
-        assert_eq!(limit["capability_run"], disk_run, "{limit}");
-        let ratio = limit["bytes_per_sec"].as_f64().unwrap()
-            / limit["capability_bytes_per_sec"].as_f64().unwrap();
-        assert!((0.85..=1.15).contains(&ratio), "{ratio:.3}: {limit}");
-        common::say(&format!(
-            "{test}: cat read at {ratio:.3}x what run {disk_run} measured of {device}"
-        ));
-        Try::Checked
+        check(disturbed(&doc), || {
+            let limit = limiting(&doc);
+            assert_eq!(limit["capability_run"], disk_run, "{limit}");
+            let ratio = limit["bytes_per_sec"].as_f64().unwrap()
+                / limit["capability_bytes_per_sec"].as_f64().unwrap();
+            assert!((0.85..=1.15).contains(&ratio), "{ratio:.3}: {limit}");
+            common::say(&format!(
+                "{test}: cat read at {ratio:.3}x what run {disk_run} measured of {device}"
+            ));
+            Try::Checked
+        })
     });
 }
 
@@ -187,11 +185,10 @@ fn direct_and_buffered_writers_of_a_throttled_disk_are_limited_by_it() {
                 "status=none",
             ];
             let doc = why_throttled(&throttle, &["--no-store"], &command, &out);
-            if let Some(why) = disturbed(&doc) {
-                return Try::Disturbed(why);
-            }
-            assert_device_limits(&doc, "disk_write", &device, WRITE_RATE, what);
-            Try::Checked
+            check(disturbed(&doc), || {
+                assert_device_limits(&doc, "disk_write", &device, WRITE_RATE, what);
+                Try::Checked
+            })
         });
     }
 }
@@ -217,24 +214,23 @@ fn a_pipeline_from_a_throttled_disk_is_limited_by_its_slower_step() {
         up_to_three_tries(test, |_| {
             evict(file);
             let doc = why_throttled(&throttle, &["--no-store"], &["sh", "-c", &pipeline], &out);
-            if let Some(why) = disturbed(&doc) {
-                return Try::Disturbed(why);
-            }
-            let limit = limiting(&doc);
-            if what.ends_with("-19") {
-                assert_eq!(limit["step"], "cpu", "{what}: {limit}");
-                assert_eq!(limit["where"], "zstd", "{what}: {limit}");
-            } else {
-                assert_eq!(limit["step"], "disk_read", "{what}: {limit}");
-                assert_eq!(limit["where"], device, "{what}: {limit}");
-            }
-            common::say(&format!(
-                "{what}: {} on {}, {:.1}% of the time",
-                limit["step"],
-                limit["where"],
-                limit["share"].as_f64().unwrap() * 100.0
-            ));
-            Try::Checked
+            check(disturbed(&doc), || {
+                let limit = limiting(&doc);
+                if what.ends_with("-19") {
+                    assert_eq!(limit["step"], "cpu", "{what}: {limit}");
+                    assert_eq!(limit["where"], "zstd", "{what}: {limit}");
+                } else {
+                    assert_eq!(limit["step"], "disk_read", "{what}: {limit}");
+                    assert_eq!(limit["where"], device, "{what}: {limit}");
+                }
+                common::say(&format!(
+                    "{what}: {} on {}, {:.1}% of the time",
+                    limit["step"],
+                    limit["where"],
+                    limit["share"].as_f64().unwrap() * 100.0
+                ));
+                Try::Checked
+            })
         });
     }
 }
@@ -263,25 +259,24 @@ fn an_iperf3_sender_over_a_shaped_link_is_limited_by_sending_to_its_peer() {
             .expect("start ratelab why");
         assert!(status.success());
         let doc = common::json(&std::fs::read(&out).unwrap());
-        if let Some(why) = disturbed(&doc) {
-            return Try::Disturbed(why);
-        }
-        let limit = limiting(&doc);
-        assert_eq!(limit["step"], "net_send", "{limit}");
-        let place = limit["where"].as_str().unwrap();
-        assert!(
-            place.starts_with(&format!("{}:5201 via ", link.server_address)),
-            "{limit}"
-        );
-        let measured = limit["bytes_per_sec"].as_f64().unwrap() * 8.0 / 200e6;
-        assert!(
-            (1.0 - WITHIN..=1.0 + WITHIN).contains(&measured),
-            "{measured:.3}x the link: {limit}"
-        );
-        common::say(&format!(
-            "{test}: net_send to {place}, {:.1}% of the time, {measured:.3}x the link",
-            limit["share"].as_f64().unwrap() * 100.0
-        ));
-        Try::Checked
+        check(disturbed(&doc), || {
+            let limit = limiting(&doc);
+            assert_eq!(limit["step"], "net_send", "{limit}");
+            let place = limit["where"].as_str().unwrap();
+            assert!(
+                place.starts_with(&format!("{}:5201 via ", link.server_address)),
+                "{limit}"
+            );
+            let measured = limit["bytes_per_sec"].as_f64().unwrap() * 8.0 / 200e6;
+            assert!(
+                (1.0 - WITHIN..=1.0 + WITHIN).contains(&measured),
+                "{measured:.3}x the link: {limit}"
+            );
+            common::say(&format!(
+                "{test}: net_send to {place}, {:.1}% of the time, {measured:.3}x the link",
+                limit["share"].as_f64().unwrap() * 100.0
+            ));
+            Try::Checked
+        })
     });
 }

@@ -459,29 +459,44 @@ fn recorder(
     db: &super::DbArg,
     log: crate::workload::net::Log,
 ) -> anyhow::Result<crate::workload::net::Recorder> {
-    let at = crate::store::Address::of(db.path.as_deref())?;
-    let store = std::sync::Mutex::new(None::<crate::store::Store>);
-    Ok(Arc::new(move |mut doc| {
-        // Concluded as the runner concludes every run: summaries, then verdicts.
-        if let Err(e) = crate::run::conclude(&mut doc, None) {
-            log(&format!("the iperf3 test's figures do not read back: {e}"));
-        }
-        let mut store = store.lock().unwrap_or_else(|p| p.into_inner());
-        if store.is_none() {
-            match at.open() {
-                Ok(opened) => *store = Some(opened),
-                Err(e) => return log(&format!("the iperf3 test is not stored: {e:#}")),
+    let at = Arc::new(crate::store::Address::of(db.path.as_deref())?);
+    let store = Arc::new(std::sync::Mutex::new(None::<crate::store::Store>));
+    Ok(Arc::new(move |local_ip| {
+        // The test's own account of the machine, as every run keeps one: the interface
+        // its control connection came in on carries its streams.
+        let touched = crate::run::Touched {
+            interfaces: local_ip
+                .and_then(crate::platform::nics::nic_of)
+                .map(|n| n.name)
+                .into_iter()
+                .collect(),
+            ..Default::default()
+        };
+        let watch = crate::run::Watch::start(touched, crate::run::LOOK_EVERY, true);
+        let (at, store, log) = (Arc::clone(&at), Arc::clone(&store), Arc::clone(&log));
+        Box::new(move |mut doc| {
+            doc.interference = watch.finish();
+            // Concluded as the runner concludes every run: summaries, then verdicts.
+            if let Err(e) = crate::run::conclude(&mut doc, None) {
+                log(&format!("the iperf3 test's figures do not read back: {e}"));
             }
-        }
-        match store.as_mut().map(|s| s.import_run(&doc)) {
-            Some(Ok(Some(id))) => log(&format!("stored as run {id} in {at}")),
-            Some(Ok(None)) => {}
-            Some(Err(e)) => log(&format!(
-                "the iperf3 test is not stored: {}",
-                anyhow::Error::new(e)
-            )),
-            None => {}
-        }
+            let mut store = store.lock().unwrap_or_else(|p| p.into_inner());
+            if store.is_none() {
+                match at.open() {
+                    Ok(opened) => *store = Some(opened),
+                    Err(e) => return log(&format!("the iperf3 test is not stored: {e:#}")),
+                }
+            }
+            match store.as_mut().map(|s| s.import_run(&doc)) {
+                Some(Ok(Some(id))) => log(&format!("stored as run {id} in {at}")),
+                Some(Ok(None)) => {}
+                Some(Err(e)) => log(&format!(
+                    "the iperf3 test is not stored: {}",
+                    anyhow::Error::new(e)
+                )),
+                None => {}
+            }
+        })
     }))
 }
 

@@ -242,6 +242,8 @@ struct Other {
     name: String,
     cpu_ticks: u64,
     io: Option<Io>,
+    /// Ticks it ran between the last two looks, for a peer that ends before the next.
+    last_ticks: u64,
 }
 
 /// The account so far.
@@ -335,6 +337,7 @@ impl Account {
                 kernel_ticks += cpu;
             } else if let Some(peer) = self.peers.get_mut(key) {
                 peer.cpu_ticks += cpu;
+                peer.last_ticks = cpu;
                 peer_ticks += cpu;
             } else if cpu > 0 || io.is_some_and(|i| i.read_bytes + i.written_bytes > 0) {
                 let other = self.others.entry(*key).or_insert_with(|| Other {
@@ -355,9 +358,19 @@ impl Account {
         // more than the CPUs had.
         let capacity =
             (after.cpu.per_cpu.len().max(1) as f64 * seconds * self.ticks_per_second).ceil() as u64;
-        let other_ticks = machine
-            .saturating_sub(own_ticks + kernel_ticks + peer_ticks)
-            .min(capacity);
+        // A peer that ended since the last look (the iperf3 client of a served test)
+        // took its ticks since with it: it is taken to have run at its last rate until
+        // it ended, within what no live process accounts for.
+        let unaccounted = machine.saturating_sub(own_ticks + kernel_ticks + peer_ticks);
+        let mut ended_ticks = 0;
+        for (key, peer) in &mut self.peers {
+            if before.processes.contains_key(key) && !after.processes.contains_key(key) {
+                let ticks = peer.last_ticks.min(unaccounted - ended_ticks);
+                peer.cpu_ticks += ticks;
+                ended_ticks += ticks;
+            }
+        }
+        let other_ticks = (unaccounted - ended_ticks).min(capacity);
         self.own_ticks += own_ticks;
         self.kernel_ticks += kernel_ticks;
         self.other_ticks += other_ticks;
@@ -577,5 +590,67 @@ mod tests {
         );
         assert!(account.seconds > 0.0 && account.cpus >= 1);
         assert_eq!(account.series.t_s.len(), account.series.other_cores.len());
+    }
+
+    /// A look `seconds` after `start`, the machine's processes having run `machine`
+    /// ticks in all, with `peer` (pid 7) still there at `peer_ticks` or gone.
+    fn look(start: Instant, seconds: u64, machine: u64, peer: Option<u64>) -> Look {
+        let process = |cpu_ticks| Process {
+            pid: 7,
+            ppid: 1,
+            name: "iperf3".into(),
+            start_ticks: 5,
+            cpu_ticks,
+            children_cpu_ticks: 0,
+            kernel: false,
+            last_cpu: None,
+            io: None,
+        };
+        Look {
+            at: start + Duration::from_secs(seconds),
+            cpu: CpuTicks {
+                process: machine,
+                per_cpu: [(0, (machine, 100 * seconds)), (1, (0, 100 * seconds))].into(),
+                ..CpuTicks::default()
+            },
+            processes: peer.map(|t| ((7, 5), process(t))).into_iter().collect(),
+            devices: Vec::new(),
+            interfaces: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_peer_that_ends_between_looks_is_taken_at_its_last_rate_not_as_anothers() {
+        let start = Instant::now();
+        let first = look(start, 0, 0, Some(0));
+        let mut account = Account {
+            ticks_per_second: 100.0,
+            own_ticks: 0,
+            kernel_ticks: 0,
+            other_ticks: 0,
+            own_io: Io::default(),
+            others: HashMap::new(),
+            peers: [((7, 5), Other::default())].into(),
+            find_peers: false,
+            series: InterferenceSeries::default(),
+            first: first.clone(),
+        };
+        // A second of 80 ticks, then the peer ends: of the next second's 90 ticks, 80
+        // are the peer's at its last rate and 10 another's.
+        let second = look(start, 1, 80, Some(80));
+        account.add(&first, &second);
+        let third = look(start, 2, 170, None);
+        account.add(&second, &third);
+        assert_eq!(account.peers[&(7, 5)].cpu_ticks, 160);
+        assert_eq!(account.other_ticks, 10);
+        // Where less is unaccounted for than its last rate, it is taken, no more.
+        let fourth = look(start, 3, 175, Some(0));
+        let mut short = Account {
+            other_ticks: 0,
+            ..account
+        };
+        short.peers.get_mut(&(7, 5)).unwrap().last_ticks = 80;
+        short.add(&fourth, &look(start, 4, 180, None));
+        assert_eq!(short.other_ticks, 0);
     }
 }

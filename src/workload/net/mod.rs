@@ -44,7 +44,7 @@ pub use options::StreamOptions;
 pub use protocol::{
     DecodeError, Direction, Limits, MAX_REQUEST_BYTES, Message, PROTOCOL, decode, encode,
 };
-pub use server::{Log, MAX_BLOCK_BYTES, Recorder, ServeConfig, Server};
+pub use server::{Log, MAX_BLOCK_BYTES, Record, Recorder, ServeConfig, Server};
 pub use summary::{CpuFractions, DirectionTotals, NetSummary, Totals};
 
 use self::client::Control;

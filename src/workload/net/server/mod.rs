@@ -49,9 +49,13 @@ pub struct ServeConfig {
     pub iperf3_authority: Option<Arc<Authority>>,
 }
 
-/// Where the run of each test served to an iperf3 client goes, as measured and not yet
-/// concluded (ratelab's own clients store their runs themselves).
-pub type Recorder = Arc<dyn Fn(crate::document::RunDocument) + Send + Sync>;
+/// Begins the record of each test served to an iperf3 client as the test starts, given
+/// this end's address (ratelab's own clients store their runs themselves).
+pub type Recorder = Arc<dyn Fn(Option<std::net::IpAddr>) -> Record + Send + Sync>;
+
+/// Where one served test's run goes, as measured and not yet concluded; dropped unused
+/// when the test is refused.
+pub type Record = Box<dyn FnOnce(crate::document::RunDocument) + Send>;
 
 /// What the server tells its operator, one line per event.
 pub type Log = Arc<dyn Fn(&str) + Send + Sync>;

@@ -120,6 +120,8 @@ fn control(
     };
     drop(ticket);
     let started_at = now_rfc3339();
+    let local_ip = connection.local_addr().ok().map(|a| a.ip());
+    let begun = state.recorder.as_ref().map(|begin| begin(local_ip));
     let outcome = test(state, connection, peer, cookie);
     drop(slot);
     if let Err(Refusal {
@@ -145,8 +147,8 @@ fn control(
             if let Some(reason) = &done.disagreement {
                 (state.log)(&format!("{peer}: stored incomplete: {reason}"));
             }
-            if let Some(record) = &state.recorder {
-                record(record::document(peer, &done, started_at));
+            if let Some(store) = begun {
+                store(record::document(peer, &done, started_at));
             }
             Ok(())
         }
