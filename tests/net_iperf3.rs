@@ -364,10 +364,7 @@ fn net_iperf3_runs_its_tests_against_the_newest_iperf3_s_and_both_ends_agree() {
                     );
                 }
                 if args.contains(&"--fq-rate") {
-                    assert!(
-                        (received / 2e9 - 1.0).abs() <= 0.05,
-                        "{what}: {received} bit/s"
-                    );
+                    iperf3_peers::assert_paced(&what, received, 2e9);
                 }
                 if args.contains(&"-n") {
                     // A test of bytes ends once the server's TCP has them all: it counted each.

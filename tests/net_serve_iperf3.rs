@@ -223,10 +223,7 @@ fn check_served(
     }
     if case.args.contains(&"--fq-rate") {
         let bits = end["sum_received"]["bits_per_second"].as_f64().unwrap();
-        assert!(
-            (bits / 2e9 - 1.0).abs() <= 0.05,
-            "{what}: the pacing rate was not held: {bits} bit/s"
-        );
+        iperf3_peers::assert_paced(what, bits, 2e9);
     }
     // iperf 3.12 sends and receives on one thread: in --bidir it reads its receiving
     // streams last, and leaves up to a receive buffer unread when the test ends.
