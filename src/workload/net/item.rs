@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::protocol::Direction;
 use super::report::{Role, SideReport, StreamReport};
+use super::socket::TcpStats;
 
 /// Which end measured an item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -79,6 +80,31 @@ pub struct NetItem {
     /// The kernel's delivery rate estimate at the end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery_rate_bytes_per_sec: Option<u64>,
+    /// Microseconds the sender had data to send (in the interval, or in the whole
+    /// stream), from its socket's TCP_INFO; 0 at a receiving end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_us: Option<u64>,
+    /// Microseconds of them the receiver's window held the sender back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rwnd_limited_us: Option<u64>,
+    /// Microseconds of them the sender's own send buffer held it back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sndbuf_limited_us: Option<u64>,
+    /// The least round-trip time the connection had seen by the end, microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_rtt_us: Option<u64>,
+    /// The receive window the peer last advertised, bytes, at the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snd_wnd_bytes: Option<u64>,
+    /// Bytes sent again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retransmitted_bytes: Option<u64>,
+    /// Retransmissions the receiver reported as needless (D-SACK).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dsack_dups: Option<u64>,
+    /// Times segments arrived reordered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reordering_seen: Option<u64>,
     /// MSS of the connection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mss_bytes: Option<u64>,
@@ -123,19 +149,14 @@ pub fn items_of_report(
     let mut items = Vec::new();
     for stream in &report.streams {
         items.push(stream_item(stream, side, test, streams));
-        let mut retransmits_before = 0;
+        // The kernel's counters run from the connection's start: each interval has what
+        // they grew by since the last interval that had them.
+        let mut before: Option<TcpStats> = None;
         for interval in &stream.intervals {
-            let retransmits = interval.tcp.map(|t| t.retransmits);
-            items.push(NetItem {
+            let mut item = NetItem {
                 direction: Some(direction(test, stream.stream, streams)),
                 stream: Some(stream.stream),
                 interval: Some(interval.index),
-                retransmits: retransmits.map(|r| r.saturating_sub(retransmits_before)),
-                cwnd_bytes: interval.tcp.map(|t| t.cwnd_bytes),
-                rtt_us: interval.tcp.map(|t| t.rtt_us),
-                delivery_rate_bytes_per_sec: interval
-                    .tcp
-                    .and_then(|t| t.delivery_rate_bytes_per_sec),
                 ..NetItem::moved(
                     stream.role.as_str(),
                     Scope::Interval,
@@ -144,8 +165,10 @@ pub fn items_of_report(
                     interval.end_s,
                     interval.bytes,
                 )
-            });
-            retransmits_before = retransmits.unwrap_or(retransmits_before);
+            };
+            item.take_tcp(interval.tcp.as_ref(), before.as_ref());
+            items.push(item);
+            before = interval.tcp.or(before);
         }
     }
     let bytes = report.streams.iter().map(|s| s.bytes).sum();
@@ -157,13 +180,9 @@ pub fn items_of_report(
 }
 
 fn stream_item(stream: &StreamReport, side: Side, test: Direction, streams: u32) -> NetItem {
-    NetItem {
+    let mut item = NetItem {
         direction: Some(direction(test, stream.stream, streams)),
         stream: Some(stream.stream),
-        retransmits: stream.tcp.map(|t| t.retransmits),
-        cwnd_bytes: stream.tcp.map(|t| t.cwnd_bytes),
-        rtt_us: stream.tcp.map(|t| t.rtt_us),
-        delivery_rate_bytes_per_sec: stream.tcp.and_then(|t| t.delivery_rate_bytes_per_sec),
         mss_bytes: stream.mss_bytes,
         mtu_bytes: stream.mtu_bytes,
         cpu_seconds: Some(stream.cpu_seconds),
@@ -177,10 +196,35 @@ fn stream_item(stream: &StreamReport, side: Side, test: Direction, streams: u32)
             stream.seconds,
             stream.bytes,
         )
-    }
+    };
+    item.take_tcp(stream.tcp.as_ref(), None);
+    item
 }
 
 impl NetItem {
+    /// Takes the TCP figures of `now`: the state it ends in, and what the kernel's
+    /// counters grew by since `before` (since the connection opened, where none).
+    fn take_tcp(&mut self, now: Option<&TcpStats>, before: Option<&TcpStats>) {
+        let Some(now) = now else {
+            return;
+        };
+        let grew = |f: fn(&TcpStats) -> Option<u64>| {
+            f(now).map(|n| n.saturating_sub(before.and_then(f).unwrap_or(0)))
+        };
+        self.retransmits = grew(|t| Some(t.retransmits));
+        self.cwnd_bytes = Some(now.cwnd_bytes);
+        self.rtt_us = Some(now.rtt_us);
+        self.delivery_rate_bytes_per_sec = now.delivery_rate_bytes_per_sec;
+        self.busy_us = grew(|t| t.busy_us);
+        self.rwnd_limited_us = grew(|t| t.rwnd_limited_us);
+        self.sndbuf_limited_us = grew(|t| t.sndbuf_limited_us);
+        self.min_rtt_us = now.min_rtt_us;
+        self.snd_wnd_bytes = now.snd_wnd_bytes;
+        self.retransmitted_bytes = grew(|t| t.bytes_retrans);
+        self.dsack_dups = grew(|t| t.dsack_dups);
+        self.reordering_seen = grew(|t| t.reord_seen);
+    }
+
     /// An item of `bytes` moved from `start_s` to `end_s`, with no TCP or CPU figures.
     pub fn moved(
         op: &str,
@@ -206,6 +250,14 @@ impl NetItem {
             cwnd_bytes: None,
             rtt_us: None,
             delivery_rate_bytes_per_sec: None,
+            busy_us: None,
+            rwnd_limited_us: None,
+            sndbuf_limited_us: None,
+            min_rtt_us: None,
+            snd_wnd_bytes: None,
+            retransmitted_bytes: None,
+            dsack_dups: None,
+            reordering_seen: None,
             mss_bytes: None,
             mtu_bytes: None,
             cpu_seconds: None,

@@ -10,8 +10,9 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use serde::{Deserialize, Serialize};
 
-/// The kernel's `struct tcp_info` (include/uapi/linux/tcp.h) up to `tcpi_bytes_retrans`;
-/// older kernels fill less, and the length they return says how much.
+/// The kernel's `struct tcp_info` (include/uapi/linux/tcp.h) up to
+/// `tcpi_total_rto_time` (Linux 6.7); older kernels fill less, and the length they
+/// return says how much.
 #[repr(C)]
 #[derive(Default)]
 struct KernelTcpInfo {
@@ -65,6 +66,22 @@ struct KernelTcpInfo {
     delivered_ce: u32,
     bytes_sent: u64,
     bytes_retrans: u64,
+    dsack_dups: u32,
+    reord_seen: u32,
+    rcv_ooopack: u32,
+    snd_wnd: u32,
+    rcv_wnd: u32,
+    rehash: u32,
+    total_rto: u16,
+    total_rto_recoveries: u16,
+    total_rto_time: u32,
+}
+
+/// Whether a TCP_INFO of `length` bytes holds the field that ends at `end`.
+macro_rules! filled {
+    ($length:expr, $field:ident, $type:ty) => {
+        $length >= std::mem::offset_of!(KernelTcpInfo, $field) + std::mem::size_of::<$type>()
+    };
 }
 
 /// A TCP connection's state as the kernel reports it.
@@ -82,6 +99,44 @@ pub struct TcpStats {
     pub delivery_rate_bytes_per_sec: Option<u64>,
     /// Path MTU the connection uses.
     pub pmtu_bytes: u64,
+    /// Microseconds the connection had data to send (Linux 4.10 on): its sender's busy
+    /// time, within which the two below.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_us: Option<u64>,
+    /// Microseconds of the busy time the peer's receive window held the sender back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rwnd_limited_us: Option<u64>,
+    /// Microseconds of the busy time the sender's own send buffer held it back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sndbuf_limited_us: Option<u64>,
+    /// The least round-trip time seen, microseconds (Linux 4.6 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_rtt_us: Option<u64>,
+    /// The peer's receive window as last advertised, scaled, bytes (Linux 5.19 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snd_wnd_bytes: Option<u64>,
+    /// This end's receive window as last advertised, bytes (Linux 6.2 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rcv_wnd_bytes: Option<u64>,
+    /// Bytes the peer acknowledged (Linux 4.1 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_acked: Option<u64>,
+    /// Bytes sent again (Linux 4.19 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_retrans: Option<u64>,
+    /// Duplicate segments the peer reported with D-SACK: retransmissions that were not
+    /// needed (Linux 4.19 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dsack_dups: Option<u64>,
+    /// Times the connection saw segments reordered (Linux 4.19 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reord_seen: Option<u64>,
+    /// Bytes written but not yet sent (Linux 4.6 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notsent_bytes: Option<u64>,
+    /// Retransmission timeouts, the SYN's included (Linux 6.7 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_rto: Option<u64>,
 }
 
 /// TCP_INFO of `socket` and the bytes the kernel filled; `None` where it will not say.
@@ -105,22 +160,41 @@ fn kernel_tcp_info(socket: &TcpStream) -> Option<(KernelTcpInfo, usize)> {
 /// `None` on kernels before 4.19, which do not count them.
 pub fn bytes_on_wire(socket: &TcpStream) -> Option<u64> {
     let (info, length) = kernel_tcp_info(socket)?;
-    (length >= std::mem::size_of::<KernelTcpInfo>())
-        .then(|| info.bytes_sent.saturating_sub(info.bytes_retrans))
+    filled!(length, bytes_retrans, u64).then(|| info.bytes_sent.saturating_sub(info.bytes_retrans))
 }
 
 /// TCP_INFO of `socket`; `None` where the kernel will not say.
 pub fn tcp_stats(socket: &TcpStream) -> Option<TcpStats> {
     let (info, length) = kernel_tcp_info(socket)?;
-    let has_delivery_rate = length >= std::mem::offset_of!(KernelTcpInfo, busy_time);
-    Some(TcpStats {
+    Some(stats_of(&info, length))
+}
+
+/// What a TCP_INFO of `length` bytes says, each field only where the kernel filled it.
+fn stats_of(info: &KernelTcpInfo, length: usize) -> TcpStats {
+    let has = |filled: bool, value: u64| filled.then_some(value);
+    TcpStats {
         retransmits: u64::from(info.total_retrans),
         cwnd_bytes: u64::from(info.snd_cwnd) * u64::from(info.snd_mss),
         rtt_us: u64::from(info.rtt),
         rttvar_us: u64::from(info.rttvar),
-        delivery_rate_bytes_per_sec: has_delivery_rate.then_some(info.delivery_rate),
+        delivery_rate_bytes_per_sec: has(filled!(length, delivery_rate, u64), info.delivery_rate),
         pmtu_bytes: u64::from(info.pmtu),
-    })
+        busy_us: has(filled!(length, busy_time, u64), info.busy_time),
+        rwnd_limited_us: has(filled!(length, rwnd_limited, u64), info.rwnd_limited),
+        sndbuf_limited_us: has(filled!(length, sndbuf_limited, u64), info.sndbuf_limited),
+        min_rtt_us: has(filled!(length, min_rtt, u32), u64::from(info.min_rtt)),
+        snd_wnd_bytes: has(filled!(length, snd_wnd, u32), u64::from(info.snd_wnd)),
+        rcv_wnd_bytes: has(filled!(length, rcv_wnd, u32), u64::from(info.rcv_wnd)),
+        bytes_acked: has(filled!(length, bytes_acked, u64), info.bytes_acked),
+        bytes_retrans: has(filled!(length, bytes_retrans, u64), info.bytes_retrans),
+        dsack_dups: has(filled!(length, dsack_dups, u32), u64::from(info.dsack_dups)),
+        reord_seen: has(filled!(length, reord_seen, u32), u64::from(info.reord_seen)),
+        notsent_bytes: has(
+            filled!(length, notsent_bytes, u32),
+            u64::from(info.notsent_bytes),
+        ),
+        total_rto: has(filled!(length, total_rto, u16), u64::from(info.total_rto)),
+    }
 }
 
 /// The MSS the connection sends with (TCP_MAXSEG: payload bytes per segment, options such
@@ -199,4 +273,67 @@ pub fn set_receive_low_water(socket: &TcpStream, bytes: usize) -> std::io::Resul
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    #[test]
+    fn a_sender_whose_receiver_stops_reading_is_held_by_its_window() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let mut sender = connect(&address, Duration::from_secs(5), None, None).unwrap();
+        let (mut receiver, _) = listener.accept().unwrap();
+        let before = tcp_stats(&sender).unwrap();
+        let writer = std::thread::spawn(move || {
+            let block = vec![7u8; 1 << 20];
+            for _ in 0..32 {
+                sender.write_all(&block).unwrap();
+            }
+            sender
+        });
+        // The receiver's buffer fills within milliseconds; then the window is shut.
+        std::thread::sleep(Duration::from_millis(300));
+        let mut buf = vec![0u8; 1 << 20];
+        let mut read = 0;
+        while read < 32 << 20 {
+            read += receiver.read(&mut buf).unwrap();
+        }
+        let sender = writer.join().unwrap();
+        let after = tcp_stats(&sender).unwrap();
+        let grew = |f: fn(&TcpStats) -> Option<u64>| f(&after).unwrap() - f(&before).unwrap();
+        let (busy, rwnd) = (grew(|t| t.busy_us), grew(|t| t.rwnd_limited_us));
+        assert!(
+            rwnd >= 200_000,
+            "rwnd-limited {rwnd} us of busy {busy}: {after:?}"
+        );
+        assert!(rwnd <= busy, "{after:?}");
+        assert_eq!(
+            after.bytes_acked.unwrap() - before.bytes_acked.unwrap(),
+            32 << 20
+        );
+        // The receiver sent no data: it was never busy.
+        assert_eq!(tcp_stats(&receiver).unwrap().busy_us, Some(0));
+    }
+
+    #[test]
+    fn a_short_tcp_info_leaves_out_what_it_does_not_hold() {
+        let info = KernelTcpInfo {
+            busy_time: 5,
+            delivery_rate: 9,
+            snd_wnd: 65535,
+            ..KernelTcpInfo::default()
+        };
+        // A 4.9 kernel's length: up to the delivery rate.
+        let old = stats_of(&info, std::mem::offset_of!(KernelTcpInfo, busy_time));
+        assert_eq!(old.delivery_rate_bytes_per_sec, Some(9));
+        assert_eq!(
+            (old.busy_us, old.snd_wnd_bytes, old.bytes_retrans),
+            (None, None, None)
+        );
+        let new = stats_of(&info, std::mem::size_of::<KernelTcpInfo>());
+        assert_eq!((new.busy_us, new.snd_wnd_bytes), (Some(5), Some(65535)));
+    }
 }
