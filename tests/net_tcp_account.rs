@@ -37,6 +37,8 @@ fn us(item: &Value, field: &str) -> u64 {
 
 #[test]
 fn every_stream_end_says_how_long_its_sender_was_busy_and_what_held_it() {
+    // A sender's busy time is timed: not beside the delay line's forwarding threads.
+    let _lock = common::rig::exclusive();
     let server = Server::start(&[]);
     // Each way: the client sends, then the server (-R); both ends' items are checked.
     for extra in [&["-t", "1"][..], &["-t", "1", "-R"]] {
@@ -99,4 +101,96 @@ fn check_stream(doc: &Value, extra: &[&str], stream: &Value, op: &str, side: &st
         sum <= busy && sum as f64 >= 0.8 * busy as f64,
         "{sum} against {busy}: {stream}"
     );
+}
+
+#[test]
+fn a_receiver_with_a_small_buffer_on_a_long_path_holds_the_sender_by_its_window() {
+    let test = "a_receiver_with_a_small_buffer_on_a_long_path_holds_the_sender_by_its_window";
+    if !common::root_or_skip(test, "it builds network namespaces and TUN devices") {
+        return;
+    }
+    if std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/net/tun")
+        .is_err()
+    {
+        common::skip(test, "/dev/net/tun cannot be opened here");
+        return;
+    }
+    let _lock = common::rig::exclusive();
+    let line = common::delay_line::DelayLine::new(std::time::Duration::from_millis(10), 0.0, 1500);
+    // The receiver's TCP may buffer 64 KiB at most: its window about 40 KB, at 20 ms a
+    // round trip about 2 MB/s.
+    line.sysctl(&line.server, "net.ipv4.tcp_rmem", "4096 65536 65536");
+    let mut server = line
+        .run_in(&line.server, common::bin())
+        .args([
+            "net",
+            "serve",
+            "--bind",
+            &line.server_address,
+            "--port",
+            "5301",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start net serve");
+    let mut log = std::io::BufReader::new(server.stderr.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut log, &mut first).unwrap();
+    assert!(first.contains("listening on"), "{first}");
+    let doc = run_json(
+        line.run_in(&line.client, common::bin())
+            .args(["net", &line.server_address, "-t", "3"])
+            .args(["--json", "--no-store", "-q"]),
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    // iperf3 on the same line, for comparison.
+    let mut iperf3 = line
+        .run_in(&line.server, "iperf3")
+        .args(["-s", "-1", "-p", "5201"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start iperf3 -s");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let theirs = common::json(
+        &line
+            .run_in(&line.client, "iperf3")
+            .args(["-c", &line.server_address, "-p", "5201", "-t", "3", "-J"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let _ = iperf3.wait();
+    let peer = theirs["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap()
+        / 8.0;
+    eprintln!("iperf3 on the same line: {:.2} MB/s received", peer / 1e6);
+    assert_eq!(doc["status"], "complete", "{doc}");
+    let stream = items(&doc, "stream", "send", "local")[0];
+    let (busy, rwnd) = (us(stream, "busy_us"), us(stream, "rwnd_limited_us"));
+    let rate = stream["bytes_per_sec"].as_f64().unwrap();
+    // What the window allows: the peer's window over the round trip.
+    let window = us(stream, "snd_wnd_bytes") as f64 / (us(stream, "rtt_us") as f64 / 1e6);
+    eprintln!(
+        "{test}: {:.2} MB/s, sender busy {:.2} s, window-limited {:.2} s ({:.0}%); window {} B over rtt {} us (min {} us) = {:.2} MB/s, {:.3}x the rate",
+        rate / 1e6,
+        busy as f64 / 1e6,
+        rwnd as f64 / 1e6,
+        100.0 * rwnd as f64 / busy as f64,
+        us(stream, "snd_wnd_bytes"),
+        us(stream, "rtt_us"),
+        us(stream, "min_rtt_us"),
+        window / 1e6,
+        window / rate
+    );
+    assert!(us(stream, "min_rtt_us") >= 20_000, "{stream}");
+    // The window held the sender a good part of its busy time, and the rate is what the
+    // window allows, as iperf3's on the same line is.
+    assert!(rwnd as f64 >= 0.2 * busy as f64, "{stream}");
+    assert!((0.85..=1.15).contains(&(rate / window)), "{stream}");
+    assert!(rate / peer >= 0.9, "ratelab {rate} B/s, iperf3 {peer} B/s");
 }

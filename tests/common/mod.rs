@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod delay_line;
 pub mod golden;
 pub mod iperf3_peers;
 pub mod net_server;

@@ -137,9 +137,15 @@ pub fn run(
     // several streams at once barely sleep (on loopback, 800 wake-ups per GB against
     // 10,000 for one stream), so waiting saves nothing there, and two streams on two
     // cores ran 4% slower with it. Nor with a window set by hand: a 64 KiB window ran
-    // 15% slower, its reader asleep while the window was full.
-    let wake_per_block =
-        request.window_bytes.is_none() && request.direction.connections(request.streams) == 1;
+    // 15% slower, its reader asleep while the window was full. Nor where TCP may not
+    // buffer 32 blocks for the reader: a block held unread is then a share of a window
+    // that may be what limits (net.ipv4.tcp_rmem's max at 64 KiB on a 20 ms path: 1.17
+    // MB/s waiting for blocks, iperf3 1.85 MB/s, the window's ceiling 1.94).
+    let roomy =
+        super::socket::receive_buffer_max().is_none_or(|max| max >= 32 * request.block_bytes);
+    let wake_per_block = roomy
+        && request.window_bytes.is_none()
+        && request.direction.connections(request.streams) == 1;
     let stop = AtomicBool::new(false);
     let mut reports = std::thread::scope(|scope| {
         let handles: Vec<_> = connections

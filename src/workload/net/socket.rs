@@ -253,6 +253,17 @@ pub fn set_window(socket: &TcpStream, bytes: u64) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The most bytes TCP may buffer for a reader in this network namespace
+/// (net.ipv4.tcp_rmem's maximum); `None` where it cannot be read.
+pub fn receive_buffer_max() -> Option<u64> {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_rmem")
+        .ok()?
+        .split_whitespace()
+        .nth(2)?
+        .parse()
+        .ok()
+}
+
 /// Sets SO_RCVLOWAT: a reader blocked on `socket` is woken once `bytes` are queued, the
 /// stream ends or its read timeout passes, instead of at every segment that arrives.
 /// TCP caps it at half the largest receive buffer and grows the buffer to hold it
