@@ -123,23 +123,7 @@ fn a_receiver_with_a_small_buffer_on_a_long_path_holds_the_sender_by_its_window(
     // The receiver's TCP may buffer 64 KiB at most: its window about 40 KB, at 20 ms a
     // round trip about 2 MB/s.
     line.sysctl(&line.server, "net.ipv4.tcp_rmem", "4096 65536 65536");
-    let mut server = line
-        .run_in(&line.server, common::bin())
-        .args([
-            "net",
-            "serve",
-            "--bind",
-            &line.server_address,
-            "--port",
-            "5301",
-        ])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start net serve");
-    let mut log = std::io::BufReader::new(server.stderr.take().unwrap());
-    let mut first = String::new();
-    std::io::BufRead::read_line(&mut log, &mut first).unwrap();
-    assert!(first.contains("listening on"), "{first}");
+    let mut server = common::netns::serve_ratelab_in(&line.server, &line.server_address, 5301, &[]);
     let doc = run_json(
         line.run_in(&line.client, common::bin())
             .args(["net", &line.server_address, "-t", "3"])

@@ -358,18 +358,8 @@ impl Account {
         // more than the CPUs had.
         let capacity =
             (after.cpu.per_cpu.len().max(1) as f64 * seconds * self.ticks_per_second).ceil() as u64;
-        // A peer that ended since the last look (the iperf3 client of a served test)
-        // took its ticks since with it: it is taken to have run at its last rate until
-        // it ended, within what no live process accounts for.
         let unaccounted = machine.saturating_sub(own_ticks + kernel_ticks + peer_ticks);
-        let mut ended_ticks = 0;
-        for (key, peer) in &mut self.peers {
-            if before.processes.contains_key(key) && !after.processes.contains_key(key) {
-                let ticks = peer.last_ticks.min(unaccounted - ended_ticks);
-                peer.cpu_ticks += ticks;
-                ended_ticks += ticks;
-            }
-        }
+        let ended_ticks = self.credit_ended_peers(before, after, unaccounted);
         let other_ticks = (unaccounted - ended_ticks).min(capacity);
         self.own_ticks += own_ticks;
         self.kernel_ticks += kernel_ticks;
@@ -392,6 +382,21 @@ impl Account {
         self.series
             .other_device_bytes
             .push(device_bytes.saturating_sub(own_io.read_bytes + own_io.written_bytes));
+    }
+
+    /// Credits each peer that ended between two looks (the iperf3 client of a served
+    /// test) with the ticks it took with it, taken at its last rate until it ended,
+    /// within the `unaccounted` ticks no live process accounts for; gives their sum.
+    fn credit_ended_peers(&mut self, before: &Look, after: &Look, unaccounted: u64) -> u64 {
+        let mut ended_ticks = 0;
+        for (key, peer) in &mut self.peers {
+            if before.processes.contains_key(key) && !after.processes.contains_key(key) {
+                let ticks = peer.last_ticks.min(unaccounted - ended_ticks);
+                peer.cpu_ticks += ticks;
+                ended_ticks += ticks;
+            }
+        }
+        ended_ticks
     }
 
     /// Other processes that ran since the last look and hold a TCP socket connected to

@@ -24,6 +24,26 @@ fn ip(args: &[&str]) {
     assert!(status.success(), "ip {} failed", args.join(" "));
 }
 
+/// Starts `ratelab net serve` with `extra` options in `namespace`, bound to `address`,
+/// and waits until it listens; its log is drained so it never blocks on a full pipe.
+pub fn serve_ratelab_in(namespace: &str, address: &str, port: u16, extra: &[&str]) -> Child {
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", namespace])
+        .arg(assert_cmd::cargo::cargo_bin!("ratelab"))
+        .args(["net", "serve", "--bind", address])
+        .args(["--port", &port.to_string()])
+        .args(extra)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start ratelab net serve");
+    let mut stderr = BufReader::new(child.stderr.take().expect("piped"));
+    let mut line = String::new();
+    stderr.read_line(&mut line).expect("read the server's log");
+    assert!(line.contains("listening on"), "server said: {line}");
+    std::thread::spawn(move || for _ in stderr.lines() {});
+    child
+}
+
 impl Link {
     /// A veth link of `mtu` bytes shaped to `rate` (tc's words: `2gbit`) each way.
     pub fn new(mtu: u32, rate: &str) -> Link {
@@ -95,22 +115,8 @@ impl Link {
     /// Starts `ratelab net serve` with `extra` options in the server's namespace and
     /// waits until it listens.
     pub fn serve_ratelab_with(&mut self, port: u16, extra: &[&str]) {
-        let mut child = Command::new("ip")
-            .args(["netns", "exec", &self.server])
-            .arg(assert_cmd::cargo::cargo_bin!("ratelab"))
-            .args(["net", "serve", "--bind", &self.server_address])
-            .args(["--port", &port.to_string()])
-            .args(extra)
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start ratelab net serve");
-        let mut stderr = BufReader::new(child.stderr.take().expect("piped"));
-        let mut line = String::new();
-        stderr.read_line(&mut line).expect("read the server's log");
-        assert!(line.contains("listening on"), "server said: {line}");
-        // Keep draining the log so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in stderr.lines() {});
-        self.servers.push(child);
+        let server = serve_ratelab_in(&self.server, &self.server_address, port, extra);
+        self.servers.push(server);
     }
 
     /// Starts an iperf3 server in the server's namespace and waits until it listens.
