@@ -114,12 +114,18 @@ fn beside_a_busy_process_per_core_the_cpu_clock_keeps_the_figures_and_the_loss_i
             assert!(message.contains("this run's threads waited "), "{message}");
             assert!(message.contains("yes (pid "), "{message}");
             let (left, busy) = empty_and_int(&doc);
+            let wall = items(&doc)[1]["wall_loops_per_sec"].as_f64().unwrap();
             eprintln!(
                 "beside yes: empty {:.2}% left, int {busy:.4e} loops per CPU-second, \
-                 quiet {quiet:.4e}: {message}",
+                 {wall:.4e} per wall second, quiet {quiet:.4e}: {message}",
                 left * 100.0
             );
             assert!(left.abs() < 0.1, "{left}");
+            // The load took the thread's CPU: on the wall clock the figure fell.
+            assert!(
+                wall < 0.85 * busy,
+                "{wall:.4e} per wall second of {busy:.4e}"
+            );
             ratios.push(busy / quiet);
         }
         let ratio = median(ratios.clone());
@@ -127,7 +133,9 @@ fn beside_a_busy_process_per_core_the_cpu_clock_keeps_the_figures_and_the_loss_i
             "{test}: int per CPU-second beside yes over quiet, median of 5 rounds: {ratio:.3} \
              ({ratios:.3?})"
         ));
-        assert!((0.95..=1.05).contains(&ratio), "{ratio}");
+        // Rounds strayed 0.94-1.175 here and 1.008-1.145 on CI's machine (median
+        // 1.096), where the wall clock gives about 0.6.
+        assert!((0.85..=1.15).contains(&ratio), "{ratio}");
         common::Try::Checked
     });
 }
