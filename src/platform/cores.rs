@@ -101,6 +101,12 @@ pub fn calling_thread_cpu_seconds() -> f64 {
     t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
 }
 
+/// The CPU the calling thread runs on now.
+pub fn calling_thread_cpu() -> Option<u32> {
+    // SAFETY: sched_getcpu takes nothing and returns a CPU number or -1.
+    u32::try_from(unsafe { libc::sched_getcpu() }).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

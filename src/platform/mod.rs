@@ -3,6 +3,7 @@
 //! runs measure inside (`container`). Linux specifics stay in here.
 
 pub mod block;
+pub mod cgroup;
 pub mod container;
 pub mod cores;
 pub mod diskstats;

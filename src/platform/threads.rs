@@ -108,6 +108,29 @@ impl ThreadFiles {
     }
 }
 
+/// The calling thread's `schedstat`, open, to be read again and again by that thread.
+#[derive(Debug)]
+pub struct OwnTimes {
+    file: File,
+    buffer: Vec<u8>,
+}
+
+impl OwnTimes {
+    /// Opens the calling thread's file; `None` where the kernel keeps no schedstat.
+    pub fn open() -> Option<OwnTimes> {
+        Some(OwnTimes {
+            file: File::open("/proc/thread-self/schedstat").ok()?,
+            buffer: Vec::with_capacity(64),
+        })
+    }
+
+    /// The thread's times now.
+    pub fn times(&mut self) -> Option<SchedTimes> {
+        pread_into(&self.file, &mut self.buffer).ok()?;
+        parse_schedstat(std::str::from_utf8(&self.buffer).ok()?)
+    }
+}
+
 /// Reads a /proc file whole from its start into `buffer`, which keeps its allocation.
 pub fn pread_into(file: &File, buffer: &mut Vec<u8>) -> std::io::Result<()> {
     buffer.clear();

@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 
 use super::kind::{NetKind, share_of_core};
+use super::limit::{Cause, Limit};
 use super::summary::NetSummary;
 use crate::vocab::units::format_bits_rate;
 use crate::vocab::{SummaryLine, Table, Unmeasured};
@@ -59,7 +60,47 @@ pub fn summary_lines(w: &Stored<NetKind>) -> Vec<SummaryLine> {
         share_of_core(summary.cpu.local_fraction),
         share_of_core(summary.cpu.remote_fraction)
     ));
-    vec![SummaryLine::new("network", text).covering(&["share_of_link", "loopback"])]
+    let mut lines =
+        vec![SummaryLine::new("network", text).covering(&["share_of_link", "loopback"])];
+    let limits = [
+        ("", summary.limit.as_ref()),
+        ("up: ", summary.up.as_ref().and_then(|d| d.limit.as_ref())),
+        (
+            "down: ",
+            summary.down.as_ref().and_then(|d| d.limit.as_ref()),
+        ),
+    ];
+    for (direction, limit) in limits {
+        if let Some(limit) = limit {
+            lines.push(SummaryLine::new(
+                "limit",
+                format!("{direction}{}", limit_text(limit)),
+            ));
+        }
+    }
+    lines
+}
+
+/// A limit in one line: the cause, where, the figures that show it, what to change.
+fn limit_text(limit: &Limit) -> String {
+    let cause = match limit.cause {
+        None => "cannot be told",
+        Some(Cause::Path) => "limited by the path",
+        Some(Cause::ReceiveWindow) => "limited by the receiver's window",
+        Some(Cause::SendBuffer) => "limited by the sender's buffer",
+        Some(Cause::Loss) => "limited by loss",
+        Some(Cause::SenderCpu) => "limited by the sender's CPU",
+        Some(Cause::ReceiverCpu) => "limited by the receiver's CPU",
+        Some(Cause::MtuBlackHole) => "stalled in an MTU black hole",
+        Some(Cause::SlowStart) => "still in slow start",
+        Some(Cause::SenderApp) => "limited by the sending program",
+        Some(Cause::Peer) => "limited by the peer's CPU",
+    };
+    let mut text = format!("{cause}, {}: {}", limit.at, limit.evidence);
+    if let Some(advice) = &limit.advice {
+        text.push_str(&format!(". {}{}", advice[..1].to_uppercase(), &advice[1..]));
+    }
+    text
 }
 
 /// The link speed it could not find, and why.

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::host::HostAccount;
 use super::protocol::Direction;
 use super::report::{Role, SideReport, StreamReport};
 use super::socket::TcpStats;
@@ -105,6 +106,37 @@ pub struct NetItem {
     /// Times segments arrived reordered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reordering_seen: Option<u64>,
+    /// Retransmission timeouts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeouts: Option<u64>,
+    /// Segments sent that carried data, retransmissions included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segments_out: Option<u64>,
+    /// Whether the sender had left slow start by the end (its first loss or ECN mark).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_slow_start: Option<bool>,
+    /// The scale the peer applies to the windows it advertises; null where window
+    /// scaling was not agreed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_wscale: Option<u64>,
+    /// The socket's send buffer at the end (SO_SNDBUF), bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_buffer_bytes: Option<u64>,
+    /// The socket's receive buffer at the end (SO_RCVBUF), bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receive_buffer_bytes: Option<u64>,
+    /// Bytes written and not yet acknowledged at the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_queue_bytes: Option<u64>,
+    /// Bytes arrived and not yet read at the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receive_queue_bytes: Option<u64>,
+    /// Time the stream's thread waited for a CPU in an interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_wait_seconds: Option<f64>,
+    /// The CPU the stream's thread was on at an interval's end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
     /// MSS of the connection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mss_bytes: Option<u64>,
@@ -120,6 +152,9 @@ pub struct NetItem {
     /// The TCP congestion control of a stream end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub congestion: Option<String>,
+    /// For an end's CPU item, what its machine did over the test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostAccount>,
 }
 
 fn rate(bytes: u64, seconds: f64) -> f64 {
@@ -167,6 +202,9 @@ pub fn items_of_report(
                 )
             };
             item.take_tcp(interval.tcp.as_ref(), before.as_ref());
+            item.cpu_seconds = interval.cpu_seconds;
+            item.cpu = interval.cpu;
+            item.cpu_wait_seconds = interval.cpu_wait_seconds;
             items.push(item);
             before = interval.tcp.or(before);
         }
@@ -174,6 +212,7 @@ pub fn items_of_report(
     let bytes = report.streams.iter().map(|s| s.bytes).sum();
     items.push(NetItem {
         cpu_seconds: Some(report.cpu_seconds),
+        host: report.host.clone(),
         ..NetItem::moved("cpu", Scope::Cpu, side, 0.0, report.wall_seconds, bytes)
     });
     items
@@ -223,6 +262,14 @@ impl NetItem {
         self.retransmitted_bytes = grew(|t| t.bytes_retrans);
         self.dsack_dups = grew(|t| t.dsack_dups);
         self.reordering_seen = grew(|t| t.reord_seen);
+        self.segments_out = grew(|t| t.data_segs_out);
+        self.timeouts = grew(|t| t.total_rto);
+        self.left_slow_start = Some(now.ssthresh_bytes.is_some());
+        self.send_wscale = now.send_wscale;
+        self.send_buffer_bytes = now.send_buffer_bytes;
+        self.receive_buffer_bytes = now.receive_buffer_bytes;
+        self.send_queue_bytes = now.send_queue_bytes;
+        self.receive_queue_bytes = now.receive_queue_bytes;
     }
 
     /// An item of `bytes` moved from `start_s` to `end_s`, with no TCP or CPU figures.
@@ -258,11 +305,22 @@ impl NetItem {
             retransmitted_bytes: None,
             dsack_dups: None,
             reordering_seen: None,
+            timeouts: None,
+            segments_out: None,
+            left_slow_start: None,
+            send_wscale: None,
+            send_buffer_bytes: None,
+            receive_buffer_bytes: None,
+            send_queue_bytes: None,
+            receive_queue_bytes: None,
+            cpu_wait_seconds: None,
+            cpu: None,
             mss_bytes: None,
             mtu_bytes: None,
             cpu_seconds: None,
             error: None,
             congestion: None,
+            host: None,
         }
     }
 

@@ -170,14 +170,6 @@ pub fn congestion_of(socket: &TcpStream) -> Option<String> {
     (!name.is_empty()).then(|| String::from_utf8_lossy(name).into_owned())
 }
 
-/// Bytes a connection still holds to send or to have acknowledged (SIOCOUTQ).
-pub fn unacknowledged_bytes(socket: &TcpStream) -> Option<u64> {
-    let mut queued: libc::c_int = 0;
-    // SAFETY: SIOCOUTQ writes one int through the valid pointer it is given.
-    let rc = unsafe { libc::ioctl(socket.as_raw_fd(), libc::TIOCOUTQ, &mut queued) };
-    (rc == 0).then(|| u64::try_from(queued).unwrap_or(0))
-}
-
 fn set_int(
     socket: &TcpStream,
     level: libc::c_int,
@@ -259,7 +251,7 @@ mod tests {
             unknown.apply(&client),
             Err(OptionError::Congestion { .. })
         ));
-        assert_eq!(unacknowledged_bytes(&client), Some(0));
+        assert_eq!(super::super::socket::unacknowledged_bytes(&client), Some(0));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::host::HostAccount;
 use super::protocol::Direction;
 use super::socket::TcpStats;
 
@@ -59,6 +60,16 @@ pub struct Interval {
     pub bytes: u64,
     /// TCP state at the interval's end.
     pub tcp: Option<TcpStats>,
+    /// CPU time of the stream's thread in the interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds: Option<f64>,
+    /// Time the stream's thread was runnable and waited for a CPU in the interval (a
+    /// busy core, or its end's CPU quota spent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_wait_seconds: Option<f64>,
+    /// The CPU the stream's thread was on at the interval's end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
 }
 
 /// One stream's end of a test.
@@ -99,6 +110,9 @@ pub struct SideReport {
     pub cpu_seconds: f64,
     /// Wall time from the test's start to its last stream's end.
     pub wall_seconds: f64,
+    /// What the end's machine did meanwhile; null from an end that does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostAccount>,
 }
 
 impl SideReport {
@@ -117,6 +131,7 @@ impl SideReport {
             cpu_seconds: streams.iter().map(|s| s.cpu_seconds).sum(),
             wall_seconds: streams.iter().map(|s| s.seconds).fold(0.0, f64::max),
             streams,
+            host: None,
         }
     }
 }

@@ -6,6 +6,7 @@ use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::host::HostWatch;
 use super::options::{self, StreamOptions};
 use super::protocol::TestRequest;
 use super::report::{Role, SideReport};
@@ -147,6 +148,7 @@ pub fn run(
         && request.window_bytes.is_none()
         && request.direction.connections(request.streams) == 1;
     let stop = AtomicBool::new(false);
+    let host = HostWatch::start();
     let mut reports = std::thread::scope(|scope| {
         let handles: Vec<_> = connections
             .into_iter()
@@ -184,5 +186,8 @@ pub fn run(
             .collect::<Vec<_>>()
     });
     reports.sort_by_key(|r| r.stream);
-    SideReport::of(reports)
+    SideReport {
+        host: Some(host.finish()),
+        ..SideReport::of(reports)
+    }
 }

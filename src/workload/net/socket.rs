@@ -137,6 +137,32 @@ pub struct TcpStats {
     /// Retransmission timeouts, the SYN's included (Linux 6.7 on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_rto: Option<u64>,
+    /// The slow-start threshold, bytes; null while the sender has never left slow
+    /// start (the kernel's threshold is still infinite).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssthresh_bytes: Option<u64>,
+    /// Bytes sent, retransmissions included (Linux 4.19 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_sent: Option<u64>,
+    /// Segments sent that carried data, retransmissions included (Linux 4.6 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_segs_out: Option<u64>,
+    /// The window scale this end's peer applies to the windows it advertises; null
+    /// where window scaling was not agreed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_wscale: Option<u64>,
+    /// The socket's send buffer (SO_SNDBUF: what the kernel allows it, overhead in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_buffer_bytes: Option<u64>,
+    /// The socket's receive buffer (SO_RCVBUF, likewise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receive_buffer_bytes: Option<u64>,
+    /// Bytes written and not yet acknowledged (SIOCOUTQ): in flight or waiting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_queue_bytes: Option<u64>,
+    /// Bytes arrived and not yet read (SIOCINQ).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receive_queue_bytes: Option<u64>,
 }
 
 /// TCP_INFO of `socket` and the bytes the kernel filled; `None` where it will not say.
@@ -163,11 +189,38 @@ pub fn bytes_on_wire(socket: &TcpStream) -> Option<u64> {
     filled!(length, bytes_retrans, u64).then(|| info.bytes_sent.saturating_sub(info.bytes_retrans))
 }
 
-/// TCP_INFO of `socket`; `None` where the kernel will not say.
+/// TCP_INFO of `socket`, with its buffers and queues; `None` where the kernel will not
+/// say.
 pub fn tcp_stats(socket: &TcpStream) -> Option<TcpStats> {
     let (info, length) = kernel_tcp_info(socket)?;
-    Some(stats_of(&info, length))
+    let size = |s: rustix::io::Result<usize>| s.ok().map(|b| b as u64);
+    Some(TcpStats {
+        send_buffer_bytes: size(rustix::net::sockopt::socket_send_buffer_size(socket)),
+        receive_buffer_bytes: size(rustix::net::sockopt::socket_recv_buffer_size(socket)),
+        send_queue_bytes: unacknowledged_bytes(socket),
+        receive_queue_bytes: queued(socket, libc::FIONREAD),
+        ..stats_of(&info, length)
+    })
 }
+
+/// Bytes written to `socket` that its peer has not yet acknowledged (SIOCOUTQ).
+pub fn unacknowledged_bytes(socket: &TcpStream) -> Option<u64> {
+    queued(socket, libc::TIOCOUTQ)
+}
+
+/// The bytes an ioctl that counts a queue (SIOCOUTQ, SIOCINQ) says `socket` holds.
+fn queued(socket: &TcpStream, request: libc::Ioctl) -> Option<u64> {
+    let mut bytes: libc::c_int = 0;
+    // SAFETY: both requests write one int through the valid pointer they are given.
+    let rc = unsafe { libc::ioctl(socket.as_raw_fd(), request, &mut bytes) };
+    (rc == 0).then(|| u64::try_from(bytes).unwrap_or(0))
+}
+
+/// The kernel's slow-start threshold before the first loss (TCP_INFINITE_SSTHRESH).
+const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+
+/// TCP_INFO's `tcpi_options` bit saying window scaling was agreed.
+const OPTION_WSCALE: u8 = 4;
 
 /// What a TCP_INFO of `length` bytes says, each field only where the kernel filled it.
 fn stats_of(info: &KernelTcpInfo, length: usize) -> TcpStats {
@@ -194,6 +247,18 @@ fn stats_of(info: &KernelTcpInfo, length: usize) -> TcpStats {
             u64::from(info.notsent_bytes),
         ),
         total_rto: has(filled!(length, total_rto, u16), u64::from(info.total_rto)),
+        ssthresh_bytes: (info.snd_ssthresh < INFINITE_SSTHRESH)
+            .then(|| u64::from(info.snd_ssthresh) * u64::from(info.snd_mss)),
+        bytes_sent: has(filled!(length, bytes_sent, u64), info.bytes_sent),
+        data_segs_out: has(
+            filled!(length, data_segs_out, u32),
+            u64::from(info.data_segs_out),
+        ),
+        send_wscale: (info.options & OPTION_WSCALE != 0).then(|| u64::from(info.wscale & 0x0f)),
+        send_buffer_bytes: None,
+        receive_buffer_bytes: None,
+        send_queue_bytes: None,
+        receive_queue_bytes: None,
     }
 }
 

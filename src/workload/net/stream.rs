@@ -12,6 +12,7 @@ use super::options::{self, StreamOptions};
 use super::payload::{Source, pace_wait, read};
 use super::report::{Interval, Role, StreamReport};
 use super::socket;
+use crate::platform::threads::{OwnTimes, SchedTimes};
 use crate::workload::Progress;
 
 /// How often a blocked call wakes to check the stop flag and the deadline.
@@ -147,6 +148,10 @@ struct Ticker {
     index: u64,
     last_s: f64,
     last_bytes: u64,
+    /// The stream thread's CPU time at the last interval's end.
+    last_cpu_s: f64,
+    /// Its scheduler times, and what they were at the last interval's end.
+    sched: Option<(OwnTimes, SchedTimes)>,
     intervals: Vec<Interval>,
 }
 
@@ -159,6 +164,11 @@ impl Ticker {
             index: 0,
             last_s: 0.0,
             last_bytes: 0,
+            last_cpu_s: crate::platform::cores::calling_thread_cpu_seconds(),
+            sched: OwnTimes::open().and_then(|mut own| {
+                let times = own.times()?;
+                Some((own, times))
+            }),
             intervals: Vec::new(),
         }
     }
@@ -177,13 +187,24 @@ impl Ticker {
 
     fn close(&mut self, now: Instant, bytes: u64, socket: &TcpStream) {
         let end_s = now.duration_since(self.start).as_secs_f64();
+        let cpu_s = crate::platform::cores::calling_thread_cpu_seconds();
+        let cpu_wait_seconds = self.sched.as_mut().and_then(|(own, last)| {
+            let now = own.times()?;
+            let waited = now.waiting_ns.saturating_sub(last.waiting_ns);
+            *last = now;
+            Some(waited as f64 / 1e9)
+        });
         self.intervals.push(Interval {
             index: self.index,
             start_s: self.last_s,
             end_s,
             bytes: bytes - self.last_bytes,
             tcp: socket::tcp_stats(socket),
+            cpu_seconds: Some(cpu_s - self.last_cpu_s),
+            cpu_wait_seconds,
+            cpu: crate::platform::cores::calling_thread_cpu(),
         });
+        self.last_cpu_s = cpu_s;
         self.last_s = end_s;
         self.last_bytes = bytes;
     }
@@ -311,7 +332,7 @@ fn send(job: &StreamJob<'_>, buffer: &[u8]) -> Outcome {
 /// none if the test stopped or its time ran out first.
 fn acknowledged(job: &StreamJob<'_>) -> Option<Instant> {
     loop {
-        if options::unacknowledged_bytes(&job.socket) == Some(0) {
+        if socket::unacknowledged_bytes(&job.socket) == Some(0) {
             return Some(Instant::now());
         }
         if job.stop.load(Ordering::Relaxed) || Instant::now() >= job.hard_stop {

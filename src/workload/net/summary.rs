@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::NetPlan;
 use super::context::NetContext;
 use super::item::{NetItem, Scope, Side};
+use super::limit::{self, Limit};
 use super::protocol::Direction;
 use super::report::Role;
 use crate::analysis::stats::Stats;
@@ -40,6 +41,10 @@ pub struct NetSummary {
     /// Server to client, for a test in both directions only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub down: Option<DirectionTotals>,
+    /// Why the test ran at its rate (of a test in one direction; each direction of a
+    /// test in both has its own); null in runs stored before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<Limit>,
 }
 
 /// Each end's CPU time over the test, as a share of one core.
@@ -58,6 +63,9 @@ pub struct DirectionTotals {
     pub send: Option<Totals>,
     /// Its receivers; null when none received.
     pub receive: Option<Totals>,
+    /// Why it ran at its rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<Limit>,
 }
 
 /// Totals of one role (all senders, or all receivers).
@@ -78,11 +86,31 @@ pub fn summarize(plan: &NetPlan, context: &NetContext, items: &[NetItem]) -> Net
     let nominal_s = nominal_s(plan);
     let receive = totals(items, Role::Receive, None, nominal_s);
     let limit = limit(plan, context);
+    let limit_of = |direction, receive: Option<&Totals>| {
+        limit::limit_of(
+            items,
+            direction,
+            receive?.bytes_per_sec,
+            nominal_s,
+            context,
+            context.goodput_limit_bytes_per_sec,
+            plan.window_bytes.is_some(),
+        )
+    };
     let of_direction = |direction| {
-        (plan.direction == Direction::Bidir).then(|| DirectionTotals {
-            send: totals(items, Role::Send, Some(direction), nominal_s),
-            receive: totals(items, Role::Receive, Some(direction), nominal_s),
+        (plan.direction == Direction::Bidir).then(|| {
+            let receive = totals(items, Role::Receive, Some(direction), nominal_s);
+            DirectionTotals {
+                send: totals(items, Role::Send, Some(direction), nominal_s),
+                limit: limit_of(direction, receive.as_ref()),
+                receive,
+            }
         })
+    };
+    let one_way = match plan.direction {
+        Direction::Bidir => None,
+        Direction::Reverse => Some("down"),
+        _ => Some("up"),
     };
     NetSummary {
         send: totals(items, Role::Send, None, nominal_s),
@@ -104,6 +132,7 @@ pub fn summarize(plan: &NetPlan, context: &NetContext, items: &[NetItem]) -> Net
             .zip(receive.as_ref())
             .map(|(l, r)| r.bytes_per_sec / l)
             .filter(|share| share.is_finite()),
+        limit: one_way.and_then(|direction| limit_of(direction, receive.as_ref())),
         receive,
         up: of_direction("up"),
         down: of_direction("down"),

@@ -351,6 +351,7 @@ pub fn remote_report(
         cpu_seconds: theirs.cpu_util_total.max(0.0) / 100.0 * wall_seconds,
         wall_seconds,
         streams: reports,
+        host: None,
     })
 }
 

@@ -1,0 +1,300 @@
+//! A limit in words: where the cause is, the figures that show it, and what to change
+//! with the value that would do, scaled from what the test measured.
+
+use super::figures::Figures;
+use super::{Cause, Ceiling, Thread, busiest, ceiling};
+use crate::vocab::units::{format_bits_rate, format_bytes, format_size};
+use crate::workload::net::context::NetContext;
+use crate::workload::net::item::Side;
+
+/// Where, why and what to do.
+pub struct Words {
+    /// Where the cause is.
+    pub at: String,
+    /// The figures that show it.
+    pub evidence: String,
+    /// What to change.
+    pub advice: Option<String>,
+}
+
+fn pct(share: Option<f64>) -> String {
+    format!("{:.0}%", share.unwrap_or(0.0) * 100.0)
+}
+
+fn ms(us: Option<u64>) -> String {
+    us.map_or("?".into(), |us| format!("{:.1} ms", us as f64 / 1e3))
+}
+
+/// The other end.
+fn other(side: Side) -> Side {
+    match side {
+        Side::Local => Side::Remote,
+        Side::Remote => Side::Local,
+    }
+}
+
+/// The end called by its role: "the remote end (the receiver)".
+fn end(side: Side, role: &str) -> String {
+    format!("the {} end ({role})", side.as_str())
+}
+
+/// What a buffer of `now` bytes would need to be for `rate` to reach `target` (the
+/// window grows with the buffer, so in proportion), up to a power of two, as a sysctl
+/// takes it and as people read it: `4194304 (4 MiB)`.
+fn scaled(now: u64, rate: f64, target: f64) -> String {
+    let bytes = (now as f64 * target / rate.max(1.0)).ceil() as u64;
+    let bytes = bytes.max(1).next_power_of_two();
+    format!("{bytes} ({})", format_size(bytes))
+}
+
+/// The words for `cause` at `rate`.
+pub fn words(
+    cause: Option<super::Cause>,
+    figures: &Figures,
+    rate: f64,
+    ceilings: &[Ceiling],
+    context: &NetContext,
+    wire: Option<f64>,
+) -> Words {
+    let sender = figures.sender.unwrap_or(Side::Local);
+    let receiver = other(sender);
+    let carried = |name| ceiling(ceilings, name).map_or("?".into(), format_bits_rate);
+    let mut words = match cause {
+        None if figures.sender.is_some() => Words {
+            at: end(sender, "the sender"),
+            evidence: "this kernel does not say when TCP held the sender back (TCP_INFO's \
+                       busy time, Linux 4.10 on): the ceilings alone"
+                .into(),
+            advice: None,
+        },
+        None => Words {
+            at: end(receiver, "the sender"),
+            evidence: "the sender's TCP account is at the peer, which does not send it: the \
+                       ceilings alone"
+                .into(),
+            advice: None,
+        },
+        Some(Cause::ReceiveWindow) => {
+            let limits = figures.hosts.get(&receiver).map(|h| h.buffers);
+            let rmem = limits.and_then(|l| l.tcp_rmem_max);
+            let advice = match (figures.window_scaled, rmem, wire) {
+                (Some(false), _, _) => Some(
+                    "window scaling is off, so no window passes 64 KiB: set \
+                     net.ipv4.tcp_window_scaling=1 at both ends"
+                        .to_string(),
+                ),
+                (_, Some(max), Some(wire)) if figures.window_set => Some(format!(
+                    "raise -w to {} or more (net.core.rmem_max on the receiver allows {})",
+                    scaled(figures.receive_buffer_bytes.unwrap_or(max), rate, wire),
+                    limits
+                        .and_then(|l| l.rmem_max)
+                        .map_or("?".into(), format_size)
+                )),
+                (_, Some(max), Some(wire)) => Some(format!(
+                    "raise net.ipv4.tcp_rmem's max on the receiver to {} or more (now {}) \
+                     for the {} the wire carries",
+                    scaled(max, rate, wire),
+                    format_size(max),
+                    format_bits_rate(wire)
+                )),
+                (_, Some(max), None) => Some(format!(
+                    "raise net.ipv4.tcp_rmem's max on the receiver (now {}): the window's \
+                     ceiling grows with it, {} per {}; give --link-rate to have the size \
+                     that would fill the link",
+                    format_size(max),
+                    format_bits_rate(rate),
+                    format_size(max)
+                )),
+                _ => {
+                    Some("raise the receiver's TCP receive buffer (net.ipv4.tcp_rmem's max)".into())
+                }
+            };
+            Words {
+                at: end(receiver, "the receiver"),
+                evidence: format!(
+                    "the receiver's window held the sender {} of its time: {} at {} round trip \
+                     carries {}{}",
+                    pct(figures.share(figures.rwnd_s)),
+                    format_bytes(figures.window_bytes.unwrap_or(0)),
+                    ms(figures.srtt_us),
+                    carried("window"),
+                    if wire.is_some_and(|w| w > rate * 1.2) {
+                        "; the path could carry more"
+                    } else {
+                        ""
+                    }
+                ),
+                advice,
+            }
+        }
+        Some(Cause::SendBuffer) => {
+            let wmem = figures
+                .hosts
+                .get(&sender)
+                .and_then(|h| h.buffers.tcp_wmem_max);
+            let advice = match (wmem, wire) {
+                (Some(max), Some(wire)) => format!(
+                    "raise net.ipv4.tcp_wmem's max on the sender to {} or more (now {})",
+                    scaled(max, rate, wire),
+                    format_size(max)
+                ),
+                (Some(max), None) => format!(
+                    "raise net.ipv4.tcp_wmem's max on the sender (now {}): the buffer's \
+                     ceiling grows with it",
+                    format_size(max)
+                ),
+                _ => "raise the sender's TCP send buffer (net.ipv4.tcp_wmem's max)".into(),
+            };
+            Words {
+                at: end(sender, "the sender"),
+                evidence: format!(
+                    "the sender's own buffer, {} (SO_SNDBUF), held it {} of its time with all \
+                     it held in flight, at {} round trip",
+                    figures.send_buffer_bytes.map_or("?".into(), format_size),
+                    pct(figures.share(figures.sndbuf_s)),
+                    ms(figures.srtt_us)
+                ),
+                advice: Some(advice),
+            }
+        }
+        Some(Cause::Loss) => Words {
+            at: "the path".into(),
+            evidence: format!(
+                "{:.2}% of segments were sent again and {} backs off at each loss: at {} \
+                 round trip that allows {}",
+                figures.loss().unwrap_or(0.0) * 100.0,
+                figures
+                    .congestion
+                    .as_deref()
+                    .unwrap_or("the sender's control"),
+                ms(figures.srtt_us),
+                carried("loss")
+            ),
+            advice: Some(
+                "find what drops segments (ip -s link on each hop counts errors and drops), \
+                 or let the sender use bbr, which does not back off at every loss"
+                    .into(),
+            ),
+        },
+        Some(Cause::SenderCpu | Cause::ReceiverCpu) => {
+            cpu_words(figures, busiest(&figures.threads))
+        }
+        Some(Cause::SlowStart) => Words {
+            at: end(sender, "the sender"),
+            evidence: "the test ended while TCP was still opening its window".into(),
+            advice: Some("run it longer (-t 10) to see the rate it settles at".into()),
+        },
+        Some(Cause::SenderApp) => Words {
+            at: end(sender, "the sender"),
+            evidence: format!(
+                "the sender had nothing in flight {} of its time",
+                pct(figures.share(figures.busy_s).map(|b| 1.0 - b))
+            ),
+            advice: None,
+        },
+        Some(Cause::Path) => Words {
+            at: format!(
+                "the path to {}",
+                context.address.as_deref().unwrap_or("the server")
+            ),
+            evidence: path_evidence(figures, rate, wire),
+            advice: None,
+        },
+        Some(Cause::Peer | Cause::MtuBlackHole) => Words {
+            at: end(receiver, "the peer"),
+            evidence: String::new(),
+            advice: None,
+        },
+    };
+    if let (Some(path), Some(nic)) = (context.mtu_bytes, context.interface.as_ref())
+        && let Some(mtu) = nic.mtu_bytes.filter(|&mtu| path < mtu)
+        && nic.kind != "loopback"
+    {
+        words.evidence.push_str(&format!(
+            "; the path MTU, {path} bytes, is below {}'s {mtu}",
+            nic.name
+        ));
+    }
+    words
+}
+
+/// A queue standing on the path, and the rate against the wire.
+fn path_evidence(figures: &Figures, rate: f64, wire: Option<f64>) -> String {
+    let mut text = format!(
+        "the sender was busy {} of its time and nothing held it",
+        pct(figures.share(figures.busy_s))
+    );
+    if let (Some(srtt), Some(min)) = (figures.srtt_us, figures.min_rtt_us)
+        && srtt > min * 2
+    {
+        text.push_str(&format!(
+            "; a queue stood on the path: round trips of {} against {} at least",
+            ms(Some(srtt)),
+            ms(Some(min))
+        ));
+    }
+    if let Some(wire) = wire {
+        text.push_str(&format!(
+            "; {:.0}% of the {} the wire carries",
+            rate / wire * 100.0,
+            format_bits_rate(wire)
+        ));
+    }
+    text
+}
+
+/// A thread's CPU, or its end's quota.
+fn cpu_words(figures: &Figures, thread: Option<&Thread>) -> Words {
+    let Some(thread) = thread else {
+        return Words {
+            at: String::new(),
+            evidence: String::new(),
+            advice: None,
+        };
+    };
+    let host = figures.hosts.get(&thread.side);
+    let softirq = thread.cpu.and_then(|cpu| {
+        let core = host?.cores.iter().find(|c| c.cpu == cpu)?;
+        Some(format!(
+            ", and softirqs took {:.0}% of that core",
+            core.softirq * 100.0
+        ))
+    });
+    let softirq = softirq.unwrap_or_default();
+    let at = format!(
+        "{}the {} end's {} thread",
+        thread
+            .cpu
+            .map_or(String::new(), |cpu| format!("cpu {cpu}: ")),
+        thread.side.as_str(),
+        thread.role.as_str()
+    );
+    match host.and_then(|h| h.quota).filter(|q| q.cores < 1.0) {
+        Some(quota) => Words {
+            at,
+            evidence: format!(
+                "the thread used {:.1}% of a core and waited for one {:.0}% of the time, under a \
+                 CPU quota of {:.1}% that ran out in {:.0}% of its periods{softirq}",
+                thread.used * 100.0,
+                thread.waited * 100.0,
+                quota.cores * 100.0,
+                quota.throttled_periods_share * 100.0
+            ),
+            advice: Some(format!(
+                "raise the CPU quota of the {} end's cgroup (cpu.max, or cpu.cfs_quota_us)",
+                thread.side.as_str()
+            )),
+        },
+        None => Words {
+            at,
+            evidence: format!(
+                "the thread was on a CPU {:.0}% of the time and waited for one {:.0}%{softirq}",
+                thread.used * 100.0,
+                thread.waited * 100.0
+            ),
+            advice: Some(
+                "more streams (-P) spread the work over cores; a faster core carries more".into(),
+            ),
+        },
+    }
+}

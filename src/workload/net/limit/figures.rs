@@ -1,0 +1,337 @@
+//! What the stored items of one direction of a test say about why it ran at its rate:
+//! the senders' TCP account (busy, held by the window, held by the buffer), windows,
+//! queues, loss and round trips over the steady intervals, and each end's stream
+//! threads' CPU against what that end was allowed.
+
+use std::collections::HashMap;
+
+use crate::workload::net::host::HostAccount;
+use crate::workload::net::item::{NetItem, Scope, Side};
+use crate::workload::net::report::Role;
+
+/// One direction's figures over its steady intervals (the first left out where there
+/// are three or more, and a last one cut short by the test's end).
+#[derive(Debug, Clone, Default)]
+pub struct Figures {
+    /// Which end sent.
+    pub sender: Option<Side>,
+    /// Seconds of sender intervals, over every stream.
+    pub seconds: f64,
+    /// Of them, TCP busy, held by the receiver's window, held by the send buffer;
+    /// null where the sender's kernel does not say.
+    pub busy_s: Option<f64>,
+    /// See `busy_s`.
+    pub rwnd_s: Option<f64>,
+    /// See `busy_s`.
+    pub sndbuf_s: Option<f64>,
+    /// The median over intervals of the streams' peer windows over their round trips.
+    pub window: Option<f64>,
+    /// The peer's window, summed over streams, in the median interval.
+    pub window_bytes: Option<u64>,
+    /// The median over intervals of the streams' unacknowledged bytes over their round
+    /// trips: what the send buffers carried per round trip.
+    pub send_buffer: Option<f64>,
+    /// The largest stream's send buffer (SO_SNDBUF) at the end.
+    pub send_buffer_bytes: Option<u64>,
+    /// The largest stream's receive buffer (SO_RCVBUF) at the receiving end, at the end.
+    pub receive_buffer_bytes: Option<u64>,
+    /// Whether window scaling was agreed; null where the stored run does not say.
+    pub window_scaled: Option<bool>,
+    /// Whether the test set its window (`-w`).
+    pub window_set: bool,
+    /// The median smoothed round trip, microseconds.
+    pub srtt_us: Option<u64>,
+    /// The least round trip seen.
+    pub min_rtt_us: Option<u64>,
+    /// Data segments sent and retransmitted.
+    pub segments_out: u64,
+    /// See `segments_out`.
+    pub retransmits: u64,
+    /// Retransmission timeouts over the whole test.
+    pub timeouts: Option<u64>,
+    /// The senders' MSS.
+    pub mss_bytes: Option<u64>,
+    /// The senders' congestion control.
+    pub congestion: Option<String>,
+    /// Whether every sender left slow start.
+    pub left_slow_start: Option<bool>,
+    /// Whether the peer's window still grew in the last steady interval.
+    pub window_growing: bool,
+    /// The busiest stream thread at each end.
+    pub threads: Vec<Thread>,
+    /// Each end's machine, where it said.
+    pub hosts: HashMap<Side, HostAccount>,
+}
+
+/// A stream thread's CPU use over the steady intervals.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Thread {
+    /// Its end.
+    pub side: Side,
+    /// `send` or `receive`.
+    pub role: Role,
+    /// Its stream.
+    pub stream: u32,
+    /// Its CPU time over the wall time.
+    pub used: f64,
+    /// The time it was runnable and waited for a CPU, over the wall time: a busy core,
+    /// or its end's CPU quota spent.
+    pub waited: f64,
+    /// The share of a core it could have: 1, or its end's CPU quota where smaller.
+    pub allowed: f64,
+    /// The CPU it was on most.
+    pub cpu: Option<u32>,
+}
+
+impl Thread {
+    /// The share of the time it wanted a CPU: on one, or waiting for one.
+    pub fn load(&self) -> f64 {
+        (self.used + self.waited).min(1.0)
+    }
+}
+
+/// The intervals of the stream end `stream` to keep: its whole ones after the first,
+/// or all of them where there are fewer than three.
+fn steady<'a>(intervals: &[&'a NetItem], nominal_s: f64) -> Vec<&'a NetItem> {
+    let whole: Vec<&NetItem> = intervals
+        .iter()
+        .copied()
+        .filter(|i| i.seconds >= nominal_s * 0.5)
+        .collect();
+    if whole.len() >= 3 {
+        whole[1..].to_vec()
+    } else if whole.is_empty() {
+        intervals.to_vec()
+    } else {
+        whole
+    }
+}
+
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.retain(|v| v.is_finite());
+    values.sort_by(f64::total_cmp);
+    (!values.is_empty()).then(|| values[values.len() / 2])
+}
+
+/// Sums a field over intervals, null where any lacks it.
+fn sum_us(intervals: &[&NetItem], field: fn(&NetItem) -> Option<u64>) -> Option<f64> {
+    intervals
+        .iter()
+        .map(|i| field(i))
+        .sum::<Option<u64>>()
+        .map(|us| us as f64 / 1e6)
+}
+
+impl Figures {
+    /// The figures of the streams carrying `direction` (`up`, `down`) in `items`.
+    pub fn of(items: &[NetItem], direction: &str, nominal_s: f64) -> Figures {
+        let of = |scope: Scope, role: Role| -> Vec<&NetItem> {
+            items
+                .iter()
+                .filter(|i| i.scope == scope && i.op == role.as_str())
+                .filter(|i| i.direction.as_deref() == Some(direction))
+                .collect()
+        };
+        let senders = of(Scope::Stream, Role::Send);
+        let sender_intervals = of(Scope::Interval, Role::Send);
+        let mut figures = Figures {
+            sender: senders.first().map(|s| s.side),
+            hosts: items
+                .iter()
+                .filter(|i| i.scope == Scope::Cpu)
+                .filter_map(|i| Some((i.side, i.host.clone()?)))
+                .collect(),
+            ..Figures::default()
+        };
+        // Per interval index, each stream's figures, for sums over streams.
+        let mut by_index: HashMap<u64, Vec<&NetItem>> = HashMap::new();
+        let mut kept = Vec::new();
+        for sender in &senders {
+            let intervals: Vec<&NetItem> = sender_intervals
+                .iter()
+                .copied()
+                .filter(|i| i.side == sender.side && i.stream == sender.stream)
+                .collect();
+            let intervals = steady(&intervals, nominal_s);
+            for interval in &intervals {
+                by_index
+                    .entry(interval.interval.unwrap_or(0))
+                    .or_default()
+                    .push(interval);
+            }
+            figures.window_growing |= growing(&intervals);
+            kept.extend(intervals);
+        }
+        figures.seconds = kept.iter().map(|i| i.seconds).sum();
+        figures.busy_s = sum_us(&kept, |i| i.busy_us);
+        figures.rwnd_s = sum_us(&kept, |i| i.rwnd_limited_us);
+        figures.sndbuf_s = sum_us(&kept, |i| i.sndbuf_limited_us);
+        figures.segments_out = kept.iter().filter_map(|i| i.segments_out).sum();
+        figures.retransmits = kept.iter().filter_map(|i| i.retransmits).sum();
+        let per_rtt = |bytes: fn(&NetItem) -> Option<u64>| {
+            let sums: Vec<(f64, u64)> = by_index
+                .values()
+                .filter_map(|streams| {
+                    streams.iter().try_fold((0.0, 0), |(rate, total), i| {
+                        let (bytes, rtt) = (bytes(i)?, i.rtt_us.filter(|&r| r > 0)?);
+                        Some((rate + bytes as f64 / (rtt as f64 / 1e6), total + bytes))
+                    })
+                })
+                .collect();
+            let middle = median(sums.iter().map(|s| s.0).collect())?;
+            let bytes = sums.iter().find(|s| s.0 == middle).map(|s| s.1);
+            Some((middle, bytes))
+        };
+        if let Some((rate, bytes)) = per_rtt(|i| i.snd_wnd_bytes) {
+            (figures.window, figures.window_bytes) = (Some(rate), bytes);
+        }
+        figures.send_buffer = per_rtt(|i| i.send_queue_bytes).map(|(rate, _)| rate);
+        figures.srtt_us = median(
+            kept.iter()
+                .filter_map(|i| i.rtt_us)
+                .map(|r| r as f64)
+                .collect(),
+        )
+        .map(|r| r as u64);
+        figures.min_rtt_us = senders.iter().filter_map(|s| s.min_rtt_us).min();
+        figures.mss_bytes = senders.iter().find_map(|s| s.mss_bytes);
+        figures.congestion = senders.iter().find_map(|s| s.congestion.clone());
+        figures.timeouts = senders.iter().map(|s| s.timeouts).sum();
+        figures.left_slow_start = senders
+            .iter()
+            .map(|s| s.left_slow_start)
+            .collect::<Option<Vec<bool>>>()
+            .map(|all| all.iter().all(|&l| l));
+        figures.send_buffer_bytes = senders.iter().filter_map(|s| s.send_buffer_bytes).max();
+        figures.receive_buffer_bytes = of(Scope::Stream, Role::Receive)
+            .iter()
+            .filter_map(|s| s.receive_buffer_bytes)
+            .max();
+        figures.window_scaled = senders
+            .first()
+            .filter(|s| s.left_slow_start.is_some())
+            .map(|s| s.send_wscale.is_some());
+        figures.threads = threads(items, direction, nominal_s, &figures.hosts);
+        figures
+    }
+
+    /// A share of the sender's time, where its kernel said.
+    pub fn share(&self, seconds: Option<f64>) -> Option<f64> {
+        seconds
+            .filter(|_| self.seconds > 0.0)
+            .map(|s| (s / self.seconds).min(1.0))
+    }
+
+    /// Whether the receiver's buffer could still grow: below its end's autotuning
+    /// maximum, with no window set by hand.
+    pub fn window_room(&self) -> bool {
+        let receiver = match self.sender {
+            Some(Side::Local) => Side::Remote,
+            _ => Side::Local,
+        };
+        let max = self
+            .hosts
+            .get(&receiver)
+            .and_then(|h| h.buffers.tcp_rmem_max);
+        !self.window_set
+            && max
+                .zip(self.receive_buffer_bytes)
+                .is_some_and(|(max, now)| (now as f64) < 0.9 * max as f64)
+    }
+
+    /// Whether the sender's buffer could still grow: below its end's autotuning maximum,
+    /// with no window set by hand; null where the sender's end did not say.
+    pub fn send_buffer_room(&self) -> Option<bool> {
+        if self.window_set {
+            return Some(false);
+        }
+        let max = self.hosts.get(&self.sender?)?.buffers.tcp_wmem_max?;
+        Some((self.send_buffer_bytes? as f64) < 0.9 * max as f64)
+    }
+
+    /// Retransmitted segments over data segments sent.
+    pub fn loss(&self) -> Option<f64> {
+        (self.segments_out > 0).then(|| self.retransmits as f64 / self.segments_out as f64)
+    }
+}
+
+/// Whether a stream's peer window grew by more than a tenth in its last interval.
+fn growing(intervals: &[&NetItem]) -> bool {
+    let windows: Vec<u64> = intervals.iter().filter_map(|i| i.snd_wnd_bytes).collect();
+    windows
+        .windows(2)
+        .last()
+        .is_some_and(|w| w[1] as f64 > w[0] as f64 * 1.1)
+}
+
+/// Per end, its busiest stream thread of `direction` against what it was allowed.
+fn threads(
+    items: &[NetItem],
+    direction: &str,
+    nominal_s: f64,
+    hosts: &HashMap<Side, HostAccount>,
+) -> Vec<Thread> {
+    let mut out: Vec<Thread> = Vec::new();
+    for stream in items
+        .iter()
+        .filter(|i| i.scope == Scope::Stream && i.direction.as_deref() == Some(direction))
+    {
+        let intervals: Vec<&NetItem> = items
+            .iter()
+            .filter(|i| i.scope == Scope::Interval && i.side == stream.side)
+            .filter(|i| i.stream == stream.stream && i.op == stream.op)
+            .collect();
+        let intervals = steady(&intervals, nominal_s);
+        let timed: Vec<&&NetItem> = intervals
+            .iter()
+            .filter(|i| i.cpu_seconds.is_some())
+            .collect();
+        let wall: f64 = timed.iter().map(|i| i.seconds).sum();
+        let (used, waited) = if timed.is_empty() {
+            (stream.cpu_seconds.map(|cpu| cpu / stream.seconds), 0.0)
+        } else {
+            let sum =
+                |f: fn(&NetItem) -> Option<f64>| timed.iter().filter_map(|i| f(i)).sum::<f64>();
+            (
+                Some(sum(|i| i.cpu_seconds) / wall),
+                sum(|i| i.cpu_wait_seconds) / wall,
+            )
+        };
+        let Some(used) = used.filter(|u| u.is_finite()) else {
+            continue;
+        };
+        let mut seen: HashMap<u32, usize> = HashMap::new();
+        for cpu in intervals.iter().filter_map(|i| i.cpu) {
+            *seen.entry(cpu).or_default() += 1;
+        }
+        let quota = hosts.get(&stream.side).and_then(|h| h.quota);
+        let thread = Thread {
+            side: stream.side,
+            role: if stream.op == Role::Send.as_str() {
+                Role::Send
+            } else {
+                Role::Receive
+            },
+            stream: stream.stream.unwrap_or(0),
+            used: used.clamp(0.0, 1.0),
+            // A thread held by a quota waits the rest of each period; the two add up
+            // to the wall time at most.
+            waited: if waited.is_finite() {
+                waited.clamp(0.0, 1.0 - used.clamp(0.0, 1.0))
+            } else {
+                0.0
+            },
+            allowed: quota.map_or(1.0, |q| q.cores.clamp(0.0, 1.0)),
+            cpu: seen
+                .into_iter()
+                .max_by_key(|&(cpu, n)| (n, cpu))
+                .map(|(cpu, _)| cpu),
+        };
+        match out.iter_mut().find(|t| t.side == thread.side) {
+            Some(busiest) if busiest.load() < thread.load() => *busiest = thread,
+            Some(_) => {}
+            None => out.push(thread),
+        }
+    }
+    out
+}

@@ -1,0 +1,405 @@
+//! Why a net test ran at its rate: every ceiling its figures give (the wire, the
+//! receiver's window, the send buffer, loss, CPU) and the cause that binds, named from
+//! the senders' own TCP account, with what to change.
+
+mod advice;
+mod figures;
+
+use serde::{Deserialize, Serialize};
+
+use super::context::NetContext;
+use super::item::NetItem;
+use super::report::Role;
+pub use figures::{Figures, Thread};
+
+/// What holds a test's rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// The link or a queue on the way.
+    Path,
+    /// The receiver's window.
+    ReceiveWindow,
+    /// The sender's send buffer.
+    SendBuffer,
+    /// Loss, for a congestion control that backs off at each.
+    Loss,
+    /// The sending thread's CPU.
+    SenderCpu,
+    /// The receiving thread's CPU, or its end's CPU quota.
+    ReceiverCpu,
+    /// Packets of the path MTU that never arrive.
+    MtuBlackHole,
+    /// A test too short to leave slow start.
+    SlowStart,
+    /// A sender with nothing to send.
+    SenderApp,
+    /// An iperf3 peer's CPU.
+    Peer,
+}
+
+impl Cause {
+    /// Its name as stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cause::Path => "path",
+            Cause::ReceiveWindow => "receive_window",
+            Cause::SendBuffer => "send_buffer",
+            Cause::Loss => "loss",
+            Cause::SenderCpu => "sender_cpu",
+            Cause::ReceiverCpu => "receiver_cpu",
+            Cause::MtuBlackHole => "mtu_black_hole",
+            Cause::SlowStart => "slow_start",
+            Cause::SenderApp => "sender_app",
+            Cause::Peer => "peer",
+        }
+    }
+}
+
+/// A rate the test could not pass, and what sets it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ceiling {
+    /// `wire`, `window`, `send_buffer`, `loss` or `cpu`.
+    pub name: String,
+    /// The rate, bytes per second.
+    pub bytes_per_sec: f64,
+    /// What sets it, in words.
+    pub set_by: String,
+}
+
+/// Why a test's rate is what it is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Limit {
+    /// The cause that binds; null where the figures cannot tell.
+    pub cause: Option<Cause>,
+    /// Where it is (an end, a CPU, the path).
+    #[serde(rename = "where")]
+    pub at: String,
+    /// The share of the test the cause held the sender, where it is a share of time.
+    pub share: Option<f64>,
+    /// The figures that show it.
+    pub evidence: String,
+    /// Every ceiling the figures give.
+    pub ceilings: Vec<Ceiling>,
+    /// What to change, and to what.
+    pub advice: Option<String>,
+}
+
+/// A share of the sender's time above which what held it may be the cause.
+const HELD: f64 = 0.1;
+/// A rate within this share of a ceiling has reached it.
+const REACHED: f64 = 0.75;
+/// A thread using this much of what it may is the limit.
+const CPU_BOUND: f64 = 0.9;
+/// A sender idle this share of its time had nothing to send.
+const IDLE: f64 = 0.3;
+/// A round trip this many times its least has a queue standing in it.
+const QUEUED: f64 = 1.5;
+
+/// The limit of the streams carrying `direction` at `rate` (their received bytes per
+/// second), over the path `context`; `None` where no stream sent that way.
+pub fn limit_of(
+    items: &[NetItem],
+    direction: &str,
+    rate: f64,
+    nominal_s: f64,
+    context: &NetContext,
+    wire: Option<f64>,
+    window_set: bool,
+) -> Option<Limit> {
+    // Runs stored before ratelab kept a thread's CPU per interval have no limit: their
+    // summaries conclude again as they were stored.
+    if !items
+        .iter()
+        .any(|i| i.cpu_seconds.is_some() && i.interval.is_some())
+    {
+        return None;
+    }
+    let mut figures = Figures::of(items, direction, nominal_s);
+    figures.window_set = window_set;
+    let ceilings = ceilings(&figures, rate, wire);
+    if figures.sender.is_none() && figures.threads.is_empty() {
+        return None;
+    }
+    let (cause, share) = cause(&figures, rate, &ceilings);
+    let words = advice::words(cause, &figures, rate, &ceilings, context, wire);
+    Some(Limit {
+        cause,
+        at: words.at,
+        share,
+        evidence: words.evidence,
+        ceilings,
+        advice: words.advice,
+    })
+}
+
+/// Each ceiling the figures give.
+fn ceilings(figures: &Figures, rate: f64, wire: Option<f64>) -> Vec<Ceiling> {
+    let mut out = Vec::new();
+    let mut push = |name: &str, bytes_per_sec: Option<f64>, set_by: String| {
+        if let Some(bytes_per_sec) = bytes_per_sec.filter(|r| r.is_finite() && *r > 0.0) {
+            out.push(Ceiling {
+                name: name.into(),
+                bytes_per_sec,
+                set_by,
+            });
+        }
+    };
+    push("wire", wire, "the link's speed and MTU".into());
+    let rtt = |us: Option<u64>| us.map_or("?".into(), |us| format!("{:.1} ms", us as f64 / 1e3));
+    push(
+        "window",
+        figures.window,
+        format!(
+            "the receiver's window, {} bytes, over a {} round trip",
+            figures.window_bytes.unwrap_or(0),
+            rtt(figures.srtt_us)
+        ),
+    );
+    push(
+        "send_buffer",
+        figures.send_buffer,
+        "what the send buffer held unacknowledged, over the round trip".into(),
+    );
+    if loss_based(figures.congestion.as_deref()) {
+        // Mathis et al.: MSS / RTT x 1.22 / sqrt(p), for a control that halves at a loss.
+        let loss = figures.loss().filter(|&p| p > 0.0);
+        let ceiling = loss
+            .zip(figures.mss_bytes)
+            .zip(figures.srtt_us)
+            .map(|((p, mss), rtt)| mss as f64 / (rtt as f64 / 1e6) * 1.22 / p.sqrt());
+        push(
+            "loss",
+            ceiling,
+            format!(
+                "{:.2}% of segments sent again, {} at a {} round trip",
+                loss.unwrap_or(0.0) * 100.0,
+                figures.congestion.as_deref().unwrap_or("?"),
+                rtt(figures.srtt_us)
+            ),
+        );
+    }
+    if let Some(thread) = busiest(&figures.threads) {
+        push(
+            "cpu",
+            (thread.load() > 0.0).then(|| rate / thread.load()),
+            format!(
+                "the {} end's {} thread, on a CPU {:.0}% of the time and waiting for one {:.0}%",
+                thread.side.as_str(),
+                thread.role.as_str(),
+                thread.used * 100.0,
+                thread.waited * 100.0
+            ),
+        );
+    }
+    out
+}
+
+/// Whether a congestion control backs off at each loss (Mathis's model holds).
+fn loss_based(congestion: Option<&str>) -> bool {
+    congestion.is_some_and(|c| !c.starts_with("bbr"))
+}
+
+/// The thread nearest its CPU's limit.
+fn busiest(threads: &[Thread]) -> Option<&Thread> {
+    threads.iter().max_by(|a, b| a.load().total_cmp(&b.load()))
+}
+
+fn ceiling(ceilings: &[Ceiling], name: &str) -> Option<f64> {
+    ceilings
+        .iter()
+        .find(|c| c.name == name)
+        .map(|c| c.bytes_per_sec)
+}
+
+/// The cause that binds, and the share of the test it held the sender.
+fn cause(figures: &Figures, rate: f64, ceilings: &[Ceiling]) -> (Option<Cause>, Option<f64>) {
+    let reached = |name| ceiling(ceilings, name).is_some_and(|c| rate >= REACHED * c);
+    if let Some(thread) = busiest(&figures.threads)
+        && thread.load() >= CPU_BOUND
+    {
+        let cause = match thread.role {
+            Role::Send => Cause::SenderCpu,
+            Role::Receive => Cause::ReceiverCpu,
+        };
+        return (Some(cause), Some(thread.load()));
+    }
+    if figures.busy_s.is_none() {
+        return (None, None);
+    }
+    let rwnd = figures.share(figures.rwnd_s).unwrap_or(0.0);
+    let sndbuf = figures.share(figures.sndbuf_s).unwrap_or(0.0);
+    let busy = figures.share(figures.busy_s).unwrap_or(0.0);
+    // A window or buffer that held the sender while it could still grow is TCP's
+    // autotuning at work, not a limit: the test ended too soon.
+    if rwnd >= HELD && rwnd >= sndbuf {
+        if figures.window_growing || figures.window_room() {
+            return (Some(Cause::SlowStart), Some(rwnd));
+        }
+        if reached("window") {
+            return (Some(Cause::ReceiveWindow), Some(rwnd));
+        }
+    }
+    if sndbuf >= HELD {
+        match figures.send_buffer_room() {
+            Some(true) => return (Some(Cause::SlowStart), Some(sndbuf)),
+            Some(false) => return (Some(Cause::SendBuffer), Some(sndbuf)),
+            None if reached("send_buffer") => return (Some(Cause::SendBuffer), Some(sndbuf)),
+            None => {}
+        }
+    }
+    if busy < 1.0 - IDLE {
+        return (Some(Cause::SenderApp), Some(1.0 - busy));
+    }
+    let queued = figures
+        .srtt_us
+        .zip(figures.min_rtt_us)
+        .is_some_and(|(srtt, min)| srtt as f64 > QUEUED * min as f64 + 1000.0);
+    if !queued && ceiling(ceilings, "loss").is_some_and(|c| rate <= 2.0 * c) {
+        return (Some(Cause::Loss), figures.loss());
+    }
+    if figures.left_slow_start == Some(false) {
+        return (Some(Cause::SlowStart), None);
+    }
+    (Some(Cause::Path), Some(busy))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::net::host::{BufferLimits, HostAccount};
+    use crate::workload::net::item::{Scope, Side};
+
+    /// One sender and one receiver stream over three 1 s intervals, each interval's
+    /// sender figures from `sender`, the receiver thread `receiver_used` of a core.
+    fn test(sender: impl Fn(&mut NetItem), receiver_used: f64, rmem: (u64, u64)) -> Vec<NetItem> {
+        let mut items = Vec::new();
+        for (side, op) in [(Side::Local, "send"), (Side::Remote, "receive")] {
+            let mut stream = NetItem::moved(op, Scope::Stream, side, 0.0, 3.0, 3_000_000);
+            stream.direction = Some("up".into());
+            stream.stream = Some(0);
+            stream.mss_bytes = Some(1448);
+            stream.congestion = Some("cubic".into());
+            stream.left_slow_start = Some(true);
+            stream.send_wscale = Some(7);
+            stream.receive_buffer_bytes = Some(rmem.0);
+            stream.min_rtt_us = Some(20_000);
+            items.push(stream);
+            for index in 0..3 {
+                let start = index as f64;
+                let mut interval =
+                    NetItem::moved(op, Scope::Interval, side, start, start + 1.0, 1_000_000);
+                interval.direction = Some("up".into());
+                interval.stream = Some(0);
+                interval.interval = Some(index);
+                interval.cpu = Some(1);
+                if op == "send" {
+                    interval.cpu_seconds = Some(0.01);
+                    interval.cpu_wait_seconds = Some(0.0);
+                    interval.busy_us = Some(1_000_000);
+                    interval.rwnd_limited_us = Some(0);
+                    interval.sndbuf_limited_us = Some(0);
+                    interval.rtt_us = Some(20_000);
+                    interval.snd_wnd_bytes = Some(4_000_000);
+                    interval.send_queue_bytes = Some(4_000_000);
+                    interval.segments_out = Some(700);
+                    interval.retransmits = Some(0);
+                    sender(&mut interval);
+                } else {
+                    interval.cpu_seconds = Some(receiver_used);
+                    interval.cpu_wait_seconds = Some(0.0);
+                }
+                items.push(interval);
+            }
+        }
+        for side in [Side::Local, Side::Remote] {
+            let mut cpu = NetItem::moved("cpu", Scope::Cpu, side, 0.0, 3.0, 0);
+            cpu.host = Some(HostAccount {
+                cores: Vec::new(),
+                quota: None,
+                buffers: BufferLimits {
+                    tcp_rmem_max: Some(rmem.1),
+                    ..BufferLimits::default()
+                },
+            });
+            items.push(cpu);
+        }
+        items
+    }
+
+    fn cause_of(items: &[NetItem], rate: f64) -> Option<Cause> {
+        limit_of(items, "up", rate, 1.0, &NetContext::default(), None, false)
+            .expect("a limit")
+            .cause
+    }
+
+    #[test]
+    fn a_window_at_its_maximum_binds_and_one_still_growing_is_slow_start() {
+        let held = |i: &mut NetItem| {
+            i.rwnd_limited_us = Some(400_000);
+            i.snd_wnd_bytes = Some(40_000);
+        };
+        // 40 kB over 20 ms: 2 MB/s, the rate.
+        let at_max = test(held, 0.01, (65_536, 65_536));
+        assert_eq!(cause_of(&at_max, 1.9e6), Some(Cause::ReceiveWindow));
+        let limit = limit_of(
+            &at_max,
+            "up",
+            1.9e6,
+            1.0,
+            &NetContext::default(),
+            None,
+            false,
+        );
+        let limit = limit.unwrap();
+        assert!((limit.share.unwrap() - 0.4).abs() < 1e-9, "{limit:?}");
+        assert!(limit.advice.unwrap().contains("net.ipv4.tcp_rmem"));
+        let growing = test(held, 0.01, (200_000, 6_291_456));
+        assert_eq!(cause_of(&growing, 1.9e6), Some(Cause::SlowStart));
+    }
+
+    #[test]
+    fn loss_binds_only_where_no_queue_stands_and_the_control_backs_off() {
+        // 2% of segments again: 1448 B / 20 ms x 1.22 / sqrt(0.02) = 625 kB/s.
+        let lossy = |i: &mut NetItem| i.retransmits = Some(14);
+        assert_eq!(
+            cause_of(&test(lossy, 0.01, (1 << 22, 1 << 22)), 7e5),
+            Some(Cause::Loss)
+        );
+        let queued = |i: &mut NetItem| {
+            i.retransmits = Some(14);
+            i.rtt_us = Some(60_000);
+        };
+        assert_eq!(
+            cause_of(&test(queued, 0.01, (1 << 22, 1 << 22)), 7e5),
+            Some(Cause::Path)
+        );
+    }
+
+    #[test]
+    fn a_thread_that_wanted_its_cpu_all_the_time_binds_though_it_ran_little() {
+        // A receiver held by a quota: on a CPU 2% of the time, waiting for one the rest.
+        let mut items = test(|_| {}, 0.02, (1 << 22, 1 << 22));
+        for item in items
+            .iter_mut()
+            .filter(|i| i.op == "receive" && i.scope == Scope::Interval)
+        {
+            item.cpu_wait_seconds = Some(0.97);
+        }
+        assert_eq!(cause_of(&items, 5e7), Some(Cause::ReceiverCpu));
+        let limit = limit_of(&items, "up", 5e7, 1.0, &NetContext::default(), None, false);
+        assert_eq!(limit.unwrap().at, "cpu 1: the remote end's receive thread");
+    }
+
+    #[test]
+    fn a_run_stored_before_the_account_has_no_limit() {
+        let mut items = test(|_| {}, 0.01, (1 << 22, 1 << 22));
+        for item in &mut items {
+            item.cpu_seconds = None;
+        }
+        assert_eq!(
+            limit_of(&items, "up", 1e6, 1.0, &NetContext::default(), None, false),
+            None
+        );
+    }
+}

@@ -1,0 +1,414 @@
+//! Why a network runs at its rate: on rigs that make each cause real (a shaped veth,
+//! a delay line with small buffers or loss, a receiver held to a CPU quota, loopback),
+//! `ratelab net` stores the cause that binds in its summary's `limit`, with the
+//! ceilings it computed and advice that names what to change.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::delay_line::DelayLine;
+use common::netns::{Link, serve_ratelab_in};
+use common::run_json;
+use serde_json::Value;
+
+/// Whether this test can build its rig here; says why not when it cannot.
+fn rig_or_skip(test: &str, tun: bool) -> bool {
+    if !common::root_or_skip(test, "it builds network namespaces") {
+        return false;
+    }
+    if tun
+        && std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/net/tun")
+            .is_err()
+    {
+        common::skip(test, "/dev/net/tun cannot be opened here");
+        return false;
+    }
+    true
+}
+
+/// A CPU cgroup (v1 or v2) with a quota of `share` of one core, removed on drop.
+struct Quota {
+    path: std::path::PathBuf,
+}
+
+impl Quota {
+    fn new(share: f64) -> Quota {
+        let v1 = std::path::Path::new("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").exists();
+        let name = format!("ratelab-test-quota-{}", std::process::id());
+        let path = if v1 {
+            std::path::Path::new("/sys/fs/cgroup/cpu").join(name)
+        } else {
+            let _ = std::fs::write("/sys/fs/cgroup/cgroup.subtree_control", "+cpu");
+            std::path::Path::new("/sys/fs/cgroup").join(name)
+        };
+        std::fs::create_dir(&path).expect("make a cpu cgroup");
+        let quota = (100_000.0 * share) as u64;
+        if v1 {
+            std::fs::write(path.join("cpu.cfs_period_us"), "100000").unwrap();
+            std::fs::write(path.join("cpu.cfs_quota_us"), quota.to_string()).unwrap();
+        } else {
+            std::fs::write(path.join("cpu.max"), format!("{quota} 100000")).unwrap();
+        }
+        Quota { path }
+    }
+
+    /// Moves process `pid`, all its threads, into the group.
+    fn hold(&self, pid: u32) {
+        std::fs::write(self.path.join("cgroup.procs"), pid.to_string()).expect("join the cgroup");
+    }
+}
+
+impl Drop for Quota {
+    fn drop(&mut self) {
+        for _ in 0..100 {
+            if std::fs::remove_dir(&self.path).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// `ratelab net ADDRESS` with `extra`, run by `command` (in the client's namespace).
+fn net(mut command: Command, address: &str, extra: &[&str]) -> Value {
+    run_json(
+        command
+            .args(["net", address, "--json", "--no-store", "-q"])
+            .args(extra),
+    )
+}
+
+/// The first workload's summary.
+fn summary(doc: &Value) -> &Value {
+    &doc["workloads"][0]["summary"]
+}
+
+/// Prints what a test's limit says, for the test's log.
+fn show(test: &str, doc: &Value) {
+    let summary = summary(doc);
+    eprintln!(
+        "{test}: received {:.2} MB/s; limit {}",
+        summary["receive"]["bytes_per_sec"].as_f64().unwrap_or(0.0) / 1e6,
+        serde_json::to_string_pretty(&summary["limit"]).unwrap()
+    );
+    if std::env::var("ITEMS").is_ok() {
+        for item in doc["workloads"][0]["items"].as_array().unwrap() {
+            eprintln!("  {item}");
+        }
+    }
+}
+
+/// The stored limit of a test.
+fn limit(doc: &Value) -> &Value {
+    &summary(doc)["limit"]
+}
+
+/// A ceiling of the limit, bytes per second.
+fn ceiling(doc: &Value, name: &str) -> f64 {
+    limit(doc)["ceilings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} ceiling: {}", limit(doc)))["bytes_per_sec"]
+        .as_f64()
+        .unwrap()
+}
+
+/// The received rate, bytes per second.
+fn received(doc: &Value) -> f64 {
+    summary(doc)["receive"]["bytes_per_sec"].as_f64().unwrap()
+}
+
+/// Runs `attempt` up to three times, as every test whose figures other work can move,
+/// and checks `check` of its document where the run was quiet or the figures held.
+fn tries(test: &str, mut attempt: impl FnMut() -> Value, check: impl Fn(&Value)) {
+    common::up_to_three_tries(test, |_| {
+        let doc = attempt();
+        assert_eq!(doc["status"], "complete", "{doc}");
+        show(test, &doc);
+        common::check(common::disturbed(&doc), || {
+            check(&doc);
+            common::Try::Checked
+        })
+    });
+}
+
+/// Asserts the stored cause is one of `causes`.
+fn assert_cause(doc: &Value, causes: &[&str]) {
+    let cause = limit(doc)["cause"].as_str().unwrap_or("null");
+    assert!(
+        causes.contains(&cause),
+        "{cause}, not {causes:?}: {}",
+        limit(doc)
+    );
+}
+
+#[test]
+fn a_shaped_link_is_limited_by_the_path() {
+    let test = "a_shaped_link_is_limited_by_the_path";
+    if !rig_or_skip(test, false) {
+        return;
+    }
+    let _lock = common::rig::exclusive();
+    let mut link = Link::new(1500, "300mbit");
+    link.serve_ratelab(5301);
+    let address = link.server_address.clone();
+    tries(
+        test,
+        || net(link.in_client(common::bin()), &address, &["-t", "3"]),
+        |doc| {
+            assert_cause(doc, &["path"]);
+            assert!(
+                limit(doc)["evidence"]
+                    .as_str()
+                    .unwrap()
+                    .contains("a queue stood on the path"),
+                "{doc}"
+            );
+        },
+    );
+}
+
+/// A delay line of 10 ms each way (a 20 ms round trip) with `loss`, whose server's and
+/// client's sysctls are set by `setup`, and a ratelab server on it.
+fn delay_line(loss: f64, setup: impl Fn(&DelayLine)) -> (DelayLine, Served) {
+    let line = DelayLine::new(Duration::from_millis(10), loss, 1500);
+    setup(&line);
+    let server = Served(serve_ratelab_in(
+        &line.server,
+        &line.server_address,
+        5301,
+        &[],
+    ));
+    (line, server)
+}
+
+/// A test on `line` from its client, with `extra`.
+fn over(line: &DelayLine, extra: &[&str]) -> Value {
+    net(
+        line.run_in(&line.client, common::bin()),
+        &line.server_address,
+        extra,
+    )
+}
+
+#[test]
+fn a_small_receive_buffer_on_a_long_path_is_limited_by_the_window() {
+    let test = "a_small_receive_buffer_on_a_long_path_is_limited_by_the_window";
+    if !rig_or_skip(test, true) {
+        return;
+    }
+    let _lock = common::rig::exclusive();
+    let (line, _server) = delay_line(0.0, |line| {
+        line.sysctl(&line.server, "net.ipv4.tcp_rmem", "4096 65536 65536");
+    });
+    // The delay line has no wire speed: the link's rate is given, as a user would.
+    tries(
+        test,
+        || over(&line, &["-t", "3", "--link-rate", "100mbit"]),
+        |doc| {
+            assert_cause(doc, &["receive_window"]);
+            let (rate, window) = (received(doc), ceiling(doc, "window"));
+            eprintln!("{test}: {:.3} of the window's ceiling", rate / window);
+            assert!(
+                (0.85..=1.15).contains(&(rate / window)),
+                "{rate} against {window}"
+            );
+            // The advice names a buffer of at least the bandwidth-delay product: 100
+            // Mbit/s over the least round trip.
+            let advice = limit(doc)["advice"].as_str().unwrap();
+            let bytes: u64 = advice
+                .split_once("tcp_rmem's max on the receiver to ")
+                .and_then(|(_, rest)| rest.split_whitespace().next()?.parse().ok())
+                .unwrap_or_else(|| panic!("{advice}"));
+            let min_rtt_s = doc["workloads"][0]["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|i| i["scope"] == "stream" && i["op"] == "send")
+                .unwrap()["min_rtt_us"]
+                .as_f64()
+                .unwrap()
+                / 1e6;
+            let bdp = 100e6 / 8.0 * min_rtt_s;
+            assert!(bytes as f64 >= bdp, "{bytes} under the BDP {bdp}: {advice}");
+        },
+    );
+}
+
+#[test]
+fn a_small_send_buffer_on_a_long_path_is_limited_by_it() {
+    let test = "a_small_send_buffer_on_a_long_path_is_limited_by_it";
+    if !rig_or_skip(test, true) {
+        return;
+    }
+    let _lock = common::rig::exclusive();
+    let (line, _server) = delay_line(0.0, |line| {
+        line.sysctl(&line.client, "net.ipv4.tcp_wmem", "4096 65536 65536");
+    });
+    tries(
+        test,
+        || over(&line, &["-t", "3", "--link-rate", "100mbit"]),
+        |doc| {
+            assert_cause(doc, &["send_buffer"]);
+            assert!(
+                limit(doc)["advice"].as_str().unwrap().contains("tcp_wmem"),
+                "{doc}"
+            );
+        },
+    );
+}
+
+#[test]
+fn one_percent_loss_on_a_long_path_limits_cubic() {
+    let test = "one_percent_loss_on_a_long_path_limits_cubic";
+    if !rig_or_skip(test, true) {
+        return;
+    }
+    let _lock = common::rig::exclusive();
+    let _allowed = Allowed::cubic();
+    let (line, _server) = delay_line(0.01, |line| {
+        for namespace in [&line.client, &line.server] {
+            line.sysctl(namespace, "net.ipv4.tcp_congestion_control", "cubic");
+        }
+    });
+    tries(
+        test,
+        || over(&line, &["-t", "3"]),
+        |doc| {
+            assert_cause(doc, &["loss"]);
+            // The share sent again, as a rate: about the line's 1%.
+            let share = limit(doc)["share"].as_f64().unwrap();
+            assert!((0.003..=0.03).contains(&share), "{share}");
+            assert!(
+                limit(doc)["evidence"]
+                    .as_str()
+                    .unwrap()
+                    .contains("% of segments were sent again")
+            );
+        },
+    );
+}
+
+#[test]
+fn a_short_test_on_a_long_path_is_still_in_slow_start() {
+    let test = "a_short_test_on_a_long_path_is_still_in_slow_start";
+    if !rig_or_skip(test, true) {
+        return;
+    }
+    let _lock = common::rig::exclusive();
+    let (line, _server) = delay_line(0.0, |_| {});
+    tries(
+        test,
+        || over(&line, &["-t", "1"]),
+        |doc| assert_cause(doc, &["slow_start"]),
+    );
+}
+
+#[test]
+fn a_receiver_held_to_a_cpu_quota_is_limited_by_its_cpu() {
+    let test = "a_receiver_held_to_a_cpu_quota_is_limited_by_its_cpu";
+    if !rig_or_skip(test, false) {
+        return;
+    }
+    let _lock = common::rig::exclusive();
+    let link = Link::new(1500, "2gbit");
+    let quota = Quota::new(0.02);
+    // nsenter, not ip netns exec: the server keeps this machine's /sys, so it sees its
+    // cgroup and can name the quota.
+    let mut server = Command::new("nsenter")
+        .arg(format!("--net=/run/netns/{}", link_server(&link)))
+        .arg(common::bin())
+        .args([
+            "net",
+            "serve",
+            "--bind",
+            &link.server_address,
+            "--port",
+            "5301",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stderr.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert!(line.contains("listening on"), "{line}");
+    let server = Served(server);
+    quota.hold(server.0.id());
+    tries(
+        test,
+        || {
+            net(
+                link.in_client(common::bin()),
+                &link.server_address,
+                &["-t", "3"],
+            )
+        },
+        |doc| {
+            assert_cause(doc, &["receiver_cpu"]);
+            let evidence = limit(doc)["evidence"].as_str().unwrap();
+            assert!(evidence.contains("under a CPU quota of 2.0%"), "{evidence}");
+        },
+    );
+}
+
+#[test]
+fn loopback_is_limited_by_a_cpu_and_names_it() {
+    let test = "loopback_is_limited_by_a_cpu_and_names_it";
+    let _lock = common::rig::exclusive();
+    let server = common::net_server::Server::start(&[]);
+    let port = server.address().port().to_string();
+    tries(
+        test,
+        || net(common::ratelab(), "127.0.0.1", &["-p", &port, "-t", "2"]),
+        |doc| {
+            assert_cause(doc, &["sender_cpu", "receiver_cpu"]);
+            let at = limit(doc)["where"].as_str().unwrap();
+            assert!(at.starts_with("cpu "), "{at}");
+        },
+    );
+}
+
+fn link_server(link: &Link) -> String {
+    link.client_namespace().trim_end_matches('c').to_string() + "s"
+}
+
+/// A server process, killed when dropped.
+struct Served(std::process::Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `cubic` among the congestion controls a network namespace may choose, as it was
+/// before on drop: a namespace other than the first may only pick an allowed one.
+struct Allowed(String);
+
+const ALLOWED: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
+
+impl Allowed {
+    fn cubic() -> Allowed {
+        let before = std::fs::read_to_string(ALLOWED).expect("read the allowed controls");
+        std::fs::write(ALLOWED, format!("{} cubic", before.trim())).expect("allow cubic");
+        Allowed(before)
+    }
+}
+
+impl Drop for Allowed {
+    fn drop(&mut self) {
+        let _ = std::fs::write(ALLOWED, self.0.trim());
+    }
+}
