@@ -208,11 +208,37 @@ fn a_small_receive_buffer_on_a_long_path_is_limited_by_the_window() {
     let (line, _server) = delay_line(0.0, |line| {
         line.sysctl(&line.server, "net.ipv4.tcp_rmem", "4096 65536 65536");
     });
+    // Stored, to show its summary as a user reads it.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
     // The delay line has no wire speed: the link's rate is given, as a user would.
     tries(
         test,
-        || over(&line, &["-t", "3", "--link-rate", "100mbit"]),
+        || {
+            run_json(
+                line.run_in(&line.client, common::bin())
+                    .args([
+                        "net",
+                        &line.server_address,
+                        "-t",
+                        "3",
+                        "--link-rate",
+                        "100mbit",
+                    ])
+                    .args(["--json", "-q", "--db"])
+                    .arg(&db),
+            )
+        },
         |doc| {
+            let id = doc["run_id"].to_string();
+            let shown = common::results(&db, &["show", &id]);
+            let summary: String = shown
+                .lines()
+                .skip_while(|l| !l.starts_with("summary:"))
+                .take_while(|l| !l.is_empty())
+                .collect::<Vec<_>>()
+                .join("\n");
+            common::say(&format!("{test}, as `results show` says it:\n{summary}"));
             assert_cause(doc, &["receive_window"]);
             let (rate, window) = (received(doc), ceiling(doc, "window"));
             eprintln!("{test}: {:.3} of the window's ceiling", rate / window);

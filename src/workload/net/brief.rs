@@ -12,7 +12,7 @@ use crate::vocab::{SummaryLine, Table, Unmeasured};
 use crate::workload::{Kind, Stored};
 
 /// Its summary, stored or, for a run that never finished, from its items.
-fn summary_of<'a>(w: &'a Stored<NetKind>) -> Cow<'a, NetSummary> {
+pub(super) fn summary_of<'a>(w: &'a Stored<NetKind>) -> Cow<'a, NetSummary> {
     w.summary
         .as_ref()
         .map_or_else(|| Cow::Owned(NetKind.summarize(w)), Cow::Borrowed)
@@ -96,7 +96,7 @@ fn limit_text(limit: &Limit) -> String {
         Some(Cause::SenderApp) => "limited by the sending program",
         Some(Cause::Peer) => "limited by the peer's CPU",
     };
-    let mut text = format!("{cause}, {}: {}", limit.at, limit.evidence);
+    let mut text = format!("{cause} ({}): {}", limit.at, limit.evidence);
     if let Some(advice) = &limit.advice {
         text.push_str(&format!(". {}{}", advice[..1].to_uppercase(), &advice[1..]));
     }

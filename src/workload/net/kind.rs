@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use super::context::NetContext;
 use super::item::{NetItem, Scope, Side};
+use super::limit::Cause;
 use super::protocol::Direction;
 use super::report::Role;
 use super::summary::{self, NetSummary, Totals, cpu_fraction, interval_sums, limit, nominal_s};
@@ -179,8 +180,22 @@ fn link_verdict(w: &Stored<NetKind>, receive: &Totals) -> Verdict {
     }
 }
 
-/// Per end, its busiest stream thread, where that thread's core was the limit.
+/// Per end, its busiest stream thread, where that thread's core was the limit; none
+/// where the summary's limit names a CPU already, as it says more.
 fn cpu_bound_verdicts(w: &Stored<NetKind>) -> Vec<Verdict> {
+    let summary = brief::summary_of(w);
+    let limits = [
+        summary.limit.as_ref(),
+        summary.up.as_ref().and_then(|d| d.limit.as_ref()),
+        summary.down.as_ref().and_then(|d| d.limit.as_ref()),
+    ];
+    if limits
+        .into_iter()
+        .flatten()
+        .any(|l| matches!(l.cause, Some(Cause::SenderCpu | Cause::ReceiverCpu)))
+    {
+        return Vec::new();
+    }
     let verdict = Verdict::about(Some(w.index()));
     let mut out = Vec::new();
     for side in [Side::Local, Side::Remote] {

@@ -33,9 +33,9 @@ fn other(side: Side) -> Side {
     }
 }
 
-/// The end called by its role: "the remote end (the receiver)".
+/// The end called by its role: "the receiver, the remote end".
 fn end(side: Side, role: &str) -> String {
-    format!("the {} end ({role})", side.as_str())
+    format!("{role}, the {} end", side.as_str())
 }
 
 /// What a buffer of `now` bytes would need to be for `rate` to reach `target` (the
@@ -256,16 +256,16 @@ fn cpu_words(figures: &Figures, thread: Option<&Thread>) -> Words {
     let softirq = thread.cpu.and_then(|cpu| {
         let core = host?.cores.iter().find(|c| c.cpu == cpu)?;
         Some(format!(
-            ", and softirqs took {:.0}% of that core",
+            "; softirqs {:.0}% of that core",
             core.softirq * 100.0
         ))
     });
     let softirq = softirq.unwrap_or_default();
     let at = format!(
-        "{}the {} end's {} thread",
+        "{}{} {} thread",
         thread
             .cpu
-            .map_or(String::new(), |cpu| format!("cpu {cpu}: ")),
+            .map_or(String::new(), |cpu| format!("cpu {cpu}, ")),
         thread.side.as_str(),
         thread.role.as_str()
     );
@@ -273,8 +273,8 @@ fn cpu_words(figures: &Figures, thread: Option<&Thread>) -> Words {
         Some(quota) => Words {
             at,
             evidence: format!(
-                "the thread used {:.1}% of a core and waited for one {:.0}% of the time, under a \
-                 CPU quota of {:.1}% that ran out in {:.0}% of its periods{softirq}",
+                "on a CPU {:.1}% of the time, waiting for one {:.0}%, under a CPU quota of \
+                 {:.1}% that ran out in {:.0}% of its periods{softirq}",
                 thread.used * 100.0,
                 thread.waited * 100.0,
                 quota.cores * 100.0,
@@ -288,13 +288,11 @@ fn cpu_words(figures: &Figures, thread: Option<&Thread>) -> Words {
         None => Words {
             at,
             evidence: format!(
-                "the thread was on a CPU {:.0}% of the time and waited for one {:.0}%{softirq}",
+                "on a CPU {:.0}% of the time, waiting for one {:.0}%{softirq}",
                 thread.used * 100.0,
                 thread.waited * 100.0
             ),
-            advice: Some(
-                "more streams (-P) spread the work over cores; a faster core carries more".into(),
-            ),
+            advice: Some("more streams (-P) spread it over cores".into()),
         },
     }
 }

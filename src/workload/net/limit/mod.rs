@@ -388,7 +388,7 @@ mod tests {
         }
         assert_eq!(cause_of(&items, 5e7), Some(Cause::ReceiverCpu));
         let limit = limit_of(&items, "up", 5e7, 1.0, &NetContext::default(), None, false);
-        assert_eq!(limit.unwrap().at, "cpu 1: the remote end's receive thread");
+        assert_eq!(limit.unwrap().at, "cpu 1, remote receive thread");
     }
 
     #[test]
