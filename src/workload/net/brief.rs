@@ -62,21 +62,12 @@ pub fn summary_lines(w: &Stored<NetKind>) -> Vec<SummaryLine> {
     ));
     let mut lines =
         vec![SummaryLine::new("network", text).covering(&["share_of_link", "loopback"])];
-    let limits = [
-        ("", summary.limit.as_ref()),
-        ("up: ", summary.up.as_ref().and_then(|d| d.limit.as_ref())),
-        (
-            "down: ",
-            summary.down.as_ref().and_then(|d| d.limit.as_ref()),
-        ),
-    ];
-    for (direction, limit) in limits {
-        if let Some(limit) = limit {
-            lines.push(SummaryLine::new(
-                "limit",
-                format!("{direction}{}", limit_text(limit)),
-            ));
-        }
+    for (direction, limit) in summary.limits() {
+        let direction = direction.map_or(String::new(), |d| format!("{d}: "));
+        lines.push(SummaryLine::new(
+            "limit",
+            format!("{direction}{}", limit_text(limit)),
+        ));
     }
     lines
 }
@@ -95,10 +86,17 @@ fn limit_text(limit: &Limit) -> String {
         Some(Cause::SlowStart) => "still in slow start",
         Some(Cause::SenderApp) => "limited by the sending program",
         Some(Cause::Peer) => "limited by the peer's CPU",
+        Some(Cause::Unknown) => "limited by a cause this version does not know",
     };
     let mut text = format!("{cause} ({}): {}", limit.at, limit.evidence);
     if let Some(advice) = &limit.advice {
-        text.push_str(&format!(". {}{}", advice[..1].to_uppercase(), &advice[1..]));
+        let mut chars = advice.chars();
+        let first = chars.next().map(|c| c.to_uppercase().to_string());
+        text.push_str(&format!(
+            ". {}{}",
+            first.unwrap_or_default(),
+            chars.as_str()
+        ));
     }
     text
 }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::host::HostAccount;
 use super::protocol::Direction;
 use super::report::{Role, SideReport, StreamReport};
-use super::socket::TcpStats;
+use super::socket::{self, TcpStats};
 
 /// Which end measured an item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -25,6 +25,14 @@ impl Side {
         match self {
             Side::Local => "local",
             Side::Remote => "remote",
+        }
+    }
+
+    /// The other end.
+    pub fn other(self) -> Side {
+        match self {
+            Side::Local => Side::Remote,
+            Side::Remote => Side::Local,
         }
     }
 }
@@ -115,6 +123,9 @@ pub struct NetItem {
     /// Whether the sender had left slow start by the end (its first loss or ECN mark).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub left_slow_start: Option<bool>,
+    /// Whether window scaling was agreed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_scaling: Option<bool>,
     /// The scale the peer applies to the windows it advertises; null where window
     /// scaling was not agreed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -226,7 +237,7 @@ fn stream_item(stream: &StreamReport, side: Side, test: Direction, streams: u32)
         mtu_bytes: stream.mtu_bytes,
         cpu_seconds: Some(stream.cpu_seconds),
         error: stream.error.clone(),
-        congestion: stream.congestion.clone(),
+        congestion: stream.congestion.as_deref().and_then(control_name),
         ..NetItem::moved(
             stream.role.as_str(),
             Scope::Stream,
@@ -238,6 +249,18 @@ fn stream_item(stream: &StreamReport, side: Side, test: Direction, streams: u32)
     };
     item.take_tcp(stream.tcp.as_ref(), None);
     item
+}
+
+/// A congestion control's name as an end reported it, where it looks like one (a
+/// kernel module's name: letters, digits, `_` and `-`, 16 at most); a peer's text
+/// reaches stored runs and terminals only so.
+fn control_name(name: &str) -> Option<String> {
+    let looks = !name.is_empty()
+        && name.len() <= 16
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    looks.then(|| name.to_string())
 }
 
 impl NetItem {
@@ -264,7 +287,8 @@ impl NetItem {
         self.reordering_seen = grew(|t| t.reord_seen);
         self.segments_out = grew(|t| t.data_segs_out);
         self.timeouts = grew(|t| t.total_rto);
-        self.left_slow_start = Some(now.ssthresh_bytes.is_some());
+        self.left_slow_start = now.snd_ssthresh.map(|s| s < socket::INFINITE_SSTHRESH);
+        self.window_scaling = now.window_scaling;
         self.send_wscale = now.send_wscale;
         self.send_buffer_bytes = now.send_buffer_bytes;
         self.receive_buffer_bytes = now.receive_buffer_bytes;
@@ -308,6 +332,7 @@ impl NetItem {
             timeouts: None,
             segments_out: None,
             left_slow_start: None,
+            window_scaling: None,
             send_wscale: None,
             send_buffer_bytes: None,
             receive_buffer_bytes: None,

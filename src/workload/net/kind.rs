@@ -184,15 +184,9 @@ fn link_verdict(w: &Stored<NetKind>, receive: &Totals) -> Verdict {
 /// where the summary's limit names a CPU already, as it says more.
 fn cpu_bound_verdicts(w: &Stored<NetKind>) -> Vec<Verdict> {
     let summary = brief::summary_of(w);
-    let limits = [
-        summary.limit.as_ref(),
-        summary.up.as_ref().and_then(|d| d.limit.as_ref()),
-        summary.down.as_ref().and_then(|d| d.limit.as_ref()),
-    ];
-    if limits
-        .into_iter()
-        .flatten()
-        .any(|l| matches!(l.cause, Some(Cause::SenderCpu | Cause::ReceiverCpu)))
+    if summary
+        .limits()
+        .any(|(_, l)| matches!(l.cause, Some(Cause::SenderCpu | Cause::ReceiverCpu)))
     {
         return Vec::new();
     }

@@ -137,16 +137,19 @@ pub struct TcpStats {
     /// Retransmission timeouts, the SYN's included (Linux 6.7 on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_rto: Option<u64>,
-    /// The slow-start threshold, bytes; null while the sender has never left slow
-    /// start (the kernel's threshold is still infinite).
+    /// The slow-start threshold, segments (0x7fffffff, the kernel's infinity, while
+    /// the sender has never left slow start); null from an end that did not send it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ssthresh_bytes: Option<u64>,
+    pub snd_ssthresh: Option<u64>,
     /// Bytes sent, retransmissions included (Linux 4.19 on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_sent: Option<u64>,
     /// Segments sent that carried data, retransmissions included (Linux 4.6 on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_segs_out: Option<u64>,
+    /// Whether window scaling was agreed; null from an end that did not send it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_scaling: Option<bool>,
     /// The window scale this end's peer applies to the windows it advertises; null
     /// where window scaling was not agreed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -217,7 +220,7 @@ fn queued(socket: &TcpStream, request: libc::Ioctl) -> Option<u64> {
 }
 
 /// The kernel's slow-start threshold before the first loss (TCP_INFINITE_SSTHRESH).
-const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+pub const INFINITE_SSTHRESH: u64 = 0x7fff_ffff;
 
 /// TCP_INFO's `tcpi_options` bit saying window scaling was agreed.
 const OPTION_WSCALE: u8 = 4;
@@ -247,8 +250,8 @@ fn stats_of(info: &KernelTcpInfo, length: usize) -> TcpStats {
             u64::from(info.notsent_bytes),
         ),
         total_rto: has(filled!(length, total_rto, u16), u64::from(info.total_rto)),
-        ssthresh_bytes: (info.snd_ssthresh < INFINITE_SSTHRESH)
-            .then(|| u64::from(info.snd_ssthresh) * u64::from(info.snd_mss)),
+        snd_ssthresh: Some(u64::from(info.snd_ssthresh)),
+        window_scaling: Some(info.options & OPTION_WSCALE != 0),
         bytes_sent: has(filled!(length, bytes_sent, u64), info.bytes_sent),
         data_segs_out: has(
             filled!(length, data_segs_out, u32),

@@ -139,6 +139,21 @@ pub fn summarize(plan: &NetPlan, context: &NetContext, items: &[NetItem]) -> Net
     }
 }
 
+impl NetSummary {
+    /// Its limits: the test's, or each direction's (`up`, `down`) of a test in both.
+    pub fn limits(&self) -> impl Iterator<Item = (Option<&'static str>, &Limit)> {
+        let up = self.up.as_ref().and_then(|d| d.limit.as_ref());
+        let down = self.down.as_ref().and_then(|d| d.limit.as_ref());
+        [
+            (None, self.limit.as_ref()),
+            (Some("up"), up),
+            (Some("down"), down),
+        ]
+        .into_iter()
+        .filter_map(|(direction, limit)| Some((direction, limit?)))
+    }
+}
+
 /// The totals of `role`'s stream ends, of one direction or of all; `None` when there
 /// are none.
 pub fn totals(

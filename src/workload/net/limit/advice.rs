@@ -17,20 +17,14 @@ pub struct Words {
     pub advice: Option<String>,
 }
 
+/// A share in whole percent.
 fn pct(share: Option<f64>) -> String {
     format!("{:.0}%", share.unwrap_or(0.0) * 100.0)
 }
 
-fn ms(us: Option<u64>) -> String {
+/// Microseconds as milliseconds, `?` where unknown.
+pub(super) fn ms(us: Option<u64>) -> String {
     us.map_or("?".into(), |us| format!("{:.1} ms", us as f64 / 1e3))
-}
-
-/// The other end.
-fn other(side: Side) -> Side {
-    match side {
-        Side::Local => Side::Remote,
-        Side::Remote => Side::Local,
-    }
 }
 
 /// The end called by its role: "the receiver, the remote end".
@@ -43,7 +37,7 @@ fn end(side: Side, role: &str) -> String {
 /// takes it and as people read it: `4194304 (4 MiB)`.
 fn scaled(now: u64, rate: f64, target: f64) -> String {
     let bytes = (now as f64 * target / rate.max(1.0)).ceil() as u64;
-    let bytes = bytes.max(1).next_power_of_two();
+    let bytes = bytes.max(1).checked_next_power_of_two().unwrap_or(bytes);
     format!("{bytes} ({})", format_size(bytes))
 }
 
@@ -57,10 +51,10 @@ pub fn words(
     wire: Option<f64>,
 ) -> Words {
     let sender = figures.sender.unwrap_or(Side::Local);
-    let receiver = other(sender);
+    let receiver = sender.other();
     let carried = |name| ceiling(ceilings, name).map_or("?".into(), format_bits_rate);
     let mut words = match cause {
-        None if figures.sender.is_some() => Words {
+        None if figures.seconds > 0.0 => Words {
             at: end(sender, "the sender"),
             evidence: "this kernel does not say when TCP held the sender back (TCP_INFO's \
                        busy time, Linux 4.10 on): the ceilings alone"
@@ -68,7 +62,7 @@ pub fn words(
             advice: None,
         },
         None => Words {
-            at: end(receiver, "the sender"),
+            at: end(sender, "the sender"),
             evidence: "the sender's TCP account is at the peer, which does not send it: the \
                        ceilings alone"
                 .into(),
@@ -200,7 +194,7 @@ pub fn words(
             evidence: path_evidence(figures, rate, wire),
             advice: None,
         },
-        Some(Cause::Peer | Cause::MtuBlackHole) => Words {
+        Some(Cause::Peer | Cause::MtuBlackHole | Cause::Unknown) => Words {
             at: end(receiver, "the peer"),
             evidence: String::new(),
             advice: None,
@@ -225,7 +219,7 @@ fn path_evidence(figures: &Figures, rate: f64, wire: Option<f64>) -> String {
         pct(figures.share(figures.busy_s))
     );
     if let (Some(srtt), Some(min)) = (figures.srtt_us, figures.min_rtt_us)
-        && srtt > min * 2
+        && figures.queue_stood()
     {
         text.push_str(&format!(
             "; a queue stood on the path: round trips of {} against {} at least",

@@ -1,7 +1,7 @@
 //! What the stored items of one direction of a test say about why it ran at its rate:
 //! the senders' TCP account (busy, held by the window, held by the buffer), windows,
 //! queues, loss and round trips over the steady intervals, and each end's stream
-//! threads' CPU against what that end was allowed.
+//! threads' time on a CPU and waiting for one.
 
 use std::collections::HashMap;
 
@@ -47,8 +47,6 @@ pub struct Figures {
     pub segments_out: u64,
     /// See `segments_out`.
     pub retransmits: u64,
-    /// Retransmission timeouts over the whole test.
-    pub timeouts: Option<u64>,
     /// The senders' MSS.
     pub mss_bytes: Option<u64>,
     /// The senders' congestion control.
@@ -77,8 +75,6 @@ pub struct Thread {
     /// The time it was runnable and waited for a CPU, over the wall time: a busy core,
     /// or its end's CPU quota spent.
     pub waited: f64,
-    /// The share of a core it could have: 1, or its end's CPU quota where smaller.
-    pub allowed: f64,
     /// The CPU it was on most.
     pub cpu: Option<u32>,
 }
@@ -90,8 +86,9 @@ impl Thread {
     }
 }
 
-/// The intervals of the stream end `stream` to keep: its whole ones after the first,
-/// or all of them where there are fewer than three.
+/// The intervals of one stream end to keep: its whole ones (at least half the nominal
+/// length), less the first where there are three or more; all of them where none is
+/// whole.
 fn steady<'a>(intervals: &[&'a NetItem], nominal_s: f64) -> Vec<&'a NetItem> {
     let whole: Vec<&NetItem> = intervals
         .iter()
@@ -113,13 +110,24 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
     (!values.is_empty()).then(|| values[values.len() / 2])
 }
 
-/// Sums a field over intervals, null where any lacks it.
+/// Sums a field of microseconds over intervals, in seconds; null where there are none
+/// or any lacks it. In floating point: a peer's counters may be anything.
 fn sum_us(intervals: &[&NetItem], field: fn(&NetItem) -> Option<u64>) -> Option<f64> {
+    if intervals.is_empty() {
+        return None;
+    }
     intervals
         .iter()
-        .map(|i| field(i))
-        .sum::<Option<u64>>()
-        .map(|us| us as f64 / 1e6)
+        .map(|i| field(i).map(|us| us as f64 / 1e6))
+        .sum()
+}
+
+/// Sums a counter over intervals, at most u64::MAX.
+fn sum_count(intervals: &[&NetItem], field: fn(&NetItem) -> Option<u64>) -> u64 {
+    intervals
+        .iter()
+        .filter_map(|i| field(i))
+        .fold(0, u64::saturating_add)
 }
 
 impl Figures {
@@ -166,15 +174,18 @@ impl Figures {
         figures.busy_s = sum_us(&kept, |i| i.busy_us);
         figures.rwnd_s = sum_us(&kept, |i| i.rwnd_limited_us);
         figures.sndbuf_s = sum_us(&kept, |i| i.sndbuf_limited_us);
-        figures.segments_out = kept.iter().filter_map(|i| i.segments_out).sum();
-        figures.retransmits = kept.iter().filter_map(|i| i.retransmits).sum();
+        figures.segments_out = sum_count(&kept, |i| i.segments_out);
+        figures.retransmits = sum_count(&kept, |i| i.retransmits);
         let per_rtt = |bytes: fn(&NetItem) -> Option<u64>| {
             let sums: Vec<(f64, u64)> = by_index
                 .values()
                 .filter_map(|streams| {
                     streams.iter().try_fold((0.0, 0), |(rate, total), i| {
                         let (bytes, rtt) = (bytes(i)?, i.rtt_us.filter(|&r| r > 0)?);
-                        Some((rate + bytes as f64 / (rtt as f64 / 1e6), total + bytes))
+                        Some((
+                            rate + bytes as f64 / (rtt as f64 / 1e6),
+                            u64::saturating_add(total, bytes),
+                        ))
                     })
                 })
                 .collect();
@@ -196,7 +207,6 @@ impl Figures {
         figures.min_rtt_us = senders.iter().filter_map(|s| s.min_rtt_us).min();
         figures.mss_bytes = senders.iter().find_map(|s| s.mss_bytes);
         figures.congestion = senders.iter().find_map(|s| s.congestion.clone());
-        figures.timeouts = senders.iter().map(|s| s.timeouts).sum();
         figures.left_slow_start = senders
             .iter()
             .map(|s| s.left_slow_start)
@@ -211,7 +221,7 @@ impl Figures {
             .first()
             .filter(|s| s.left_slow_start.is_some())
             .map(|s| s.send_wscale.is_some());
-        figures.threads = threads(items, direction, nominal_s, &figures.hosts);
+        figures.threads = threads(items, direction, nominal_s);
         figures
     }
 
@@ -225,10 +235,7 @@ impl Figures {
     /// Whether the receiver's buffer could still grow: below its end's autotuning
     /// maximum, with no window set by hand.
     pub fn window_room(&self) -> bool {
-        let receiver = match self.sender {
-            Some(Side::Local) => Side::Remote,
-            _ => Side::Local,
-        };
+        let receiver = self.sender.unwrap_or(Side::Remote).other();
         let max = self
             .hosts
             .get(&receiver)
@@ -249,6 +256,14 @@ impl Figures {
         Some((self.send_buffer_bytes? as f64) < 0.9 * max as f64)
     }
 
+    /// Whether a queue stood on the path: round trips longer than 1.5 times the least
+    /// seen, and 1 ms.
+    pub fn queue_stood(&self) -> bool {
+        self.srtt_us
+            .zip(self.min_rtt_us)
+            .is_some_and(|(srtt, min)| srtt as f64 > 1.5 * min as f64 + 1000.0)
+    }
+
     /// Retransmitted segments over data segments sent.
     pub fn loss(&self) -> Option<f64> {
         (self.segments_out > 0).then(|| self.retransmits as f64 / self.segments_out as f64)
@@ -264,13 +279,8 @@ fn growing(intervals: &[&NetItem]) -> bool {
         .is_some_and(|w| w[1] as f64 > w[0] as f64 * 1.1)
 }
 
-/// Per end, its busiest stream thread of `direction` against what it was allowed.
-fn threads(
-    items: &[NetItem],
-    direction: &str,
-    nominal_s: f64,
-    hosts: &HashMap<Side, HostAccount>,
-) -> Vec<Thread> {
+/// Per end, its stream thread of `direction` that wanted its CPU most.
+fn threads(items: &[NetItem], direction: &str, nominal_s: f64) -> Vec<Thread> {
     let mut out: Vec<Thread> = Vec::new();
     for stream in items
         .iter()
@@ -304,7 +314,6 @@ fn threads(
         for cpu in intervals.iter().filter_map(|i| i.cpu) {
             *seen.entry(cpu).or_default() += 1;
         }
-        let quota = hosts.get(&stream.side).and_then(|h| h.quota);
         let thread = Thread {
             side: stream.side,
             role: if stream.op == Role::Send.as_str() {
@@ -321,7 +330,6 @@ fn threads(
             } else {
                 0.0
             },
-            allowed: quota.map_or(1.0, |q| q.cores.clamp(0.0, 1.0)),
             cpu: seen
                 .into_iter()
                 .max_by_key(|&(cpu, n)| (n, cpu))

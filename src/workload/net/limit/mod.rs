@@ -36,6 +36,9 @@ pub enum Cause {
     SenderApp,
     /// An iperf3 peer's CPU.
     Peer,
+    /// A cause this version does not know, stored by a later one.
+    #[serde(other)]
+    Unknown,
 }
 
 impl Cause {
@@ -52,6 +55,7 @@ impl Cause {
             Cause::SlowStart => "slow_start",
             Cause::SenderApp => "sender_app",
             Cause::Peer => "peer",
+            Cause::Unknown => "unknown",
         }
     }
 }
@@ -93,8 +97,6 @@ const REACHED: f64 = 0.75;
 const CPU_BOUND: f64 = 0.9;
 /// A sender idle this share of its time had nothing to send.
 const IDLE: f64 = 0.3;
-/// A round trip this many times its least has a queue standing in it.
-const QUEUED: f64 = 1.5;
 
 /// The limit of the streams carrying `direction` at `rate` (their received bytes per
 /// second), over the path `context`; `None` where no stream sent that way.
@@ -146,7 +148,7 @@ fn ceilings(figures: &Figures, rate: f64, wire: Option<f64>) -> Vec<Ceiling> {
         }
     };
     push("wire", wire, "the link's speed and MTU".into());
-    let rtt = |us: Option<u64>| us.map_or("?".into(), |us| format!("{:.1} ms", us as f64 / 1e3));
+    let rtt = advice::ms;
     push(
         "window",
         figures.window,
@@ -224,7 +226,9 @@ fn cause(figures: &Figures, rate: f64, ceilings: &[Ceiling]) -> (Option<Cause>, 
         };
         return (Some(cause), Some(thread.load()));
     }
-    if figures.busy_s.is_none() {
+    // No sender intervals (an iperf3 sender sends none), or a kernel that does not
+    // keep the busy time: the ceilings alone.
+    if figures.seconds <= 0.0 || figures.busy_s.is_none() {
         return (None, None);
     }
     let rwnd = figures.share(figures.rwnd_s).unwrap_or(0.0);
@@ -233,7 +237,7 @@ fn cause(figures: &Figures, rate: f64, ceilings: &[Ceiling]) -> (Option<Cause>, 
     // A window or buffer that held the sender while it could still grow is TCP's
     // autotuning at work, not a limit: the test ended too soon.
     if rwnd >= HELD && rwnd >= sndbuf {
-        if figures.window_growing || figures.window_room() {
+        if (figures.window_growing && !figures.window_set) || figures.window_room() {
             return (Some(Cause::SlowStart), Some(rwnd));
         }
         if reached("window") {
@@ -251,11 +255,7 @@ fn cause(figures: &Figures, rate: f64, ceilings: &[Ceiling]) -> (Option<Cause>, 
     if busy < 1.0 - IDLE {
         return (Some(Cause::SenderApp), Some(1.0 - busy));
     }
-    let queued = figures
-        .srtt_us
-        .zip(figures.min_rtt_us)
-        .is_some_and(|(srtt, min)| srtt as f64 > QUEUED * min as f64 + 1000.0);
-    if !queued && ceiling(ceilings, "loss").is_some_and(|c| rate <= 2.0 * c) {
+    if !figures.queue_stood() && ceiling(ceilings, "loss").is_some_and(|c| rate <= 2.0 * c) {
         return (Some(Cause::Loss), figures.loss());
     }
     if figures.left_slow_start == Some(false) {
@@ -389,6 +389,17 @@ mod tests {
         assert_eq!(cause_of(&items, 5e7), Some(Cause::ReceiverCpu));
         let limit = limit_of(&items, "up", 5e7, 1.0, &NetContext::default(), None, false);
         assert_eq!(limit.unwrap().at, "cpu 1, remote receive thread");
+    }
+
+    #[test]
+    fn a_sender_without_intervals_gives_the_ceilings_alone() {
+        // An iperf3 sender sends totals only: no account of what held it.
+        let mut items = test(|_| {}, 0.01, (1 << 22, 1 << 22));
+        items.retain(|i| !(i.op == "send" && i.scope == Scope::Interval));
+        let limit = limit_of(&items, "up", 1e6, 1.0, &NetContext::default(), None, false);
+        let limit = limit.unwrap();
+        assert_eq!(limit.cause, None, "{limit:?}");
+        assert!(limit.evidence.contains("at the peer"), "{limit:?}");
     }
 
     #[test]
