@@ -69,88 +69,9 @@ pub fn words(
             advice: None,
         },
         Some(Cause::ReceiveWindow) => {
-            let limits = figures.hosts.get(&receiver).map(|h| h.buffers);
-            let rmem = limits.and_then(|l| l.tcp_rmem_max);
-            let advice = match (figures.window_scaled, rmem, wire) {
-                (Some(false), _, _) => Some(
-                    "window scaling is off, so no window passes 64 KiB: set \
-                     net.ipv4.tcp_window_scaling=1 at both ends"
-                        .to_string(),
-                ),
-                (_, Some(max), Some(wire)) if figures.window_set => Some(format!(
-                    "raise -w to {} or more (net.core.rmem_max on the receiver allows {})",
-                    scaled(figures.receive_buffer_bytes.unwrap_or(max), rate, wire),
-                    limits
-                        .and_then(|l| l.rmem_max)
-                        .map_or("?".into(), format_size)
-                )),
-                (_, Some(max), Some(wire)) => Some(format!(
-                    "raise net.ipv4.tcp_rmem's max on the receiver to {} or more (now {}) \
-                     for the {} the wire carries",
-                    scaled(max, rate, wire),
-                    format_size(max),
-                    format_bits_rate(wire)
-                )),
-                (_, Some(max), None) => Some(format!(
-                    "raise net.ipv4.tcp_rmem's max on the receiver (now {}): the window's \
-                     ceiling grows with it, {} per {}; give --link-rate to have the size \
-                     that would fill the link",
-                    format_size(max),
-                    format_bits_rate(rate),
-                    format_size(max)
-                )),
-                _ => {
-                    Some("raise the receiver's TCP receive buffer (net.ipv4.tcp_rmem's max)".into())
-                }
-            };
-            Words {
-                at: end(receiver, "the receiver"),
-                evidence: format!(
-                    "the receiver's window held the sender {} of its time: {} at {} round trip \
-                     carries {}{}",
-                    pct(figures.share(figures.rwnd_s)),
-                    format_bytes(figures.window_bytes.unwrap_or(0)),
-                    ms(figures.srtt_us),
-                    carried("window"),
-                    if wire.is_some_and(|w| w > rate * 1.2) {
-                        "; the path could carry more"
-                    } else {
-                        ""
-                    }
-                ),
-                advice,
-            }
+            window_words(figures, rate, receiver, carried("window"), wire)
         }
-        Some(Cause::SendBuffer) => {
-            let wmem = figures
-                .hosts
-                .get(&sender)
-                .and_then(|h| h.buffers.tcp_wmem_max);
-            let advice = match (wmem, wire) {
-                (Some(max), Some(wire)) => format!(
-                    "raise net.ipv4.tcp_wmem's max on the sender to {} or more (now {})",
-                    scaled(max, rate, wire),
-                    format_size(max)
-                ),
-                (Some(max), None) => format!(
-                    "raise net.ipv4.tcp_wmem's max on the sender (now {}): the buffer's \
-                     ceiling grows with it",
-                    format_size(max)
-                ),
-                _ => "raise the sender's TCP send buffer (net.ipv4.tcp_wmem's max)".into(),
-            };
-            Words {
-                at: end(sender, "the sender"),
-                evidence: format!(
-                    "the sender's own buffer, {} (SO_SNDBUF), held it {} of its time with all \
-                     it held in flight, at {} round trip",
-                    figures.send_buffer_bytes.map_or("?".into(), format_size),
-                    pct(figures.share(figures.sndbuf_s)),
-                    ms(figures.srtt_us)
-                ),
-                advice: Some(advice),
-            }
-        }
+        Some(Cause::SendBuffer) => buffer_words(figures, rate, sender, wire),
         Some(Cause::Loss) => Words {
             at: "the path".into(),
             evidence: format!(
@@ -288,5 +209,96 @@ fn cpu_words(figures: &Figures, thread: Option<&Thread>) -> Words {
             ),
             advice: Some("more streams (-P) spread it over cores".into()),
         },
+    }
+}
+
+/// The receiver's window: what held it and the buffer that would carry `wire`.
+fn window_words(
+    figures: &Figures,
+    rate: f64,
+    receiver: Side,
+    carried: String,
+    wire: Option<f64>,
+) -> Words {
+    let limits = figures.hosts.get(&receiver).map(|h| h.buffers);
+    let rmem = limits.and_then(|l| l.tcp_rmem_max);
+    let advice = match (figures.window_scaled, rmem, wire) {
+        (Some(false), _, _) => Some(
+            "window scaling is off, so no window passes 64 KiB: set \
+             net.ipv4.tcp_window_scaling=1 at both ends"
+                .to_string(),
+        ),
+        (_, Some(max), Some(wire)) if figures.window_set => Some(format!(
+            "raise -w to {} or more (net.core.rmem_max on the receiver allows {})",
+            scaled(figures.receive_buffer_bytes.unwrap_or(max), rate, wire),
+            limits
+                .and_then(|l| l.rmem_max)
+                .map_or("?".into(), format_size)
+        )),
+        (_, Some(max), Some(wire)) => Some(format!(
+            "raise net.ipv4.tcp_rmem's max on the receiver to {} or more (now {}) \
+             for the {} the wire carries",
+            scaled(max, rate, wire),
+            format_size(max),
+            format_bits_rate(wire)
+        )),
+        (_, Some(max), None) => Some(format!(
+            "raise net.ipv4.tcp_rmem's max on the receiver (now {}): the window's \
+             ceiling grows with it, {} per {}; give --link-rate to have the size \
+             that would fill the link",
+            format_size(max),
+            format_bits_rate(rate),
+            format_size(max)
+        )),
+        _ => Some("raise the receiver's TCP receive buffer (net.ipv4.tcp_rmem's max)".into()),
+    };
+    Words {
+        at: end(receiver, "the receiver"),
+        evidence: format!(
+            "the receiver's window held the sender {} of its time: {} at {} round trip \
+             carries {}{}",
+            pct(figures.share(figures.rwnd_s)),
+            format_bytes(figures.window_bytes.unwrap_or(0)),
+            ms(figures.srtt_us),
+            carried,
+            if wire.is_some_and(|w| w > rate * 1.2) {
+                "; the path could carry more"
+            } else {
+                ""
+            }
+        ),
+        advice,
+    }
+}
+
+/// The sender's buffer: what held it and the buffer that would carry `wire`.
+fn buffer_words(figures: &Figures, rate: f64, sender: Side, wire: Option<f64>) -> Words {
+    let wmem = figures
+        .hosts
+        .get(&sender)
+        .and_then(|h| h.buffers.tcp_wmem_max);
+    let advice = match (wmem, wire) {
+        (Some(max), Some(wire)) => format!(
+            "raise net.ipv4.tcp_wmem's max on the sender to {} or more (now {})",
+            scaled(max, rate, wire),
+            format_size(max)
+        ),
+        (Some(max), None) => format!(
+            "raise net.ipv4.tcp_wmem's max on the sender (now {}): the buffer's \
+             ceiling grows with it",
+            format_size(max)
+        ),
+        _ => "raise the sender's TCP send buffer (net.ipv4.tcp_wmem's max)".into(),
+    };
+    Words {
+        at: end(sender, "the sender"),
+        evidence: format!(
+            "the sender's own buffer, {} (SO_SNDBUF), held it {} of its time with all \
+             it held in flight, at {} round trip",
+            figures.send_buffer_bytes.map_or("?".into(), format_size),
+            pct(figures.share(figures.sndbuf_s)),
+            ms(figures.srtt_us)
+        ),
+        advice: Some(advice),
     }
 }
