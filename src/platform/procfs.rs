@@ -117,8 +117,19 @@ pub struct CpuTicks {
     pub steal: u64,
     /// Per CPU, by its number: ticks busy (anything but idle and iowait) and in all.
     pub per_cpu: HashMap<u32, (u64, u64)>,
-    /// Per CPU, by its number: ticks in processes and in interrupts and softirqs.
-    pub per_cpu_split: HashMap<u32, (u64, u64)>,
+    /// Per CPU, by its number: ticks in processes, in interrupts and softirqs, and stolen.
+    pub per_cpu_split: HashMap<u32, CoreTicks>,
+}
+
+/// One CPU's ticks by what took them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CoreTicks {
+    /// In processes, user and system.
+    pub process: u64,
+    /// In interrupts and softirqs.
+    pub interrupts: u64,
+    /// Wanted by the vCPU while the hypervisor ran something else.
+    pub steal: u64,
 }
 
 /// The CPU ticks of a /proc/stat text (`cpuN user nice system idle iowait irq softirq
@@ -140,9 +151,14 @@ pub fn parse_cpu_ticks(text: &str) -> CpuTicks {
         match name.parse::<u32>() {
             Ok(cpu) => {
                 ticks.per_cpu.insert(cpu, (busy, all));
-                ticks
-                    .per_cpu_split
-                    .insert(cpu, (at(0) + at(1) + at(2), at(5) + at(6)));
+                ticks.per_cpu_split.insert(
+                    cpu,
+                    CoreTicks {
+                        process: at(0) + at(1) + at(2),
+                        interrupts: at(5) + at(6),
+                        steal: at(7),
+                    },
+                );
             }
             Err(_) if name.is_empty() => {
                 ticks.process = at(0) + at(1) + at(2);

@@ -31,6 +31,10 @@ pub struct CoreTime {
     pub process: f64,
     /// Its share in interrupts and softirqs, where received packets are handled.
     pub softirq: f64,
+    /// Its share the hypervisor gave to another guest while this vCPU wanted to run
+    /// (steal); 0 where an older peer did not say.
+    #[serde(default)]
+    pub steal: f64,
 }
 
 /// A CPU quota over a test.
@@ -104,20 +108,16 @@ impl HostWatch {
         let mut cores: Vec<CoreTime> = ticks
             .per_cpu_split
             .iter()
-            .map(|(&cpu, &(process, softirq))| {
-                let (process0, softirq0) = self
-                    .ticks
-                    .per_cpu_split
-                    .get(&cpu)
-                    .copied()
-                    .unwrap_or((process, softirq));
+            .map(|(&cpu, &now)| {
+                let then = self.ticks.per_cpu_split.get(&cpu).copied().unwrap_or(now);
                 let share = |now: u64, then: u64| {
                     (now.saturating_sub(then) as f64 / wall_ticks.max(1.0)).min(1.0)
                 };
                 CoreTime {
                     cpu,
-                    process: share(process, process0),
-                    softirq: share(softirq, softirq0),
+                    process: share(now.process, then.process),
+                    softirq: share(now.interrupts, then.interrupts),
+                    steal: share(now.steal, then.steal),
                 }
             })
             .collect();

@@ -202,11 +202,7 @@ fn cpu_words(figures: &Figures, thread: Option<&Thread>) -> Words {
         },
         None => Words {
             at,
-            evidence: format!(
-                "on a CPU {:.0}% of the time, waiting for one {:.0}%{softirq}",
-                thread.used * 100.0,
-                thread.waited * 100.0
-            ),
+            evidence: format!("{}{softirq}", thread.time_words()),
             advice: Some("more streams (-P) spread it over cores".into()),
         },
     }

@@ -75,14 +75,45 @@ pub struct Thread {
     /// The time it was runnable and waited for a CPU, over the wall time: a busy core,
     /// or its end's CPU quota spent.
     pub waited: f64,
+    /// The time the hypervisor held its CPU while it ran there, over the wall time:
+    /// its time on the CPU scaled by that CPU's steal, s / (1 - s).
+    pub stolen: f64,
     /// The CPU it was on most.
     pub cpu: Option<u32>,
 }
 
 impl Thread {
-    /// The share of the time it wanted a CPU: on one, or waiting for one.
+    /// The share of the time it wanted a CPU: on one, waiting for one, or on one the
+    /// hypervisor took.
     pub fn load(&self) -> f64 {
-        (self.used + self.waited).min(1.0)
+        (self.used + self.waited + self.stolen).min(1.0)
+    }
+
+    /// Its time on and off a CPU in words: "on a CPU 68% of the time, waiting for one
+    /// 3%", and what the hypervisor took where it took 1% or more.
+    pub fn time_words(&self) -> String {
+        let stolen = if self.stolen >= 0.01 {
+            format!(
+                ", its vCPU held by the hypervisor {:.0}%",
+                self.stolen * 100.0
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "on a CPU {:.0}% of the time, waiting for one {:.0}%{stolen}",
+            self.used * 100.0,
+            self.waited * 100.0
+        )
+    }
+
+    /// Sets the time stolen from it by its CPU's steal share `steal`; a thread that
+    /// ran a share `used` of the time on a vCPU that was away a share `s` of it would
+    /// have run `used / (1 - s)`.
+    fn steal(&mut self, steal: f64) {
+        let s = steal.clamp(0.0, 0.9);
+        let room = (1.0 - self.used - self.waited).max(0.0);
+        self.stolen = (self.used * s / (1.0 - s)).min(room).max(0.0);
     }
 }
 
@@ -221,7 +252,7 @@ impl Figures {
             .first()
             .filter(|s| s.left_slow_start.is_some())
             .map(|s| s.send_wscale.is_some());
-        figures.threads = threads(items, direction, nominal_s);
+        figures.threads = threads(items, direction, nominal_s, &figures.hosts);
         figures
     }
 
@@ -279,8 +310,14 @@ fn growing(intervals: &[&NetItem]) -> bool {
         .is_some_and(|w| w[1] as f64 > w[0] as f64 * 1.1)
 }
 
-/// Per end, its stream thread of `direction` that wanted its CPU most.
-fn threads(items: &[NetItem], direction: &str, nominal_s: f64) -> Vec<Thread> {
+/// Per end, its stream thread of `direction` that wanted its CPU most, with what its
+/// end's `hosts` say the hypervisor took from its CPU.
+fn threads(
+    items: &[NetItem],
+    direction: &str,
+    nominal_s: f64,
+    hosts: &HashMap<Side, HostAccount>,
+) -> Vec<Thread> {
     let mut out: Vec<Thread> = Vec::new();
     for stream in items
         .iter()
@@ -314,7 +351,7 @@ fn threads(items: &[NetItem], direction: &str, nominal_s: f64) -> Vec<Thread> {
         for cpu in intervals.iter().filter_map(|i| i.cpu) {
             *seen.entry(cpu).or_default() += 1;
         }
-        let thread = Thread {
+        let mut thread = Thread {
             side: stream.side,
             role: if stream.op == Role::Send.as_str() {
                 Role::Send
@@ -330,11 +367,17 @@ fn threads(items: &[NetItem], direction: &str, nominal_s: f64) -> Vec<Thread> {
             } else {
                 0.0
             },
+            stolen: 0.0,
             cpu: seen
                 .into_iter()
                 .max_by_key(|&(cpu, n)| (n, cpu))
                 .map(|(cpu, _)| cpu),
         };
+        let steal = thread.cpu.and_then(|cpu| {
+            let host = hosts.get(&thread.side)?;
+            Some(host.cores.iter().find(|c| c.cpu == cpu)?.steal)
+        });
+        thread.steal(steal.unwrap_or(0.0));
         match out.iter_mut().find(|t| t.side == thread.side) {
             Some(busiest) if busiest.load() < thread.load() => *busiest = thread,
             Some(_) => {}
