@@ -9,6 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::delay_line::DelayLine;
+use common::iperf3_peers::{self, Iperf3};
 use common::netns::{Link, serve_ratelab_in};
 use common::run_json;
 use serde_json::Value;
@@ -403,6 +404,139 @@ fn loopback_is_limited_by_a_cpu_and_names_it() {
             assert!(at.starts_with("cpu "), "{at}");
         },
     );
+}
+
+/// Starts `iperf3 -s` of `iperf3` in `line`'s server namespace on `port`, and waits
+/// until it listens.
+fn serve_iperf3_on(line: &DelayLine, iperf3: &Iperf3, port: u16) -> Served {
+    let served = Served(
+        line.run_in(&line.server, &iperf3.path)
+            .args(["-s", "-p", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start iperf3 -s"),
+    );
+    for _ in 0..100 {
+        let listening = line
+            .run_in(&line.server, "ss")
+            .args(["-ltnH", &format!("sport = :{port}")])
+            .output()
+            .expect("run ss");
+        if !listening.stdout.is_empty() {
+            return served;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("iperf3 {} -s never listened on {port}", iperf3.version);
+}
+
+#[test]
+fn sending_to_iperf3_over_a_small_receive_buffer_is_limited_by_the_window() {
+    let test = "sending_to_iperf3_over_a_small_receive_buffer_is_limited_by_the_window";
+    if !rig_or_skip(test, true) {
+        return;
+    }
+    let releases = iperf3_peers::both_or_skip(test);
+    let _lock = common::rig::exclusive();
+    let line = DelayLine::new(Duration::from_millis(10), 0.0, 1500);
+    line.sysctl(&line.server, "net.ipv4.tcp_rmem", "4096 65536 65536");
+    for (index, iperf3) in releases.iter().enumerate() {
+        let port = (5201 + index).to_string();
+        let _server = serve_iperf3_on(&line, iperf3, 5201 + index as u16);
+        // iperf3 sends no account of its end: ratelab's own, as the sender, decides.
+        tries(
+            &format!("{test} (iperf3 {})", iperf3.version),
+            || {
+                over(
+                    &line,
+                    &["--iperf3", "-p", &port, "-t", "3", "--link-rate", "100mbit"],
+                )
+            },
+            |doc| {
+                assert_cause(doc, &["receive_window"]);
+                let (rate, window) = (received(doc), ceiling(doc, "window"));
+                eprintln!("{test}: {:.3} of the window's ceiling", rate / window);
+                assert!(
+                    (0.85..=1.15).contains(&(rate / window)),
+                    "{rate} against {window}"
+                );
+            },
+        );
+    }
+}
+
+#[test]
+fn an_iperf3_client_receiving_from_net_serve_on_a_shaped_link_is_limited_by_the_path() {
+    let test = "an_iperf3_client_receiving_from_net_serve_on_a_shaped_link_is_limited_by_the_path";
+    if !rig_or_skip(test, false) {
+        return;
+    }
+    let releases = iperf3_peers::both_or_skip(test);
+    let _lock = common::rig::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("served.db");
+    let mut link = Link::new(1500, "300mbit");
+    link.serve_ratelab_with(5301, &["--iperf3", "--db", db.to_str().unwrap()]);
+    let mut id = 0;
+    for iperf3 in &releases {
+        // ratelab sends (-R): its own account, as the sender, decides.
+        tries(
+            &format!("{test} (iperf3 {})", iperf3.version),
+            || {
+                let output = link
+                    .in_client(&iperf3.path)
+                    .args(["-c", &link.server_address, "-p", "5301", "-R", "-t", "3"])
+                    .output()
+                    .expect("run iperf3 -c");
+                assert!(output.status.success(), "{output:?}");
+                id += 1;
+                common::wait_stored(&db, id)
+            },
+            |doc| assert_cause(doc, &["path"]),
+        );
+    }
+}
+
+#[test]
+fn an_iperf3_sender_writing_small_blocks_is_limited_by_its_cpu() {
+    let test = "an_iperf3_sender_writing_small_blocks_is_limited_by_its_cpu";
+    if !rig_or_skip(test, false) {
+        return;
+    }
+    let releases = iperf3_peers::both_or_skip(test);
+    let _lock = common::rig::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("served.db");
+    let mut link = Link::new(1500, "2gbit");
+    link.serve_ratelab_with(5301, &["--iperf3", "--db", db.to_str().unwrap()]);
+    let mut id = 0;
+    for iperf3 in &releases {
+        // 128-byte writes: a system call per 128 bytes holds iperf3 to its one core,
+        // well below the link, while ratelab's receiver waits for data.
+        tries(
+            &format!("{test} (iperf3 {})", iperf3.version),
+            || {
+                let output = link
+                    .in_client(&iperf3.path)
+                    .args(["-c", &link.server_address, "-p", "5301", "-l", "128"])
+                    .args(["-t", "3"])
+                    .output()
+                    .expect("run iperf3 -c");
+                assert!(output.status.success(), "{output:?}");
+                id += 1;
+                common::wait_stored(&db, id)
+            },
+            |doc| {
+                assert_cause(doc, &["peer"]);
+                let evidence = limit(doc)["evidence"].as_str().unwrap();
+                assert!(
+                    evidence.contains("of a core (its own cpu_util)"),
+                    "{evidence}"
+                );
+            },
+        );
+    }
 }
 
 fn link_server(link: &Link) -> String {

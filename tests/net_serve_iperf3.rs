@@ -287,7 +287,7 @@ fn a_test_of_bytes_on_a_shaped_link_is_measured_as_iperf3s_server_measures_it() 
                 ours / theirs
             );
             assert!((ours / theirs - 1.0).abs() <= 0.03, "{what}");
-            let stored = wait_stored(&db, id);
+            let stored = common::wait_stored(&db, id);
             assert_eq!(stored["status"], "complete", "{what}: {stored}");
             let stored_bits = stored["workloads"][0]["summary"]["receive"]["bytes_per_sec"]
                 .as_f64()
@@ -307,23 +307,6 @@ fn a_test_of_bytes_on_a_shaped_link_is_measured_as_iperf3s_server_measures_it() 
             };
             assert_streams_agree(&what, &stored, allowance);
         }
-    }
-}
-
-/// The run stored as `id` in `db`, once it is there.
-fn wait_stored(db: &std::path::Path, id: usize) -> serde_json::Value {
-    let started = Instant::now();
-    loop {
-        let output = ratelab()
-            .args(["results", "show", &id.to_string(), "--json", "--db"])
-            .arg(db)
-            .output()
-            .unwrap();
-        if output.status.success() {
-            return json(&output.stdout);
-        }
-        assert!(started.elapsed() < PATIENCE, "run {id} was never stored");
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

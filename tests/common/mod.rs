@@ -232,6 +232,27 @@ pub fn stored_run(db: &Path, id: i64) -> serde_json::Value {
     )
 }
 
+/// The run stored as `id` in `db` (by a server, in its own time), once it is there.
+#[allow(dead_code)]
+pub fn wait_stored(db: &Path, id: usize) -> serde_json::Value {
+    let started = std::time::Instant::now();
+    loop {
+        let output = ratelab()
+            .args(["results", "show", &id.to_string(), "--json", "--db"])
+            .arg(db)
+            .output()
+            .unwrap();
+        if output.status.success() {
+            return json(&output.stdout);
+        }
+        assert!(
+            started.elapsed() < net_server::PATIENCE,
+            "run {id} was never stored"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// Every stored run, newest first, as `results list --json` prints them.
 pub fn stored_runs(db: &Path) -> serde_json::Value {
     run_json(

@@ -11,6 +11,8 @@ use std::process::{Child, Command, Stdio};
 pub struct Link {
     client: String,
     server: String,
+    /// A third namespace between the two, holding a bridge, where there is one.
+    bridge: Option<String>,
     /// The server's address on the link.
     pub server_address: String,
     servers: Vec<Child>,
@@ -55,6 +57,7 @@ impl Link {
             client: format!("{tag}c"),
             server: format!("{tag}s"),
             server_address: format!("10.203.{}.2", n % 250),
+            bridge: None,
             servers: Vec::new(),
         };
         ip(&["netns", "add", &link.client]);
@@ -90,6 +93,68 @@ impl Link {
                 .expect("run tc");
             assert!(status.success(), "tc qdisc add tbf failed");
         }
+        link
+    }
+
+    /// Two ends of MTU `ends` joined through a bridge in a namespace between them, whose
+    /// port toward the server takes `port` bytes: a frame above that is dropped there
+    /// without a word (a bridge forwards frames, so no ICMP says the packet was too big),
+    /// as a switch port left at 1500 between two jumbo hosts does. Not shaped.
+    pub fn through_bridge(ends: u32, port: u32) -> Link {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tag = format!("rb{}x{n}", std::process::id() % 100_000);
+        let link = Link {
+            client: format!("{tag}c"),
+            server: format!("{tag}s"),
+            server_address: format!("10.205.{}.2", n % 250),
+            bridge: Some(format!("{tag}b")),
+            servers: Vec::new(),
+        };
+        let bridge = link.bridge.as_deref().expect("a bridge");
+        for namespace in [&link.client, &link.server, bridge] {
+            ip(&["netns", "add", namespace]);
+            ip(&["-n", namespace, "link", "set", "lo", "up"]);
+        }
+        ip(&["-n", bridge, "link", "add", "br0", "type", "bridge"]);
+        let (ends, port) = (ends.to_string(), port.to_string());
+        for (namespace, address, port_mtu) in [
+            (&link.client, format!("10.205.{}.1/24", n % 250), &ends),
+            (&link.server, format!("{}/24", link.server_address), &port),
+        ] {
+            // The end keeps its name in its namespace; its peer, the bridge's port,
+            // is named after it with a p.
+            let bridge_port = format!("{namespace}p");
+            ip(&[
+                "-n",
+                bridge,
+                "link",
+                "add",
+                namespace,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &bridge_port,
+            ]);
+            ip(&["-n", bridge, "link", "set", namespace, "netns", namespace]);
+            ip(&["-n", namespace, "addr", "add", &address, "dev", namespace]);
+            ip(&[
+                "-n", namespace, "link", "set", namespace, "mtu", &ends, "up",
+            ]);
+            ip(&["-n", bridge, "link", "set", &bridge_port, "mtu", port_mtu]);
+            ip(&[
+                "-n",
+                bridge,
+                "link",
+                "set",
+                &bridge_port,
+                "master",
+                "br0",
+                "up",
+            ]);
+        }
+        ip(&["-n", bridge, "link", "set", "br0", "up"]);
         link
     }
 
@@ -156,7 +221,10 @@ impl Drop for Link {
             let _ = server.wait();
         }
         // Removing a namespace removes the veth end inside it, and so the pair.
-        for namespace in [&self.client, &self.server] {
+        for namespace in [Some(&self.client), Some(&self.server), self.bridge.as_ref()]
+            .into_iter()
+            .flatten()
+        {
             let _ = Command::new("ip")
                 .args(["netns", "del", namespace])
                 .status();

@@ -115,7 +115,20 @@ pub fn words(
             evidence: path_evidence(figures, rate, wire),
             advice: None,
         },
-        Some(Cause::Peer | Cause::MtuBlackHole | Cause::Unknown) => Words {
+        Some(Cause::Peer) => Words {
+            at: end(sender, "the sender"),
+            evidence: format!(
+                "the iperf3 sender's process used {:.0}% of a core (its own cpu_util), and \
+                 nothing held this end's receiver",
+                figures.peer_cpu.unwrap_or(0.0) * 100.0
+            ),
+            advice: Some(
+                "larger writes (-l), or more streams (-P) with iperf3 3.16 or later, which \
+                 sends each from a thread of its own"
+                    .into(),
+            ),
+        },
+        Some(Cause::MtuBlackHole | Cause::Unknown) => Words {
             at: end(receiver, "the peer"),
             evidence: String::new(),
             advice: None,

@@ -59,6 +59,9 @@ pub struct Figures {
     pub threads: Vec<Thread>,
     /// Each end's machine, where it said.
     pub hosts: HashMap<Side, HostAccount>,
+    /// A sender that sends no account of its own (an iperf3): its process's CPU time
+    /// over the test's wall time, in cores, as it reported it.
+    pub peer_cpu: Option<f64>,
 }
 
 /// A stream thread's CPU use over the steady intervals.
@@ -253,6 +256,12 @@ impl Figures {
             .filter(|s| s.left_slow_start.is_some())
             .map(|s| s.send_wscale.is_some());
         figures.threads = threads(items, direction, nominal_s, &figures.hosts);
+        figures.peer_cpu = figures.sender.and_then(|sender| {
+            let cpu = items
+                .iter()
+                .find(|i| i.scope == Scope::Cpu && i.side == sender && i.host.is_none())?;
+            Some(cpu.cpu_seconds? / cpu.seconds).filter(|c| c.is_finite() && cpu.seconds > 0.0)
+        });
         figures
     }
 

@@ -34,7 +34,7 @@ pub enum Cause {
     SlowStart,
     /// A sender with nothing to send.
     SenderApp,
-    /// An iperf3 peer's CPU.
+    /// An iperf3 sender's CPU, by its own account.
     Peer,
     /// A cause this version does not know, stored by a later one.
     #[serde(other)]
@@ -225,9 +225,18 @@ fn cause(figures: &Figures, rate: f64, ceilings: &[Ceiling]) -> (Option<Cause>, 
         };
         return (Some(cause), Some(thread.load()));
     }
-    // No sender intervals (an iperf3 sender sends none), or a kernel that does not
-    // keep the busy time: the ceilings alone.
-    if figures.seconds <= 0.0 || figures.busy_s.is_none() {
+    // No sender intervals (an iperf3 sender sends none): its own CPU, where it used a
+    // core and the wire was not full; else, and on a kernel that does not keep the
+    // busy time, the ceilings alone.
+    if figures.seconds <= 0.0 {
+        return match figures.peer_cpu {
+            Some(cores) if cores >= CPU_BOUND && !reached("wire") => {
+                (Some(Cause::Peer), Some(cores.min(1.0)))
+            }
+            _ => (None, None),
+        };
+    }
+    if figures.busy_s.is_none() {
         return (None, None);
     }
     let rwnd = figures.share(figures.rwnd_s).unwrap_or(0.0);
@@ -430,6 +439,38 @@ mod tests {
         let limit = limit.unwrap();
         assert_eq!(limit.cause, None, "{limit:?}");
         assert!(limit.evidence.contains("at the peer"), "{limit:?}");
+    }
+
+    #[test]
+    fn an_iperf3_sender_that_used_a_core_is_the_peer() {
+        let mut items = test(|_| {}, 0.1, (1 << 22, 1 << 22));
+        items.retain(|i| !(i.op == "send" && i.scope == Scope::Interval));
+        let sender = |items: &mut Vec<NetItem>, cores: f64| {
+            let cpu = items
+                .iter_mut()
+                .find(|i| i.scope == Scope::Cpu && i.side == Side::Local)
+                .unwrap();
+            cpu.host = None;
+            cpu.cpu_seconds = Some(cores * cpu.seconds);
+        };
+        sender(&mut items, 0.5);
+        assert_eq!(cause_of(&items, 1e6), None);
+        sender(&mut items, 0.97);
+        let limit = limit_of(&items, "up", 1e6, 1.0, &NetContext::default(), None, false);
+        let limit = limit.unwrap();
+        assert_eq!(limit.cause, Some(Cause::Peer), "{limit:?}");
+        assert!(limit.evidence.contains("97% of a core"), "{limit:?}");
+        // Where the wire was full, the path holds it, whatever the peer used.
+        let full = limit_of(
+            &items,
+            "up",
+            1e6,
+            1.0,
+            &NetContext::default(),
+            Some(1.1e6),
+            false,
+        );
+        assert_eq!(full.unwrap().cause, None);
     }
 
     #[test]
