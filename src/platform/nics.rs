@@ -109,14 +109,23 @@ fn describe(name: &str) -> Nic {
 }
 
 /// The most TCP payload per second a link of `link_bits_per_sec` carries, when each
-/// packet of `mtu` bytes holds `mss` bytes of payload and costs `framing` more on the wire.
+/// packet holds `mss` bytes of payload and costs `framing` more on the wire: a packet
+/// of `mtu` bytes where the segments fill it, and of the payload and its IPv4 and TCP
+/// headers with timestamps (52 bytes) where the MSS was set below it (`-M`).
 pub fn goodput_limit_bytes_per_sec(
     link_bits_per_sec: f64,
     mtu: u64,
     mss: u64,
     framing: u64,
 ) -> f64 {
-    link_bits_per_sec / 8.0 * mss as f64 / (mtu + framing) as f64
+    // IPv6 with TCP options takes up to 80 bytes of headers: a segment that leaves no
+    // more room than that fills its packet.
+    let packet = if mtu.saturating_sub(mss) <= 80 {
+        mtu
+    } else {
+        mss + 52
+    };
+    link_bits_per_sec / 8.0 * mss as f64 / (packet + framing) as f64
 }
 
 #[cfg(test)]
@@ -130,6 +139,9 @@ mod tests {
         let at_9000 = goodput_limit_bytes_per_sec(10e9, 9000, 8948, 14) * 8.0 / 1e9;
         assert!((at_1500 - 9.564).abs() < 0.001, "{at_1500}");
         assert!((at_9000 - 9.927).abs() < 0.001, "{at_9000}");
+        // -M 1436 on a jumbo link: packets of 1488 bytes, not of the MTU.
+        let clamped = goodput_limit_bytes_per_sec(10e9, 9000, 1436, 14) * 8.0 / 1e9;
+        assert!((clamped - 9.561).abs() < 0.001, "{clamped}");
     }
 
     #[test]

@@ -30,9 +30,22 @@ fn over_loopback(w: &Stored<NetKind>) -> bool {
 /// limit.
 pub fn summary_lines(w: &Stored<NetKind>) -> Vec<SummaryLine> {
     let summary = summary_of(w);
-    let Some(receive) = summary.receive.as_ref() else {
-        return Vec::new();
-    };
+    let mut lines: Vec<SummaryLine> = network_line(w, &summary).into_iter().collect();
+    // A run whose receiver's report never came still says why, from its sender.
+    for (direction, limit) in summary.limits() {
+        let direction = direction.map_or(String::new(), |d| format!("{d}: "));
+        lines.push(SummaryLine::new(
+            "limit",
+            format!("{direction}{}", limit_text(limit)),
+        ));
+    }
+    lines
+}
+
+/// The network line: received, sent, both ends' CPU and the link's limit; none where
+/// nothing was received.
+fn network_line(w: &Stored<NetKind>, summary: &NetSummary) -> Option<SummaryLine> {
+    let receive = summary.receive.as_ref()?;
     let streams = w.params.streams;
     let mut text = format!(
         "{}, {streams} stream{}: received {}",
@@ -60,16 +73,7 @@ pub fn summary_lines(w: &Stored<NetKind>) -> Vec<SummaryLine> {
         share_of_core(summary.cpu.local_fraction),
         share_of_core(summary.cpu.remote_fraction)
     ));
-    let mut lines =
-        vec![SummaryLine::new("network", text).covering(&["share_of_link", "loopback"])];
-    for (direction, limit) in summary.limits() {
-        let direction = direction.map_or(String::new(), |d| format!("{d}: "));
-        lines.push(SummaryLine::new(
-            "limit",
-            format!("{direction}{}", limit_text(limit)),
-        ));
-    }
-    lines
+    Some(SummaryLine::new("network", text).covering(&["share_of_link", "loopback"]))
 }
 
 /// A limit in one line: the cause, where, the figures that show it, what to change.

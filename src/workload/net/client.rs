@@ -28,13 +28,20 @@ pub struct Control {
 
 impl Control {
     /// Connects to `address` (named `peer` in errors) and does the handshake, proving
-    /// `key` and checking the server's proof of it when one is given.
-    pub fn open(address: SocketAddr, peer: &str, key: Option<&Key>) -> Result<Control, Error> {
+    /// `key` and checking the server's proof of it when one is given; `mss` bounds its
+    /// segments as the streams' (`-M`), so that where only small segments cross, the
+    /// server's report does too.
+    pub fn open(
+        address: SocketAddr,
+        peer: &str,
+        key: Option<&Key>,
+        mss: Option<u32>,
+    ) -> Result<Control, Error> {
         let fail = |reason: String| Error::Peer {
             peer: peer.to_string(),
             reason,
         };
-        let socket = socket::connect(&address, ANSWER_TIMEOUT, None, None).map_err(|e| {
+        let socket = socket::connect(&address, ANSWER_TIMEOUT, None, mss).map_err(|e| {
             fail(format!(
                 "cannot connect: {e} (is `ratelab net serve` running there?)"
             ))

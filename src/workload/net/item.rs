@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::host::HostAccount;
 use super::protocol::Direction;
-use super::report::{Role, SideReport, StreamReport};
+use super::report::{Role, SideReport, Stall, StreamReport};
 use super::socket::{self, TcpStats};
 
 /// Which end measured an item.
@@ -160,6 +160,9 @@ pub struct NetItem {
     /// Why the stream stopped early.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// A sending stream end whose bytes stopped arriving, where it gave up on them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stalled: Option<Stall>,
     /// The TCP congestion control of a stream end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub congestion: Option<String>,
@@ -237,6 +240,10 @@ fn stream_item(stream: &StreamReport, side: Side, test: Direction, streams: u32)
         mtu_bytes: stream.mtu_bytes,
         cpu_seconds: Some(stream.cpu_seconds),
         error: stream.error.clone(),
+        // A peer's figures: kept only where they are figures.
+        stalled: stream
+            .stalled
+            .filter(|s| s.seconds.is_finite() && s.seconds >= 0.0),
         congestion: stream.congestion.as_deref().and_then(control_name),
         ..NetItem::moved(
             stream.role.as_str(),
@@ -344,6 +351,7 @@ impl NetItem {
             mtu_bytes: None,
             cpu_seconds: None,
             error: None,
+            stalled: None,
             congestion: None,
             host: None,
         }

@@ -52,6 +52,9 @@ pub use summary::{CpuFractions, DirectionTotals, NetSummary, Totals};
 use self::client::Control;
 use self::report::Role;
 use self::session::{Connection, GRACE};
+
+/// How long a client whose stream stalled waits for the server's report.
+const STALLED_RESULTS: Duration = Duration::from_secs(2);
 use crate::platform::nics::{self, Nic};
 use crate::workload::{Context, Error, Kind, Workload};
 
@@ -373,7 +376,7 @@ impl Workload for NetWorkload {
         // A first handshake says now whether the server is there, takes the key and
         // allows the test; the test's own connection opens in setup, when its group
         // is about to start, since a server does not wait long for a silent client.
-        let control = Control::open(address, &self.peer(), key.as_ref())?;
+        let control = Control::open(address, &self.peer(), key.as_ref(), self.plan.mss_bytes)?;
         server::check(&self.plan.request(), &control.limits).map_err(|reason| {
             Error::Input(format!("{} refuses this test: {reason}", self.peer()))
         })?;
@@ -387,7 +390,12 @@ impl Workload for NetWorkload {
             // The streams open in run: their last one starts the test at the server.
             return Ok(());
         }
-        let control = Control::open(address, &self.peer(), self.key.as_ref())?;
+        let control = Control::open(
+            address,
+            &self.peer(),
+            self.key.as_ref(),
+            self.plan.mss_bytes,
+        )?;
         self.connections = control.start(&self.plan.request(), self.plan.mss_bytes)?;
         self.control = Some(control);
         if let Some(first) = self.connections.first() {
@@ -449,7 +457,26 @@ impl Workload for NetWorkload {
         if ctx.cancel.is_set() {
             return Err(Error::Interrupted);
         }
-        let remote = control.results(GRACE + Duration::from_secs(5))?;
+        // A stream whose bytes stopped arriving may keep the server's report from
+        // crossing too: the run ends with its own figures and its streams' words.
+        let stalled = local.streams.iter().any(|s| s.stalled.is_some());
+        let wait = if stalled {
+            STALLED_RESULTS
+        } else {
+            GRACE + Duration::from_secs(5)
+        };
+        let remote = match control.results(wait) {
+            Ok(remote) => remote,
+            Err(e) => {
+                let Some(first) = local.streams.iter().find_map(|s| s.error.clone()) else {
+                    return Err(e);
+                };
+                return Err(Error::Peer {
+                    peer: self.peer(),
+                    reason: format!("{first}; the server's results did not come: {e}"),
+                });
+            }
+        };
         for stream in &remote.streams {
             if stream.role == Role::Send {
                 self.mss_bytes = stream.mss_bytes.or(self.mss_bytes);

@@ -99,6 +99,24 @@ pub struct StreamReport {
     /// The congestion control the connection used at this end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub congestion: Option<String>,
+    /// A sender whose bytes stopped arriving, where it gave up on them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stalled: Option<Stall>,
+}
+
+/// A sender whose bytes stopped arriving: nothing acknowledged while its retransmission
+/// timer backed off.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Stall {
+    /// Bytes sent and still unacknowledged when the stream gave up.
+    pub unacknowledged_bytes: u64,
+    /// Seconds nothing was acknowledged before it gave up.
+    pub seconds: f64,
+    /// Times in a row the retransmission timer fired and backed off.
+    pub backoffs: u8,
+    /// Whether a new connection's handshake with the same peer crossed meanwhile: small
+    /// packets arrived where the stream's full segments did not.
+    pub handshake_crossed: bool,
 }
 
 /// Everything one end measured.
@@ -216,6 +234,7 @@ mod tests {
                     cpu_seconds: 0.0,
                     error: None,
                     congestion: None,
+                    stalled: None,
                 })
                 .collect(),
         )

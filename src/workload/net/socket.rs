@@ -206,6 +206,18 @@ pub fn tcp_stats(socket: &TcpStream) -> Option<TcpStats> {
     })
 }
 
+/// How many times in a row `socket`'s retransmission timer has fired and backed off
+/// without an acknowledgement between (TCP_INFO's `tcpi_backoff`).
+pub fn timer_backoffs(socket: &TcpStream) -> Option<u8> {
+    kernel_tcp_info(socket).map(|(info, _)| info.backoff)
+}
+
+/// Makes closing `socket` end it with a reset, whatever it still holds to send: a reset
+/// is one small segment, which arrives where the bytes queued before a FIN would not.
+pub fn reset_on_close(socket: &TcpStream) {
+    let _ = rustix::net::sockopt::set_socket_linger(socket, Some(Duration::ZERO));
+}
+
 /// Bytes written to `socket` that its peer has not yet acknowledged (SIOCOUTQ).
 pub fn unacknowledged_bytes(socket: &TcpStream) -> Option<u64> {
     queued(socket, libc::TIOCOUTQ)

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use super::options::{self, StreamOptions};
 use super::payload::{Source, pace_wait, read};
-use super::report::{Interval, Role, StreamReport};
+use super::report::{Interval, Role, Stall, StreamReport};
 use super::socket;
 use crate::platform::threads::{OwnTimes, SchedTimes};
 use crate::workload::Progress;
@@ -20,6 +20,13 @@ const POLL: Duration = Duration::from_millis(100);
 
 /// How long a sender waits, after its last byte, for the receiver to take everything.
 const DRAIN: Duration = Duration::from_secs(10);
+
+/// How long a sender waits with nothing acknowledged, its retransmission timer backed
+/// off twice or more, before it calls its bytes lost and ends its stream.
+const STALL: Duration = Duration::from_secs(1);
+
+/// How long a stalled sender's probe of its peer waits for a handshake.
+const HANDSHAKE: Duration = Duration::from_secs(1);
 
 /// How often a sender looks whether its bytes are all acknowledged.
 const ACK_POLL: Duration = Duration::from_millis(1);
@@ -228,7 +235,7 @@ pub fn run(mut job: StreamJob<'_>) -> StreamReport {
     let cpu_before = crate::platform::cores::calling_thread_cpu_seconds();
     let mss_bytes = socket::mss_bytes(&job.socket);
     let mtu_bytes = socket::path_mtu_bytes(&job.socket);
-    let (bytes, end, intervals, error) = match job.role {
+    let (bytes, end, intervals, error, stalled) = match job.role {
         Role::Send => send(&job, &block),
         Role::Receive => receive(&job, &mut block),
     };
@@ -244,10 +251,13 @@ pub fn run(mut job: StreamJob<'_>) -> StreamReport {
         cpu_seconds: crate::platform::cores::calling_thread_cpu_seconds() - cpu_before,
         error,
         congestion: options::congestion_of(&job.socket),
+        stalled,
     }
 }
 
-type Outcome = (u64, Instant, Vec<Interval>, Option<String>);
+/// Bytes moved, the last byte's time, the intervals, why it stopped early and where it
+/// gave up on bytes that did not arrive.
+type Outcome = (u64, Instant, Vec<Interval>, Option<String>, Option<Stall>);
 
 fn timed_out(e: &std::io::Error) -> bool {
     matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
@@ -262,11 +272,13 @@ fn send(job: &StreamJob<'_>, buffer: &[u8]) -> Outcome {
         Ok(source) => source,
         Err(e) => {
             let error = Some(format!("stream {}: a file to send from: {e}", job.stream));
-            return (0, job.start, Vec::new(), error);
+            return (0, job.start, Vec::new(), error, None);
         }
     };
     let mut now = Instant::now();
     let mut last_write = job.start;
+    let mut watch = StallWatch::new(now);
+    let mut stall = None;
     loop {
         let want = match job.until {
             Until::Deadline(deadline) if now >= deadline => break,
@@ -303,7 +315,13 @@ fn send(job: &StreamJob<'_>, buffer: &[u8]) -> Outcome {
                 now = Instant::now();
                 last_write = now;
             }
-            Err(e) if timed_out(&e) || e.kind() == ErrorKind::Interrupted => now = Instant::now(),
+            Err(e) if timed_out(&e) || e.kind() == ErrorKind::Interrupted => {
+                now = Instant::now();
+                if let Some(found) = watch.stalled(&job.socket, now) {
+                    (error, stall) = stalled(job, found);
+                    break;
+                }
+            }
             Err(e) => {
                 error = Some(format!("stream {}: send: {e}", job.stream));
                 break;
@@ -311,10 +329,11 @@ fn send(job: &StreamJob<'_>, buffer: &[u8]) -> Outcome {
         }
         ticker.tick(now, sent, &job.socket);
     }
-    let intervals = ticker.finish(last_write, sent, &job.socket);
-    let mut end = last_write;
+    // A stream that gave up on its bytes ran until it did.
+    let mut end = if stall.is_some() { now } else { last_write };
+    let intervals = ticker.finish(end, sent, &job.socket);
     match job.ending {
-        Ending::Drain if error.is_none() => error = drain(job),
+        Ending::Drain if error.is_none() => (error, stall) = drain(job, &mut watch),
         Ending::Drain => {}
         Ending::Handover(handover) => {
             // A test of bytes is done once they are all taken, not once they are all
@@ -325,7 +344,7 @@ fn send(job: &StreamJob<'_>, buffer: &[u8]) -> Outcome {
             handover.stream_done();
         }
     }
-    (sent, end, intervals, error)
+    (sent, end, intervals, error, stall)
 }
 
 /// Waits until the receiver's TCP has acknowledged every byte written, and says when;
@@ -343,27 +362,101 @@ fn acknowledged(job: &StreamJob<'_>) -> Option<Instant> {
 }
 
 /// Ends the sending half and waits for the receiver to close, so every byte sent was
-/// taken and the final TCP_INFO counts every retransmission.
-fn drain(job: &StreamJob<'_>) -> Option<String> {
+/// taken and the final TCP_INFO counts every retransmission. Where nothing is
+/// acknowledged for [`STALL`] while the retransmission timer backs off, the bytes are
+/// not arriving (segments of the path's MTU dropped on the way, a path gone): the
+/// stream ends with a reset, which the receiver gets, and says so.
+fn drain(job: &StreamJob<'_>, watch: &mut StallWatch) -> (Option<String>, Option<Stall>) {
     if let Err(e) = job.socket.shutdown(Shutdown::Write) {
-        return Some(format!("stream {}: shutdown: {e}", job.stream));
+        return (Some(format!("stream {}: shutdown: {e}", job.stream)), None);
     }
     let until = (Instant::now() + DRAIN).min(job.hard_stop.max(Instant::now() + POLL));
     let mut socket = &job.socket;
     let mut scrap = [0u8; 512];
     loop {
-        if job.stop.load(Ordering::Relaxed) || Instant::now() >= until {
-            return None;
+        let now = Instant::now();
+        if job.stop.load(Ordering::Relaxed) || now >= until {
+            return (None, None);
+        }
+        if let Some(found) = watch.stalled(&job.socket, now) {
+            return stalled(job, found);
         }
         let _ = job.socket.set_read_timeout(Some(POLL));
         match socket.read(&mut scrap) {
-            Ok(0) => return None,
+            Ok(0) => return (None, None),
             Ok(_) => {}
             Err(e) if timed_out(&e) || e.kind() == ErrorKind::Interrupted => {}
             // The receiver closed first, or reset: everything it needed has arrived.
-            Err(_) => return None,
+            Err(_) => return (None, None),
         }
     }
+}
+
+/// Whether a sender's bytes are still being acknowledged.
+struct StallWatch {
+    unacknowledged: Option<u64>,
+    since: Instant,
+}
+
+impl StallWatch {
+    fn new(now: Instant) -> StallWatch {
+        StallWatch {
+            unacknowledged: None,
+            since: now,
+        }
+    }
+
+    /// The bytes left, how long nothing was acknowledged and the timer's backoffs,
+    /// once nothing was for [`STALL`] while the retransmission timer backed off twice
+    /// or more.
+    fn stalled(&mut self, socket: &TcpStream, now: Instant) -> Option<(u64, Duration, u8)> {
+        let left = socket::unacknowledged_bytes(socket);
+        if left != self.unacknowledged {
+            (self.unacknowledged, self.since) = (left, now);
+            return None;
+        }
+        let bytes = left.filter(|&b| b > 0)?;
+        let waited = now.duration_since(self.since);
+        let backoffs = socket::timer_backoffs(socket).filter(|&b| b >= 2)?;
+        (waited >= STALL).then_some((bytes, waited, backoffs))
+    }
+}
+
+/// What a sender that gave up says: its bytes, and whether a new connection's
+/// handshake with the same peer crosses, which tells an MTU black hole (small packets
+/// arrive, full segments do not) from a path that carries nothing. The stream's close
+/// then resets it, so the receiver learns of it at once.
+fn stalled(
+    job: &StreamJob<'_>,
+    (bytes, waited, backoffs): (u64, Duration, u8),
+) -> (Option<String>, Option<Stall>) {
+    socket::reset_on_close(&job.socket);
+    let handshake_crossed = job.socket.peer_addr().is_ok_and(|peer| {
+        match TcpStream::connect_timeout(&peer, HANDSHAKE) {
+            Ok(_) => true,
+            // A reset answering the SYN crossed the path too (a client's port has no
+            // listener).
+            Err(e) => e.kind() == ErrorKind::ConnectionRefused,
+        }
+    });
+    let stall = Stall {
+        unacknowledged_bytes: bytes,
+        seconds: waited.as_secs_f64(),
+        backoffs,
+        handshake_crossed,
+    };
+    let why = if handshake_crossed {
+        "while a new connection's handshake crossed: small packets arrive and the \
+         stream's full segments do not"
+    } else {
+        "and a new connection's handshake did not cross either"
+    };
+    let error = format!(
+        "stream {}: {bytes} bytes sent went unacknowledged for {:.1} s, the \
+         retransmission timer backed off {backoffs} times, {why}",
+        job.stream, stall.seconds
+    );
+    (Some(error), Some(stall))
 }
 
 fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {
@@ -447,7 +540,7 @@ fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {
         handover.stream_done();
     }
     let _ = job.socket.shutdown(Shutdown::Both);
-    (received, last_read, intervals, error)
+    (received, last_read, intervals, error, None)
 }
 
 /// Reads and drops what still comes once the stream's count is done, until the test

@@ -85,12 +85,15 @@ pub struct Totals {
 pub fn summarize(plan: &NetPlan, context: &NetContext, items: &[NetItem]) -> NetSummary {
     let nominal_s = nominal_s(plan);
     let receive = totals(items, Role::Receive, None, nominal_s);
+    let send = totals(items, Role::Send, None, nominal_s);
     let limit = limit(plan, context);
-    let limit_of = |direction, receive: Option<&Totals>| {
+    // The received rate; the sent one where the receiver's report never came (a
+    // stream whose bytes stopped arriving), so such a run still says why.
+    let limit_of = |direction, receive: Option<&Totals>, send: Option<&Totals>| {
         limit::limit_of(
             items,
             direction,
-            receive?.bytes_per_sec,
+            receive.or(send)?.bytes_per_sec,
             nominal_s,
             context,
             context.goodput_limit_bytes_per_sec,
@@ -100,9 +103,10 @@ pub fn summarize(plan: &NetPlan, context: &NetContext, items: &[NetItem]) -> Net
     let of_direction = |direction| {
         (plan.direction == Direction::Bidir).then(|| {
             let receive = totals(items, Role::Receive, Some(direction), nominal_s);
+            let send = totals(items, Role::Send, Some(direction), nominal_s);
             DirectionTotals {
-                send: totals(items, Role::Send, Some(direction), nominal_s),
-                limit: limit_of(direction, receive.as_ref()),
+                limit: limit_of(direction, receive.as_ref(), send.as_ref()),
+                send,
                 receive,
             }
         })
@@ -113,7 +117,6 @@ pub fn summarize(plan: &NetPlan, context: &NetContext, items: &[NetItem]) -> Net
         _ => Some("up"),
     };
     NetSummary {
-        send: totals(items, Role::Send, None, nominal_s),
         streams: plan.streams,
         mss_bytes: context.mss_bytes,
         mtu_bytes: context.mtu_bytes,
@@ -132,8 +135,9 @@ pub fn summarize(plan: &NetPlan, context: &NetContext, items: &[NetItem]) -> Net
             .zip(receive.as_ref())
             .map(|(l, r)| r.bytes_per_sec / l)
             .filter(|share| share.is_finite()),
-        limit: one_way.and_then(|direction| limit_of(direction, receive.as_ref())),
+        limit: one_way.and_then(|direction| limit_of(direction, receive.as_ref(), send.as_ref())),
         receive,
+        send,
         up: of_direction("up"),
         down: of_direction("down"),
     }

@@ -343,6 +343,7 @@ pub fn remote_report(
             cpu_seconds: 0.0,
             error: None,
             congestion: theirs.congestion_used.clone(),
+            stalled: None,
         });
     }
     reports.sort_by_key(|r| r.stream);

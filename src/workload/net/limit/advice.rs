@@ -6,6 +6,7 @@ use super::{Cause, Ceiling, Thread, busiest, ceiling};
 use crate::vocab::units::{format_bits_rate, format_bytes, format_size};
 use crate::workload::net::context::NetContext;
 use crate::workload::net::item::Side;
+use crate::workload::net::report::Stall;
 
 /// Where, why and what to do.
 pub struct Words {
@@ -115,6 +116,9 @@ pub fn words(
             evidence: path_evidence(figures, rate, wire),
             advice: None,
         },
+        Some(Cause::MtuBlackHole) if let Some((stall, mtu)) = figures.stall => {
+            black_hole_words(figures, stall, mtu, context)
+        }
         Some(Cause::Peer) => Words {
             at: end(sender, "the sender"),
             evidence: format!(
@@ -146,8 +150,50 @@ pub fn words(
     words
 }
 
+/// Segments of the path MTU that never arrived while small packets did.
+fn black_hole_words(
+    figures: &Figures,
+    stall: Stall,
+    mtu: Option<u64>,
+    context: &NetContext,
+) -> Words {
+    let mtu = mtu.map_or(String::new(), |mtu| format!(" (path MTU {mtu})"));
+    Words {
+        at: format!(
+            "the path to {}",
+            context.address.as_deref().unwrap_or("the server")
+        ),
+        evidence: format!(
+            "segments of {} bytes{mtu} went unacknowledged for {:.1} s ({} held) while the \
+             retransmission timer backed off {} times, and a new connection's handshake, \
+             in small packets, crossed: a hop on the way takes less than the ends' MTU and \
+             says nothing",
+            figures.mss_bytes.map_or("?".into(), |m| m.to_string()),
+            stall.seconds,
+            format_bytes(stall.unacknowledged_bytes),
+            stall.backoffs
+        ),
+        advice: Some(
+            "give every end the MTU of the smallest hop (ip link set DEV mtu 1500), or \
+             let TCP find it (sysctl net.ipv4.tcp_mtu_probing=1); -M 1448 tests with \
+             segments that fit 1500"
+                .into(),
+        ),
+    }
+}
+
 /// A queue standing on the path, and the rate against the wire.
 fn path_evidence(figures: &Figures, rate: f64, wire: Option<f64>) -> String {
+    if let Some((stall, _)) = figures.stall {
+        return format!(
+            "nothing was acknowledged for {:.1} s ({} held) while the retransmission \
+             timer backed off {} times, and a new connection's handshake did not cross \
+             either: the path carried nothing",
+            stall.seconds,
+            format_bytes(stall.unacknowledged_bytes),
+            stall.backoffs
+        );
+    }
     let mut text = format!(
         "the sender was busy {} of its time and nothing held it",
         pct(figures.share(figures.busy_s))

@@ -5,9 +5,9 @@
 
 use std::collections::HashMap;
 
-use crate::workload::net::host::HostAccount;
+use crate::workload::net::host::{CoreTime, HostAccount};
 use crate::workload::net::item::{NetItem, Scope, Side};
-use crate::workload::net::report::Role;
+use crate::workload::net::report::{Role, Stall};
 
 /// One direction's figures over its steady intervals (the first left out where there
 /// are three or more, and a last one cut short by the test's end).
@@ -59,6 +59,8 @@ pub struct Figures {
     pub threads: Vec<Thread>,
     /// Each end's machine, where it said.
     pub hosts: HashMap<Side, HostAccount>,
+    /// A sender whose bytes stopped arriving, and its path MTU.
+    pub stall: Option<(Stall, Option<u64>)>,
     /// A sender that sends no account of its own (an iperf3): its process's CPU time
     /// over the test's wall time, in cores, as it reported it.
     pub peer_cpu: Option<f64>,
@@ -110,11 +112,16 @@ impl Thread {
         )
     }
 
-    /// Sets the time stolen from it by its CPU's steal share `steal`; a thread that
-    /// ran a share `used` of the time on a vCPU that was away a share `s` of it would
-    /// have run `used / (1 - s)`.
-    fn steal(&mut self, steal: f64) {
-        let s = steal.clamp(0.0, 0.9);
+    /// Sets the time stolen from it on its CPU, `core`: the hypervisor took the vCPU a
+    /// share p = steal / (busy + steal) of the time it wanted to run, and a thread that
+    /// ran a share `used` of the time would have run `used / (1 - p)`.
+    fn steal(&mut self, core: &CoreTime) {
+        let wanted = core.process + core.softirq + core.steal;
+        let s = if wanted > 0.0 {
+            (core.steal / wanted).clamp(0.0, 0.9)
+        } else {
+            0.0
+        };
         let room = (1.0 - self.used - self.waited).max(0.0);
         self.stolen = (self.used * s / (1.0 - s)).min(room).max(0.0);
     }
@@ -256,6 +263,7 @@ impl Figures {
             .filter(|s| s.left_slow_start.is_some())
             .map(|s| s.send_wscale.is_some());
         figures.threads = threads(items, direction, nominal_s, &figures.hosts);
+        figures.stall = senders.iter().find_map(|s| Some((s.stalled?, s.mtu_bytes)));
         figures.peer_cpu = figures.sender.and_then(|sender| {
             let cpu = items
                 .iter()
@@ -382,11 +390,13 @@ fn threads(
                 .max_by_key(|&(cpu, n)| (n, cpu))
                 .map(|(cpu, _)| cpu),
         };
-        let steal = thread.cpu.and_then(|cpu| {
+        let core = thread.cpu.and_then(|cpu| {
             let host = hosts.get(&thread.side)?;
-            Some(host.cores.iter().find(|c| c.cpu == cpu)?.steal)
+            host.cores.iter().find(|c| c.cpu == cpu)
         });
-        thread.steal(steal.unwrap_or(0.0));
+        if let Some(core) = core {
+            thread.steal(core);
+        }
         match out.iter_mut().find(|t| t.side == thread.side) {
             Some(busiest) if busiest.load() < thread.load() => *busiest = thread,
             Some(_) => {}
