@@ -100,11 +100,13 @@ fn beside_a_busy_process_per_core_the_cpu_clock_keeps_the_figures_and_the_loss_i
     // share its mood. Tests of 1 s: of 0.5 s, a round strayed up to 12%.
     common::up_to_three_tries(test, |_| {
         let mut ratios = Vec::new();
+        // A quiet run ratelab called disturbed (the hypervisor's steal) leaves its
+        // figures to the checks: where they hold, they held.
+        let mut quiet_disturbed = Vec::new();
         for _ in 0..5 {
             let doc = empty_int("1s");
-            if let Some(why) = common::disturbed(&doc) {
-                return common::Try::Disturbed(format!("a quiet run: {why}"));
-            }
+            quiet_disturbed
+                .extend(common::disturbed(&doc).map(|why| format!("a quiet run: {why}")));
             let quiet = empty_and_int(&doc).1;
             let load = common::BusyCores::start(cpus());
             let doc = empty_int("1s");
@@ -135,8 +137,11 @@ fn beside_a_busy_process_per_core_the_cpu_clock_keeps_the_figures_and_the_loss_i
         ));
         // Rounds strayed 0.94-1.175 here and 1.008-1.145 on CI's machine (median
         // 1.096), where the wall clock gives about 0.6.
-        assert!((0.85..=1.15).contains(&ratio), "{ratio}");
-        common::Try::Checked
+        let disturbed = (!quiet_disturbed.is_empty()).then(|| quiet_disturbed.join("; "));
+        common::check(disturbed, || {
+            assert!((0.85..=1.15).contains(&ratio), "{ratio}");
+            common::Try::Checked
+        })
     });
 }
 
@@ -340,29 +345,25 @@ fn cpus_1_keeps_every_thread_on_core_1_and_the_monitor_says_so() {
 fn repeat_runs_agree_median_to_median() {
     let test = "repeat_runs_agree_median_to_median";
     let _alone = alone();
-    // Each run long enough (0.5 s) for ratelab's account to judge the CPU; a disturbed
-    // one makes the try disturbed.
-    let median = |runs: usize| -> Result<f64, String> {
+    // Each run long enough (0.5 s) for ratelab's account to judge the CPU; where it
+    // calls one disturbed and the medians still agree, the figures held.
+    let median = |runs: usize, disturbed: &mut Vec<String>| -> f64 {
         let mut rates = Vec::new();
         for _ in 0..runs {
             let doc = cpu_doc(&["--test", "int", "--threads", "1", "--seconds", "500ms"]);
-            if let Some(why) = common::disturbed(&doc) {
-                return Err(why);
-            }
+            disturbed.extend(common::disturbed(&doc));
             rates.push(items(&doc)[0]["loops_per_sec"].as_f64().unwrap());
         }
-        Ok(median(rates))
+        median(rates)
     };
     // The issue asks for 3% on an idle machine; tests share this one, so the bound is
     // generous. A VM's host can take its core for a while (12% between two medians was
     // seen once in a full suite): a second pair is allowed, and both pairs are printed.
     common::up_to_three_tries(test, |_| {
         let mut changes = Vec::new();
+        let mut disturbed = Vec::new();
         for _ in 0..2 {
-            let (first, second) = match (median(3), median(3)) {
-                (Ok(first), Ok(second)) => (first, second),
-                (Err(why), _) | (_, Err(why)) => return common::Try::Disturbed(why),
-            };
+            let (first, second) = (median(3, &mut disturbed), median(3, &mut disturbed));
             let change = (second / first - 1.0).abs();
             common::say(&format!(
                 "{test}: int, 1 thread: medians {first:.4e} and {second:.4e} loops/s: {:.2}% apart",
@@ -370,10 +371,17 @@ fn repeat_runs_agree_median_to_median() {
             ));
             changes.push(change);
             if change < 0.10 {
-                return common::Try::Checked;
+                break;
             }
         }
-        panic!("two pairs of medians apart by {changes:?}");
+        let disturbed = (!disturbed.is_empty()).then(|| disturbed.join("; "));
+        common::check(disturbed, || {
+            assert!(
+                changes.iter().any(|&c| c < 0.10),
+                "two pairs of medians apart by {changes:?}"
+            );
+            common::Try::Checked
+        })
     });
 }
 

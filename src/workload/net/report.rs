@@ -105,15 +105,15 @@ pub struct StreamReport {
 }
 
 /// A sender whose bytes stopped arriving: nothing acknowledged while its retransmission
-/// timer backed off.
+/// timer fired again and again.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Stall {
     /// Bytes sent and still unacknowledged when the stream gave up.
     pub unacknowledged_bytes: u64,
     /// Seconds nothing was acknowledged before it gave up.
     pub seconds: f64,
-    /// Times in a row the retransmission timer fired and backed off.
-    pub backoffs: u8,
+    /// Times in a row the retransmission timer fired with nothing acknowledged.
+    pub timeouts: u8,
     /// Whether a new connection's handshake with the same peer crossed meanwhile: small
     /// packets arrived where the stream's full segments did not.
     pub handshake_crossed: bool,

@@ -206,10 +206,11 @@ pub fn tcp_stats(socket: &TcpStream) -> Option<TcpStats> {
     })
 }
 
-/// How many times in a row `socket`'s retransmission timer has fired and backed off
-/// without an acknowledgement between (TCP_INFO's `tcpi_backoff`).
-pub fn timer_backoffs(socket: &TcpStream) -> Option<u8> {
-    kernel_tcp_info(socket).map(|(info, _)| info.backoff)
+/// How many times in a row `socket`'s retransmission timer has fired without an
+/// acknowledgement between (TCP_INFO's `tcpi_retransmits`). Zero-window probes, sent
+/// while a receiver reads nothing, back the timer off too but are not counted here.
+pub fn timeouts_in_a_row(socket: &TcpStream) -> Option<u8> {
+    kernel_tcp_info(socket).map(|(info, _)| info.retransmits)
 }
 
 /// Makes closing `socket` end it with a reset, whatever it still holds to send: a reset

@@ -21,8 +21,8 @@ const POLL: Duration = Duration::from_millis(100);
 /// How long a sender waits, after its last byte, for the receiver to take everything.
 const DRAIN: Duration = Duration::from_secs(10);
 
-/// How long a sender waits with nothing acknowledged, its retransmission timer backed
-/// off twice or more, before it calls its bytes lost and ends its stream.
+/// How long a sender waits with nothing acknowledged, its retransmission timer fired
+/// twice or more in a row, before it calls its bytes lost and ends its stream.
 const STALL: Duration = Duration::from_secs(1);
 
 /// How long a stalled sender's probe of its peer waits for a handshake.
@@ -363,7 +363,7 @@ fn acknowledged(job: &StreamJob<'_>) -> Option<Instant> {
 
 /// Ends the sending half and waits for the receiver to close, so every byte sent was
 /// taken and the final TCP_INFO counts every retransmission. Where nothing is
-/// acknowledged for [`STALL`] while the retransmission timer backs off, the bytes are
+/// acknowledged for [`STALL`] while the retransmission timer fires, the bytes are
 /// not arriving (segments of the path's MTU dropped on the way, a path gone): the
 /// stream ends with a reset, which the receiver gets, and says so.
 fn drain(job: &StreamJob<'_>, watch: &mut StallWatch) -> (Option<String>, Option<Stall>) {
@@ -406,9 +406,10 @@ impl StallWatch {
         }
     }
 
-    /// The bytes left, how long nothing was acknowledged and the timer's backoffs,
-    /// once nothing was for [`STALL`] while the retransmission timer backed off twice
-    /// or more.
+    /// The bytes left, how long nothing was acknowledged and the timeouts in a row,
+    /// once nothing was for [`STALL`] while the retransmission timer fired twice or
+    /// more in a row (a receiver that stops reading closes its window instead, and
+    /// the sender's zero-window probes are no timeouts).
     fn stalled(&mut self, socket: &TcpStream, now: Instant) -> Option<(u64, Duration, u8)> {
         let left = socket::unacknowledged_bytes(socket);
         if left != self.unacknowledged {
@@ -417,8 +418,8 @@ impl StallWatch {
         }
         let bytes = left.filter(|&b| b > 0)?;
         let waited = now.duration_since(self.since);
-        let backoffs = socket::timer_backoffs(socket).filter(|&b| b >= 2)?;
-        (waited >= STALL).then_some((bytes, waited, backoffs))
+        let timeouts = socket::timeouts_in_a_row(socket).filter(|&t| t >= 2)?;
+        (waited >= STALL).then_some((bytes, waited, timeouts))
     }
 }
 
@@ -428,7 +429,7 @@ impl StallWatch {
 /// then resets it, so the receiver learns of it at once.
 fn stalled(
     job: &StreamJob<'_>,
-    (bytes, waited, backoffs): (u64, Duration, u8),
+    (bytes, waited, timeouts): (u64, Duration, u8),
 ) -> (Option<String>, Option<Stall>) {
     socket::reset_on_close(&job.socket);
     let handshake_crossed = job.socket.peer_addr().is_ok_and(|peer| {
@@ -442,7 +443,7 @@ fn stalled(
     let stall = Stall {
         unacknowledged_bytes: bytes,
         seconds: waited.as_secs_f64(),
-        backoffs,
+        timeouts,
         handshake_crossed,
     };
     let why = if handshake_crossed {
@@ -453,7 +454,7 @@ fn stalled(
     };
     let error = format!(
         "stream {}: {bytes} bytes sent went unacknowledged for {:.1} s, the \
-         retransmission timer backed off {backoffs} times, {why}",
+         retransmission timer fired {timeouts} times in a row, {why}",
         job.stream, stall.seconds
     );
     (Some(error), Some(stall))

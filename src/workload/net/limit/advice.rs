@@ -165,13 +165,13 @@ fn black_hole_words(
         ),
         evidence: format!(
             "segments of {} bytes{mtu} went unacknowledged for {:.1} s ({} held) while the \
-             retransmission timer backed off {} times, and a new connection's handshake, \
+             retransmission timer fired {} times in a row, and a new connection's handshake, \
              in small packets, crossed: a hop on the way takes less than the ends' MTU and \
              says nothing",
             figures.mss_bytes.map_or("?".into(), |m| m.to_string()),
             stall.seconds,
             format_bytes(stall.unacknowledged_bytes),
-            stall.backoffs
+            stall.timeouts
         ),
         advice: Some(
             "give every end the MTU of the smallest hop (ip link set DEV mtu 1500), or \
@@ -187,11 +187,11 @@ fn path_evidence(figures: &Figures, rate: f64, wire: Option<f64>) -> String {
     if let Some((stall, _)) = figures.stall {
         return format!(
             "nothing was acknowledged for {:.1} s ({} held) while the retransmission \
-             timer backed off {} times, and a new connection's handshake did not cross \
+             timer fired {} times in a row, and a new connection's handshake did not cross \
              either: the path carried nothing",
             stall.seconds,
             format_bytes(stall.unacknowledged_bytes),
-            stall.backoffs
+            stall.timeouts
         );
     }
     let mut text = format!(
