@@ -126,6 +126,16 @@ fn received(doc: &Value) -> f64 {
     summary(doc)["receive"]["bytes_per_sec"].as_f64().unwrap()
 }
 
+/// Asserts the received rate is within 15% of the stored window ceiling.
+fn assert_near_the_window(test: &str, doc: &Value) {
+    let (rate, window) = (received(doc), ceiling(doc, "window"));
+    eprintln!("{test}: {:.3} of the window's ceiling", rate / window);
+    assert!(
+        (0.85..=1.15).contains(&(rate / window)),
+        "{rate} against {window}"
+    );
+}
+
 /// Runs `attempt` up to three times, as every test whose figures other work can move,
 /// and checks `check` of its document where the run was quiet or the figures held.
 fn tries(test: &str, mut attempt: impl FnMut() -> Value, check: impl Fn(&Value)) {
@@ -241,12 +251,7 @@ fn a_small_receive_buffer_on_a_long_path_is_limited_by_the_window() {
                 .join("\n");
             common::say(&format!("{test}, as `results show` says it:\n{summary}"));
             assert_cause(doc, &["receive_window"]);
-            let (rate, window) = (received(doc), ceiling(doc, "window"));
-            eprintln!("{test}: {:.3} of the window's ceiling", rate / window);
-            assert!(
-                (0.85..=1.15).contains(&(rate / window)),
-                "{rate} against {window}"
-            );
+            assert_near_the_window(test, doc);
             // The advice names a buffer of at least the bandwidth-delay product: 100
             // Mbit/s over the least round trip.
             let advice = limit(doc)["advice"].as_str().unwrap();
@@ -455,12 +460,7 @@ fn sending_to_iperf3_over_a_small_receive_buffer_is_limited_by_the_window() {
             },
             |doc| {
                 assert_cause(doc, &["receive_window"]);
-                let (rate, window) = (received(doc), ceiling(doc, "window"));
-                eprintln!("{test}: {:.3} of the window's ceiling", rate / window);
-                assert!(
-                    (0.85..=1.15).contains(&(rate / window)),
-                    "{rate} against {window}"
-                );
+                assert_near_the_window(test, doc);
             },
         );
     }

@@ -50,7 +50,7 @@ pub use server::{Log, MAX_BLOCK_BYTES, Record, Recorder, ServeConfig, Server};
 pub use summary::{CpuFractions, DirectionTotals, NetSummary, Totals};
 
 use self::client::Control;
-use self::report::Role;
+use self::report::{Role, SideReport};
 use self::session::{Connection, GRACE};
 
 /// How long a client whose stream stalled waits for the server's report.
@@ -457,26 +457,7 @@ impl Workload for NetWorkload {
         if ctx.cancel.is_set() {
             return Err(Error::Interrupted);
         }
-        // A stream whose bytes stopped arriving may keep the server's report from
-        // crossing too: the run ends with its own figures and its streams' words.
-        let stalled = local.streams.iter().any(|s| s.stalled.is_some());
-        let wait = if stalled {
-            STALLED_RESULTS
-        } else {
-            GRACE + Duration::from_secs(5)
-        };
-        let remote = match control.results(wait) {
-            Ok(remote) => remote,
-            Err(e) => {
-                let Some(first) = local.streams.iter().find_map(|s| s.error.clone()) else {
-                    return Err(e);
-                };
-                return Err(Error::Peer {
-                    peer: self.peer(),
-                    reason: format!("{first}; the server's results did not come: {e}"),
-                });
-            }
-        };
+        let remote = remote_report(control, &local, self.peer())?;
         for stream in &remote.streams {
             if stream.role == Role::Send {
                 self.mss_bytes = stream.mss_bytes.or(self.mss_bytes);
@@ -613,4 +594,25 @@ impl NetWorkload {
         self.far_end = Some((server, dir));
         Ok(())
     }
+}
+
+/// The server's report of the test this end ran as `local`, from `peer`. A stream whose
+/// bytes stopped arriving may keep the report from crossing too: then the wait is
+/// short and the run ends with its own figures and its streams' words.
+fn remote_report(control: &Control, local: &SideReport, peer: String) -> Result<SideReport, Error> {
+    let stalled = local.streams.iter().any(|s| s.stalled.is_some());
+    let wait = if stalled {
+        STALLED_RESULTS
+    } else {
+        GRACE + Duration::from_secs(5)
+    };
+    control.results(wait).map_err(
+        |e| match local.streams.iter().find_map(|s| s.error.clone()) {
+            Some(first) => Error::Peer {
+                peer,
+                reason: format!("{first}; the server's results did not come: {e}"),
+            },
+            None => e,
+        },
+    )
 }
