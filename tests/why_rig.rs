@@ -272,9 +272,30 @@ fn an_iperf3_sender_over_a_shaped_link_is_limited_by_sending_to_its_peer() {
                 (1.0 - WITHIN..=1.0 + WITHIN).contains(&measured),
                 "{measured:.3}x the link: {limit}"
             );
+            // TCP's own account of the connection, read through sock_diag: a sender
+            // with data in flight nearly all the time, held by neither the peer's
+            // window nor its own buffer (the link's queue holds it).
+            let tcp = &limit["tcp"];
+            let seconds = tcp["seconds"]
+                .as_f64()
+                .expect("TCP's account of the connection");
+            let share = |field: &str| tcp[field].as_f64().unwrap() / seconds;
+            assert!(seconds >= 1.0 && share("busy_s") >= 0.8, "{tcp}");
+            assert!(share("rwnd_limited_s") < 0.2, "{tcp}");
+            assert!(share("sndbuf_limited_s") < 0.2, "{tcp}");
+            assert_eq!(
+                tcp["peer"],
+                format!("{}:5201", link.server_address),
+                "{tcp}"
+            );
             common::say(&format!(
-                "{test}: net_send to {place}, {:.1}% of the time, {measured:.3}x the link",
-                limit["share"].as_f64().unwrap() * 100.0
+                "{test}: net_send to {place}, {:.1}% of the time, {measured:.3}x the link; \
+                 TCP busy {:.0}%, window {:.0}%, buffer {:.0}% of {seconds:.1} s, rtt {} us",
+                limit["share"].as_f64().unwrap() * 100.0,
+                share("busy_s") * 100.0,
+                share("rwnd_limited_s") * 100.0,
+                share("sndbuf_limited_s") * 100.0,
+                tcp["rtt_us"]
             ));
             Try::Checked
         })

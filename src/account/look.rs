@@ -10,10 +10,16 @@ use std::time::{Duration, Instant};
 
 use super::classify::{Lookup, Storage};
 use crate::platform::fds::{self, Awaited, FdTarget};
+use crate::platform::sock_diag::{self, SocketInfo};
 use crate::platform::sockets::{self, TcpSocket};
+use crate::platform::tcp_info::TcpStats;
 
 /// How long a socket's ends are trusted before they are read again.
 const SOCKET_FRESH: Duration = Duration::from_secs(1);
+
+/// How long the machine's TCP accounts (one sock_diag dump) are kept before they are
+/// read again: a few a second, so a connection's last reading is near its end.
+const DIAG_FRESH: Duration = Duration::from_millis(200);
 
 /// poll, ppoll, select, pselect6 (x86_64).
 const POLL: [u64; 2] = [7, 271];
@@ -25,6 +31,8 @@ pub struct Machine {
     fds: HashMap<(u32, u64), (String, FdTarget)>,
     storage: HashMap<(u32, u32), Storage>,
     sockets: HashMap<(u32, u64), (Instant, Option<TcpSocket>)>,
+    /// TCP's own account of every connection the tree was seen waiting on.
+    pub tcp: TcpWatch,
     interfaces: HashMap<IpAddr, Option<String>>,
     memory: HashMap<u32, Option<File>>,
     /// The threads of the tree at the last sample.
@@ -62,14 +70,18 @@ impl Lookup for Machine {
     }
 
     fn tcp(&mut self, pid: u32, inode: u64) -> Option<TcpSocket> {
-        if let Some((at, socket)) = self.sockets.get(&(pid, inode))
-            && at.elapsed() < SOCKET_FRESH
-        {
-            return socket.clone();
+        let socket = match self.sockets.get(&(pid, inode)) {
+            Some((at, socket)) if at.elapsed() < SOCKET_FRESH => socket.clone(),
+            _ => {
+                let socket = sockets::tcp_socket(pid, inode);
+                self.sockets
+                    .insert((pid, inode), (Instant::now(), socket.clone()));
+                socket
+            }
+        };
+        if let Some(connection) = socket.as_ref().filter(|s| !s.listening) {
+            self.tcp.look(pid, inode, connection.remote);
         }
-        let socket = sockets::tcp_socket(pid, inode);
-        self.sockets
-            .insert((pid, inode), (Instant::now(), socket.clone()));
         socket
     }
 
@@ -135,4 +147,136 @@ fn storage_of(pid: u32, dev: (u32, u32)) -> Storage {
             _ => Storage::Unknown(kind),
         },
     }
+}
+
+/// TCP's account (sock_diag) of the connections a tree waits on: the first and the
+/// latest reading of each, read once a second at most for the whole machine.
+#[derive(Default)]
+pub struct TcpWatch {
+    dump: Option<(Instant, HashMap<u64, SocketInfo>)>,
+    /// Per socket inode: its peer, and its first and latest readings.
+    seen: HashMap<u64, Seen>,
+    /// Whether each process shares this one's network namespace (sock_diag answers
+    /// for this one's alone).
+    here: HashMap<u32, bool>,
+}
+
+/// A connection's readings.
+struct Seen {
+    peer: std::net::SocketAddr,
+    first: (Instant, TcpStats),
+    last: (Instant, TcpStats),
+}
+
+impl TcpWatch {
+    /// Reads the account of socket `inode` of process `pid`, whose peer is `peer`.
+    fn look(&mut self, pid: u32, inode: u64, peer: std::net::SocketAddr) {
+        let here = *self.here.entry(pid).or_insert_with(|| same_namespace(pid));
+        if !here {
+            return;
+        }
+        if self
+            .dump
+            .as_ref()
+            .is_none_or(|(at, _)| at.elapsed() >= DIAG_FRESH)
+        {
+            self.dump = Some((Instant::now(), sock_diag::tcp_sockets()));
+        }
+        let Some((at, dump)) = &self.dump else {
+            return;
+        };
+        let Some(info) = dump.get(&inode) else {
+            return;
+        };
+        let reading = (*at, info.tcp);
+        self.seen
+            .entry(inode)
+            .and_modify(|seen| seen.last = reading)
+            .or_insert(Seen {
+                peer,
+                first: reading,
+                last: reading,
+            });
+    }
+
+    /// What each connection's account grew by between its first and latest readings,
+    /// and where it stood at the latest; connections read once are left out.
+    pub fn totals(&self) -> Vec<TcpTotal> {
+        let mut out: Vec<TcpTotal> = self
+            .seen
+            .values()
+            .filter(|seen| seen.last.0 > seen.first.0)
+            .map(|seen| {
+                let (first, last) = (&seen.first.1, &seen.last.1);
+                let grew = |f: fn(&TcpStats) -> Option<u64>| {
+                    Some(f(last)?.saturating_sub(f(first)?) as f64 / 1e6)
+                };
+                let bytes =
+                    |f: fn(&TcpStats) -> Option<u64>| Some(f(last)?.saturating_sub(f(first)?));
+                TcpTotal {
+                    peer: seen.peer.to_string(),
+                    seconds: seen.last.0.duration_since(seen.first.0).as_secs_f64(),
+                    busy_s: grew(|t| t.busy_us),
+                    rwnd_limited_s: grew(|t| t.rwnd_limited_us),
+                    sndbuf_limited_s: grew(|t| t.sndbuf_limited_us),
+                    bytes_acked: bytes(|t| t.bytes_acked),
+                    bytes_retrans: bytes(|t| t.bytes_retrans),
+                    rtt_us: last.rtt_us,
+                    min_rtt_us: last.min_rtt_us,
+                    snd_wnd_bytes: last.snd_wnd_bytes,
+                    rcv_wnd_bytes: last.rcv_wnd_bytes,
+                    delivery_rate_bytes_per_sec: last.delivery_rate_bytes_per_sec,
+                    receive_queue_bytes: last.receive_queue_bytes,
+                    send_queue_bytes: last.send_queue_bytes,
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| a.peer.cmp(&b.peer));
+        out
+    }
+}
+
+/// Whether process `pid` is in this process's network namespace.
+fn same_namespace(pid: u32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let namespace = |path: String| std::fs::metadata(path).map(|m| (m.dev(), m.ino())).ok();
+    let theirs = namespace(format!("/proc/{pid}/ns/net"));
+    theirs.is_some() && theirs == namespace("/proc/self/ns/net".into())
+}
+
+/// TCP's own account of one connection the tree waited on, over the time between its
+/// first and latest readings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TcpTotal {
+    /// The peer's address and port.
+    pub peer: String,
+    /// Seconds between the readings.
+    pub seconds: f64,
+    /// Seconds this end had data in flight (its sender busy), within which those held
+    /// by the peer's window and by this end's send buffer; null where the kernel does
+    /// not keep them.
+    pub busy_s: Option<f64>,
+    /// See `busy_s`.
+    pub rwnd_limited_s: Option<f64>,
+    /// See `busy_s`.
+    pub sndbuf_limited_s: Option<f64>,
+    /// Bytes the peer acknowledged between the readings.
+    pub bytes_acked: Option<u64>,
+    /// Bytes sent again between them.
+    pub bytes_retrans: Option<u64>,
+    /// The smoothed round trip at the latest reading, microseconds.
+    pub rtt_us: u64,
+    /// The least round trip seen.
+    pub min_rtt_us: Option<u64>,
+    /// The peer's window, this end's advertised window, the delivery rate and the
+    /// queues, at the latest reading.
+    pub snd_wnd_bytes: Option<u64>,
+    /// See `snd_wnd_bytes`.
+    pub rcv_wnd_bytes: Option<u64>,
+    /// See `snd_wnd_bytes`.
+    pub delivery_rate_bytes_per_sec: Option<u64>,
+    /// See `snd_wnd_bytes`.
+    pub receive_queue_bytes: Option<u64>,
+    /// See `snd_wnd_bytes`.
+    pub send_queue_bytes: Option<u64>,
 }

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 pub use charge::{Interval, ProcessView, Shares, ThreadSpan, charge, describe};
 pub use classify::{On, Wait};
+pub use look::TcpTotal;
 pub use step::{Place, Step, StepKey};
 pub use totals::{Account, Bucket, Counted, Holder, ProcessTotal, StepTotal, WaitTotal};
 

@@ -10,7 +10,7 @@ use std::time::Instant;
 use super::charge::{Interval, ThreadSpan, charge, describe};
 use super::classify::Wait;
 use super::holders::Holders;
-use super::look::Machine;
+use super::look::{Machine, TcpTotal};
 use super::step::{Place, Step, StepKey};
 use super::tree::Tree;
 use crate::platform::threads::pread_into;
@@ -131,6 +131,8 @@ pub struct Account {
     pub buckets: Vec<Bucket>,
     /// What each device and interface waited on moved over the account.
     pub counted: Vec<Counted>,
+    /// TCP's own account of each connection the tree waited on.
+    pub tcp: Vec<TcpTotal>,
     /// CPU seconds the sampler's thread used.
     pub sampler_cpu_seconds: f64,
 }
@@ -538,6 +540,7 @@ impl Totals {
                     written_bytes: c.last.1.saturating_sub(c.first.1),
                 })
                 .collect(),
+            tcp: self.machine.tcp.totals(),
             sampler_cpu_seconds,
         }
     }

@@ -16,7 +16,9 @@ pub mod nics;
 pub mod procfs;
 pub mod programs;
 pub mod remote;
+pub mod sock_diag;
 pub mod sockets;
+pub mod tcp_info;
 pub mod threads;
 
 mod devices;

@@ -17,6 +17,9 @@ pub struct Line {
     /// Whether it is the line the chart is about (the step that limits): drawn
     /// strongest, the others fainter.
     pub strong: bool,
+    /// Whether it is a bound rather than a measurement (a ceiling): drawn dashed,
+    /// without points.
+    pub dashed: bool,
 }
 
 /// A stretch of the x axis one line's workload spent on one stage: marked where it

@@ -132,15 +132,75 @@ impl Chart {
         for (index, line) in self.lines.iter().enumerate() {
             draw_line(&mut chart, index, line, any_strong)?;
         }
+        let corner = self.emptiest_corner(&chart);
         chart
             .configure_series_labels()
             .background_style(WHITE.mix(0.85))
             .border_style(RGBColor(200, 200, 200))
             .label_font(("sans-serif", 15))
-            .position(SeriesLabelPosition::UpperLeft)
+            .position(corner)
             .draw()
             .ok()?;
         Some(())
+    }
+
+    /// The corner of the plot whose box (half its width, two fifths of its height)
+    /// holds the fewest points of the lines, counted along each line's segments: where
+    /// the legend hides least. The upper left where they tie.
+    fn emptiest_corner<X, Y>(
+        &self,
+        chart: &ChartContext<SVGBackend, Cartesian2d<X, Y>>,
+    ) -> SeriesLabelPosition
+    where
+        X: Ranged<ValueType = f64>,
+        Y: Ranged<ValueType = f64>,
+    {
+        let (xs, ys) = chart.plotting_area().get_pixel_range();
+        let (width, height) = ((xs.end - xs.start) as f64, (ys.end - ys.start) as f64);
+        let mut counts = [0usize; 4];
+        for line in &self.lines {
+            let pixels: Vec<(f64, f64)> = line
+                .points
+                .iter()
+                .filter(|p| p.0.is_finite() && p.1.is_finite())
+                .map(|p| {
+                    let (x, y) = chart.backend_coord(p);
+                    (x as f64, y as f64)
+                })
+                .collect();
+            let along = pixels.windows(2).flat_map(|w| {
+                (0..=16).map(move |i| {
+                    let t = i as f64 / 16.0;
+                    (
+                        w[0].0 + (w[1].0 - w[0].0) * t,
+                        w[0].1 + (w[1].1 - w[0].1) * t,
+                    )
+                })
+            });
+            for (x, y) in pixels.iter().copied().chain(along) {
+                let left = x < xs.start as f64 + width * 0.5;
+                let right = x > xs.end as f64 - width * 0.5;
+                let upper = y < ys.start as f64 + height * 0.4;
+                let lower = y > ys.end as f64 - height * 0.4;
+                for (i, inside) in [upper && left, upper && right, lower && left, lower && right]
+                    .into_iter()
+                    .enumerate()
+                {
+                    counts[i] += usize::from(inside);
+                }
+            }
+        }
+        let corners = [
+            SeriesLabelPosition::UpperLeft,
+            SeriesLabelPosition::UpperRight,
+            SeriesLabelPosition::LowerLeft,
+            SeriesLabelPosition::LowerRight,
+        ];
+        let best = (0..4).min_by_key(|&i| counts[i]).unwrap_or(0);
+        corners
+            .into_iter()
+            .nth(best)
+            .unwrap_or(SeriesLabelPosition::UpperLeft)
     }
 
     /// Marks where each stage begins with a faint dashed line in its line's colour, and
@@ -213,6 +273,16 @@ where
         .copied()
         .filter(|p| p.0.is_finite() && p.1.is_finite())
         .collect();
+    if line.dashed {
+        chart
+            .draw_series(DashedLineSeries::new(points, 10, 5, colour.stroke_width(2)))
+            .ok()?
+            .label(&line.name)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
+            });
+        return Some(());
+    }
     chart
         .draw_series(LineSeries::new(points.clone(), colour.stroke_width(width)))
         .ok()?
@@ -266,6 +336,7 @@ mod tests {
                 ranges: vec![(8.0, 12.0), (90.0, 110.0), (119.0, 121.0)],
                 curve: Some(("fit".into(), vec![(1e4, 9.0), (1e8, 119.0)])),
                 strong: false,
+                dashed: false,
             }],
             spans: Vec::new(),
         };

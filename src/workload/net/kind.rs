@@ -12,10 +12,10 @@ use super::limit::Cause;
 use super::protocol::Direction;
 use super::report::Role;
 use super::summary::{self, NetSummary, Totals, cpu_fraction, interval_sums, limit, nominal_s};
-use super::{NetPlan, brief};
+use super::{NetPlan, brief, charts};
 use crate::document::{Severity, Verdict};
 use crate::vocab::units::{format_bits_rate, gbit_per_sec};
-use crate::vocab::{GroupKey, LinkLimit, RateUnit, Samples, SummaryLine, Table, Unmeasured};
+use crate::vocab::{Chart, GroupKey, LinkLimit, RateUnit, Samples, SummaryLine, Table, Unmeasured};
 use crate::workload::{DecodeError, Kind, Stored};
 
 /// Share of a core above which a stream's thread is taken as the limit.
@@ -106,6 +106,14 @@ impl Kind for NetKind {
 
     fn brief_tables(&self, w: &Stored<Self>) -> Vec<Table> {
         brief::brief_tables(w)
+    }
+
+    fn charts(&self, w: &Stored<Self>) -> Vec<Chart> {
+        let summary = w
+            .summary
+            .as_ref()
+            .map_or_else(|| Cow::Owned(self.summarize(w)), Cow::Borrowed);
+        charts::charts(&w.items, &summary, nominal_s(&w.params))
     }
 
     fn tables(&self, w: &Stored<Self>) -> Vec<Table> {

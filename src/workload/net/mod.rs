@@ -6,6 +6,7 @@
 mod admission;
 mod auth;
 mod brief;
+mod charts;
 mod client;
 mod context;
 mod foreign;

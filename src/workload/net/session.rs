@@ -54,42 +54,43 @@ impl Connection {
     }
 }
 
-/// Clones of a test's sending connections, to read what each has put on the wire at
-/// the instant the test ends at this end. iperf3 ends a test over the control
-/// connection, and its receivers count nothing that comes after: what a sender wrote
-/// that was still queued then, or written later, is not sent as far as the test goes.
-pub struct OnTheWire {
+/// Clones of a test's sending connections, to read what each has delivered (its peer
+/// acknowledged) at the instant the test ends at this end. iperf3 ends a test over the
+/// control connection, and its receivers count nothing that comes after: what a sender
+/// wrote that was still queued or in flight then, or written later, is not sent as far
+/// as the test goes.
+pub struct Delivered {
     senders: Vec<(u32, TcpStream)>,
     preamble_bytes: u64,
 }
 
-impl OnTheWire {
+impl Delivered {
     /// Watches the sending connections of `connections`, on which this end wrote
     /// `preamble_bytes` before the test's data (an iperf3 client's cookie).
-    pub fn watch(connections: &[Connection], preamble_bytes: u64) -> OnTheWire {
+    pub fn watch(connections: &[Connection], preamble_bytes: u64) -> Delivered {
         let senders = connections
             .iter()
             .filter(|c| c.role == Role::Send)
             .filter_map(|c| Some((c.stream, c.socket.try_clone().ok()?)))
             .collect();
-        OnTheWire {
+        Delivered {
             senders,
             preamble_bytes,
         }
     }
 
-    /// The data bytes each sending stream has put on the wire now.
+    /// The data bytes each sending stream has delivered now.
     pub fn now(&self) -> Vec<(u32, u64)> {
         self.senders
             .iter()
             .filter_map(|(stream, socket)| {
-                let bytes = super::socket::bytes_on_wire(socket)?;
+                let bytes = super::socket::bytes_delivered(socket)?;
                 Some((*stream, bytes.saturating_sub(self.preamble_bytes)))
             })
             .collect()
     }
 
-    /// Counts each sending stream of `report` as what it had on the wire at `sent`.
+    /// Counts each sending stream of `report` as what it had delivered at `sent`.
     pub fn count(report: &mut SideReport, sent: &[(u32, u64)]) {
         for stream in report.streams.iter_mut().filter(|s| s.role == Role::Send) {
             if let Some((_, bytes)) = sent.iter().find(|(s, _)| *s == stream.stream) {

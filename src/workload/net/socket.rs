@@ -8,165 +8,8 @@ use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
-use serde::{Deserialize, Serialize};
-
-/// The kernel's `struct tcp_info` (include/uapi/linux/tcp.h) up to
-/// `tcpi_total_rto_time` (Linux 6.7); older kernels fill less, and the length they
-/// return says how much.
-#[repr(C)]
-#[derive(Default)]
-struct KernelTcpInfo {
-    state: u8,
-    ca_state: u8,
-    retransmits: u8,
-    probes: u8,
-    backoff: u8,
-    options: u8,
-    wscale: u8,
-    delivery_flags: u8,
-    rto: u32,
-    ato: u32,
-    snd_mss: u32,
-    rcv_mss: u32,
-    unacked: u32,
-    sacked: u32,
-    lost: u32,
-    retrans: u32,
-    fackets: u32,
-    last_data_sent: u32,
-    last_ack_sent: u32,
-    last_data_recv: u32,
-    last_ack_recv: u32,
-    pmtu: u32,
-    rcv_ssthresh: u32,
-    rtt: u32,
-    rttvar: u32,
-    snd_ssthresh: u32,
-    snd_cwnd: u32,
-    advmss: u32,
-    reordering: u32,
-    rcv_rtt: u32,
-    rcv_space: u32,
-    total_retrans: u32,
-    pacing_rate: u64,
-    max_pacing_rate: u64,
-    bytes_acked: u64,
-    bytes_received: u64,
-    segs_out: u32,
-    segs_in: u32,
-    notsent_bytes: u32,
-    min_rtt: u32,
-    data_segs_in: u32,
-    data_segs_out: u32,
-    delivery_rate: u64,
-    busy_time: u64,
-    rwnd_limited: u64,
-    sndbuf_limited: u64,
-    delivered: u32,
-    delivered_ce: u32,
-    bytes_sent: u64,
-    bytes_retrans: u64,
-    dsack_dups: u32,
-    reord_seen: u32,
-    rcv_ooopack: u32,
-    snd_wnd: u32,
-    rcv_wnd: u32,
-    rehash: u32,
-    total_rto: u16,
-    total_rto_recoveries: u16,
-    total_rto_time: u32,
-}
-
-/// Whether a TCP_INFO of `length` bytes holds the field that ends at `end`.
-macro_rules! filled {
-    ($length:expr, $field:ident, $type:ty) => {
-        $length >= std::mem::offset_of!(KernelTcpInfo, $field) + std::mem::size_of::<$type>()
-    };
-}
-
-/// A TCP connection's state as the kernel reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct TcpStats {
-    /// Segments retransmitted since the connection opened.
-    pub retransmits: u64,
-    /// Congestion window in bytes (segments times the sending MSS).
-    pub cwnd_bytes: u64,
-    /// Smoothed round-trip time, microseconds.
-    pub rtt_us: u64,
-    /// Its mean deviation, microseconds.
-    pub rttvar_us: u64,
-    /// The kernel's latest delivery rate estimate, bytes per second; null on old kernels.
-    pub delivery_rate_bytes_per_sec: Option<u64>,
-    /// Path MTU the connection uses.
-    pub pmtu_bytes: u64,
-    /// Microseconds the connection had data to send (Linux 4.10 on): its sender's busy
-    /// time, within which the two below.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub busy_us: Option<u64>,
-    /// Microseconds of the busy time the peer's receive window held the sender back.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rwnd_limited_us: Option<u64>,
-    /// Microseconds of the busy time the sender's own send buffer held it back.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sndbuf_limited_us: Option<u64>,
-    /// The least round-trip time seen, microseconds (Linux 4.6 on).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_rtt_us: Option<u64>,
-    /// The peer's receive window as last advertised, scaled, bytes (Linux 5.19 on).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub snd_wnd_bytes: Option<u64>,
-    /// This end's receive window as last advertised, bytes (Linux 6.2 on).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rcv_wnd_bytes: Option<u64>,
-    /// Bytes the peer acknowledged (Linux 4.1 on).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bytes_acked: Option<u64>,
-    /// Bytes sent again (Linux 4.19 on).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bytes_retrans: Option<u64>,
-    /// Duplicate segments the peer reported with D-SACK: retransmissions that were not
-    /// needed (Linux 4.19 on).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dsack_dups: Option<u64>,
-    /// Times the connection saw segments reordered (Linux 4.19 on).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reord_seen: Option<u64>,
-    /// Bytes written but not yet sent (Linux 4.6 on).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub notsent_bytes: Option<u64>,
-    /// Retransmission timeouts, the SYN's included (Linux 6.7 on).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub total_rto: Option<u64>,
-    /// The slow-start threshold, segments (0x7fffffff, the kernel's infinity, while
-    /// the sender has never left slow start); null from an end that did not send it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub snd_ssthresh: Option<u64>,
-    /// Bytes sent, retransmissions included (Linux 4.19 on).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bytes_sent: Option<u64>,
-    /// Segments sent that carried data, retransmissions included (Linux 4.6 on).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data_segs_out: Option<u64>,
-    /// Whether window scaling was agreed; null from an end that did not send it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub window_scaling: Option<bool>,
-    /// The window scale this end's peer applies to the windows it advertises; null
-    /// where window scaling was not agreed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub send_wscale: Option<u64>,
-    /// The socket's send buffer (SO_SNDBUF: what the kernel allows it, overhead in).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub send_buffer_bytes: Option<u64>,
-    /// The socket's receive buffer (SO_RCVBUF, likewise).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub receive_buffer_bytes: Option<u64>,
-    /// Bytes written and not yet acknowledged (SIOCOUTQ): in flight or waiting.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub send_queue_bytes: Option<u64>,
-    /// Bytes arrived and not yet read (SIOCINQ).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub receive_queue_bytes: Option<u64>,
-}
+pub use crate::platform::tcp_info::TcpStats;
+use crate::platform::tcp_info::{KernelTcpInfo, filled, stats_of};
 
 /// TCP_INFO of `socket` and the bytes the kernel filled; `None` where it will not say.
 fn kernel_tcp_info(socket: &TcpStream) -> Option<(KernelTcpInfo, usize)> {
@@ -185,11 +28,12 @@ fn kernel_tcp_info(socket: &TcpStream) -> Option<(KernelTcpInfo, usize)> {
     (rc == 0).then_some((info, length as usize))
 }
 
-/// Bytes a connection has put on the wire once each (sent, less what it sent again);
-/// `None` on kernels before 4.19, which do not count them.
-pub fn bytes_on_wire(socket: &TcpStream) -> Option<u64> {
+/// Data bytes a connection's peer has acknowledged: what its socket delivered (the
+/// kernel's count less the SYN's one); `None` on kernels before 4.1, which do not count
+/// them.
+pub fn bytes_delivered(socket: &TcpStream) -> Option<u64> {
     let (info, length) = kernel_tcp_info(socket)?;
-    filled!(length, bytes_retrans, u64).then(|| info.bytes_sent.saturating_sub(info.bytes_retrans))
+    filled!(length, bytes_acked, u64).then(|| info.bytes_acked.saturating_sub(1))
 }
 
 /// TCP_INFO of `socket`, with its buffers and queues; `None` where the kernel will not
@@ -224,6 +68,11 @@ pub fn unacknowledged_bytes(socket: &TcpStream) -> Option<u64> {
     queued(socket, libc::TIOCOUTQ)
 }
 
+/// Bytes that have arrived on `socket` and wait to be read (SIOCINQ).
+pub fn arrived_unread(socket: &TcpStream) -> Option<u64> {
+    queued(socket, libc::FIONREAD)
+}
+
 /// The bytes an ioctl that counts a queue (SIOCOUTQ, SIOCINQ) says `socket` holds.
 fn queued(socket: &TcpStream, request: libc::Ioctl) -> Option<u64> {
     let mut bytes: libc::c_int = 0;
@@ -234,49 +83,6 @@ fn queued(socket: &TcpStream, request: libc::Ioctl) -> Option<u64> {
 
 /// The kernel's slow-start threshold before the first loss (TCP_INFINITE_SSTHRESH).
 pub const INFINITE_SSTHRESH: u64 = 0x7fff_ffff;
-
-/// TCP_INFO's `tcpi_options` bit saying window scaling was agreed.
-const OPTION_WSCALE: u8 = 4;
-
-/// What a TCP_INFO of `length` bytes says, each field only where the kernel filled it.
-fn stats_of(info: &KernelTcpInfo, length: usize) -> TcpStats {
-    let has = |filled: bool, value: u64| filled.then_some(value);
-    TcpStats {
-        retransmits: u64::from(info.total_retrans),
-        cwnd_bytes: u64::from(info.snd_cwnd) * u64::from(info.snd_mss),
-        rtt_us: u64::from(info.rtt),
-        rttvar_us: u64::from(info.rttvar),
-        delivery_rate_bytes_per_sec: has(filled!(length, delivery_rate, u64), info.delivery_rate),
-        pmtu_bytes: u64::from(info.pmtu),
-        busy_us: has(filled!(length, busy_time, u64), info.busy_time),
-        rwnd_limited_us: has(filled!(length, rwnd_limited, u64), info.rwnd_limited),
-        sndbuf_limited_us: has(filled!(length, sndbuf_limited, u64), info.sndbuf_limited),
-        min_rtt_us: has(filled!(length, min_rtt, u32), u64::from(info.min_rtt)),
-        snd_wnd_bytes: has(filled!(length, snd_wnd, u32), u64::from(info.snd_wnd)),
-        rcv_wnd_bytes: has(filled!(length, rcv_wnd, u32), u64::from(info.rcv_wnd)),
-        bytes_acked: has(filled!(length, bytes_acked, u64), info.bytes_acked),
-        bytes_retrans: has(filled!(length, bytes_retrans, u64), info.bytes_retrans),
-        dsack_dups: has(filled!(length, dsack_dups, u32), u64::from(info.dsack_dups)),
-        reord_seen: has(filled!(length, reord_seen, u32), u64::from(info.reord_seen)),
-        notsent_bytes: has(
-            filled!(length, notsent_bytes, u32),
-            u64::from(info.notsent_bytes),
-        ),
-        total_rto: has(filled!(length, total_rto, u16), u64::from(info.total_rto)),
-        snd_ssthresh: Some(u64::from(info.snd_ssthresh)),
-        window_scaling: Some(info.options & OPTION_WSCALE != 0),
-        bytes_sent: has(filled!(length, bytes_sent, u64), info.bytes_sent),
-        data_segs_out: has(
-            filled!(length, data_segs_out, u32),
-            u64::from(info.data_segs_out),
-        ),
-        send_wscale: (info.options & OPTION_WSCALE != 0).then(|| u64::from(info.wscale & 0x0f)),
-        send_buffer_bytes: None,
-        receive_buffer_bytes: None,
-        send_queue_bytes: None,
-        receive_queue_bytes: None,
-    }
-}
 
 /// The MSS the connection sends with (TCP_MAXSEG: payload bytes per segment, options such
 /// as timestamps taken off).
@@ -408,24 +214,5 @@ mod tests {
         );
         // The receiver sent no data: it was never busy.
         assert_eq!(tcp_stats(&receiver).unwrap().busy_us, Some(0));
-    }
-
-    #[test]
-    fn a_short_tcp_info_leaves_out_what_it_does_not_hold() {
-        let info = KernelTcpInfo {
-            busy_time: 5,
-            delivery_rate: 9,
-            snd_wnd: 65535,
-            ..KernelTcpInfo::default()
-        };
-        // A 4.9 kernel's length: up to the delivery rate.
-        let old = stats_of(&info, std::mem::offset_of!(KernelTcpInfo, busy_time));
-        assert_eq!(old.delivery_rate_bytes_per_sec, Some(9));
-        assert_eq!(
-            (old.busy_us, old.snd_wnd_bytes, old.bytes_retrans),
-            (None, None, None)
-        );
-        let new = stats_of(&info, std::mem::size_of::<KernelTcpInfo>());
-        assert_eq!((new.busy_us, new.snd_wnd_bytes), (Some(5), Some(65535)));
     }
 }

@@ -15,7 +15,7 @@ use super::report::Role;
 use crate::analysis::stats::Stats;
 
 /// What a net test measured, in sum.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NetSummary {
     /// Every sending stream end together; null when none sent.
     pub send: Option<Totals>,
@@ -48,7 +48,7 @@ pub struct NetSummary {
 }
 
 /// Each end's CPU time over the test, as a share of one core.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuFractions {
     /// The client's threads.
     pub local_fraction: Option<f64>,

@@ -5,10 +5,11 @@
 //! against what ratelab measured of it before. Pure functions of the stored run.
 
 use super::stored::{
-    Capability, CommandSummary, Limiting, StepItem, StepShare, WhyContext, WhyItem, WhySummary,
+    Capability, CommandSummary, Limiting, StepItem, StepShare, TcpItem, WhyContext, WhyItem,
+    WhySummary,
 };
 use crate::account::Step;
-use crate::vocab::units::{format_bits_rate, format_rate, format_seconds};
+use crate::vocab::units::{format_bits_rate, format_rate, format_seconds, format_size};
 
 /// A share of the wall time above which sampling cannot bound what freeing the step
 /// gains: past 100x, one sample in a hundred decides the figure.
@@ -47,7 +48,10 @@ pub fn summarize(context: &WhyContext, items: &[WhyItem]) -> WhySummary {
             exit_code: context.exit_code,
             wall_s: context.wall_s.unwrap_or(context.sampled_s),
         },
-        limiting: limiting(&steps, context),
+        limiting: limiting(&steps, context).map(|mut limit| {
+            limit.tcp = connection(items, &steps, &limit);
+            limit
+        }),
         steps: shares,
     }
 }
@@ -114,7 +118,81 @@ fn limiting(steps: &[&StepItem], context: &WhyContext) -> Option<Limiting> {
         } else {
             Vec::new()
         },
+        tcp: None,
     })
+}
+
+/// TCP's account of the connection to a limiting link's peer, where it was read.
+fn connection(items: &[WhyItem], steps: &[&StepItem], limit: &Limiting) -> Option<TcpItem> {
+    if !limit.step.on_link() {
+        return None;
+    }
+    let peer = steps
+        .iter()
+        .find(|s| s.step == limit.step && s.place == limit.place)?
+        .peer
+        .as_deref()?;
+    items.iter().find_map(|i| match i {
+        WhyItem::Tcp(tcp) if tcp.peer == peer => Some(tcp.clone()),
+        _ => None,
+    })
+}
+
+/// TCP's account of a limiting connection in words: for a sender, where its time went
+/// (busy, held by the peer's window, by its own buffer) and the round trip; for a
+/// receiver, its window and what waited unread.
+fn tcp_words(tcp: &TcpItem, step: Step) -> String {
+    let share = |s: Option<f64>| {
+        s.filter(|_| tcp.seconds > 0.0).map_or("?".into(), |s| {
+            format!("{:.0}%", (s / tcp.seconds).min(1.0) * 100.0)
+        })
+    };
+    let ms = |us: u64| {
+        if us < 1000 {
+            format!("{:.3} ms", us as f64 / 1e3)
+        } else {
+            format!("{:.1} ms", us as f64 / 1e3)
+        }
+    };
+    let least = tcp
+        .min_rtt_us
+        .map_or(String::new(), |m| format!(" (least {})", ms(m)));
+    match step {
+        Step::NetSend => format!(
+            ". TCP's account of the connection over {}: data in flight {} of the time, held \
+             by the peer's window {} and by the send buffer {}; round trip {}{least}{}",
+            format_seconds(tcp.seconds),
+            share(tcp.busy_s),
+            share(tcp.rwnd_limited_s),
+            share(tcp.sndbuf_limited_s),
+            ms(tcp.rtt_us),
+            held(tcp)
+        ),
+        _ => format!(
+            ". TCP's account of the connection: this end receives (the sender's account \
+             is at the peer); round trip {}{least}, its window {} with {} unread at the \
+             last look",
+            ms(tcp.rtt_us),
+            tcp.rcv_wnd_bytes.map_or("?".into(), format_size),
+            tcp.receive_queue_bytes.map_or("?".into(), format_size)
+        ),
+    }
+}
+
+/// What held a sending connection, from its account: its peer's window or its own
+/// buffer (a tenth of the time or more), else the link or a queue on the way where it
+/// had data in flight nearly all the time.
+fn held(tcp: &TcpItem) -> &'static str {
+    let share = |s: Option<f64>| s.map_or(0.0, |s| s / tcp.seconds.max(1e-9));
+    if share(tcp.rwnd_limited_s) >= 0.1 {
+        ": the peer's window held it (the receiver's buffer, or a reader behind)"
+    } else if share(tcp.sndbuf_limited_s) >= 0.1 {
+        ": its own send buffer held it (net.ipv4.tcp_wmem)"
+    } else if share(tcp.busy_s) >= 0.9 {
+        ": neither window held it, so the link or a queue on the way did"
+    } else {
+        ""
+    }
 }
 
 /// What the run knew of `place`'s capability for `step`.
@@ -171,8 +249,12 @@ pub fn answer(summary: &WhySummary, context: &WhyContext) -> Option<String> {
                 .bytes_per_sec
                 .map_or(String::new(), |r| format!(" at {}", shown(r)));
             let against = against(limit, context, step);
+            let tcp = limit
+                .tcp
+                .as_ref()
+                .map_or(String::new(), |tcp| tcp_words(tcp, step));
             format!(
-                "{what} limits this command: {percent} of {wall} waiting on {}{at}{against} ({gain})",
+                "{what} limits this command: {percent} of {wall} waiting on {}{at}{against} ({gain}){tcp}",
                 limit.place
             )
         }
@@ -298,5 +380,49 @@ mod tests {
         assert_eq!((limit.step, limit.place.as_str()), (Step::Cpu, "zstd"));
         assert!((limit.share - 3.5 / 8.0).abs() < 1e-9);
         assert_eq!(summary.steps[0].place, "loop3");
+    }
+
+    #[test]
+    fn a_limiting_link_carries_tcp_s_account_of_its_connection_in_words() {
+        let mut send = step(Step::NetSend, "10.0.0.2:5201 via veth0", 7.0, 87_500_000);
+        if let WhyItem::Step(s) = &mut send {
+            s.peer = Some("10.0.0.2:5201".into());
+        }
+        let tcp = |peer: &str| {
+            WhyItem::Tcp(TcpItem {
+                peer: peer.into(),
+                seconds: 7.0,
+                busy_s: Some(7.0),
+                rwnd_limited_s: Some(4.2),
+                sndbuf_limited_s: Some(0.0),
+                bytes_acked: Some(87_500_000),
+                bytes_retrans: Some(0),
+                rtt_us: 20_900,
+                min_rtt_us: Some(20_000),
+                snd_wnd_bytes: Some(65_536),
+                rcv_wnd_bytes: None,
+                delivery_rate_bytes_per_sec: None,
+                receive_queue_bytes: None,
+                send_queue_bytes: None,
+            })
+        };
+        let items = vec![
+            send,
+            step(Step::Cpu, "iperf3", 0.5, 0),
+            tcp("10.0.0.9:22"),
+            tcp("10.0.0.2:5201"),
+        ];
+        let summary = summarize(&context(), &items);
+        let limit = summary.limiting.clone().unwrap();
+        assert_eq!(limit.tcp.as_ref().unwrap().peer, "10.0.0.2:5201");
+        let words = answer(&summary, &context()).unwrap();
+        assert!(
+            words.ends_with(
+                "data in flight 100% of the time, held by the peer's window 60% and by the send \
+                 buffer 0%; round trip 20.9 ms (least 20.0 ms): the peer's window held it (the \
+                 receiver's buffer, or a reader behind)"
+            ),
+            "{words}"
+        );
     }
 }

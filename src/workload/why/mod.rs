@@ -20,8 +20,8 @@ use serde_json::Value;
 pub use answer::answer;
 pub use kind::WhyKind;
 pub use stored::{
-    Capability, HeldBy, IntervalItem, Limiting, Moved, ProcessItem, StepItem, StepShare, ThreadCpu,
-    WaitItem, WhyContext, WhyItem, WhyPlan, WhySummary,
+    Capability, HeldBy, IntervalItem, Limiting, Moved, ProcessItem, StepItem, StepShare, TcpItem,
+    ThreadCpu, WaitItem, WhyContext, WhyItem, WhyPlan, WhySummary,
 };
 
 use crate::account::{Account, Step, Watch, WatchPlan};
@@ -186,6 +186,9 @@ impl WhyWorkload {
         }
         for bucket in &account.buckets {
             ctx.sink.item(&WhyItem::Interval(IntervalItem::of(bucket)));
+        }
+        for connection in &account.tcp {
+            ctx.sink.item(&WhyItem::Tcp(TcpItem::of(connection)));
         }
         let context = &mut self.context;
         context.samples = account.samples;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::item::{self, NetItem, Scope, Side};
 use super::report::{Role, SideReport};
-use super::session::{self, GRACE, OnTheWire};
+use super::session::{self, Delivered, GRACE};
 use super::stream::{Ending, Handover};
 use super::{NetPlan, protocol::Direction};
 use crate::workload::{Context, Error};
@@ -41,7 +41,7 @@ pub fn run(control: &Iperf3Control, plan: &NetPlan, ctx: &Context) -> Result<Out
     let handover = Handover::new(plan.bytes.filter(|_| receivers));
     let stop = AtomicBool::new(false);
     let clock = CpuClock::start();
-    let wire = OnTheWire::watch(&connections, wire::COOKIE_BYTES as u64);
+    let wire = Delivered::watch(&connections, wire::COOKIE_BYTES as u64);
     let test = session::Run {
         request: &request,
         start,
@@ -71,12 +71,12 @@ pub fn run(control: &Iperf3Control, plan: &NetPlan, ctx: &Context) -> Result<Out
             control.end().and_then(|()| control.exchange_asked())
         };
         // The server counts what it reads until it takes TEST_END: once it asks for the
-        // results, what the senders have put on the wire is all it could have counted.
+        // results, what the senders have delivered is all it could have counted.
         let sent = wire.now();
         stop.store(true, Ordering::Relaxed);
         let mut local = streams.join().expect("the stream threads do not panic");
         if ended.is_ok() {
-            OnTheWire::count(&mut local, &sent);
+            Delivered::count(&mut local, &sent);
         }
         (local, ended)
     });

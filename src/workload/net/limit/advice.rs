@@ -42,6 +42,49 @@ fn scaled(now: u64, rate: f64, target: f64) -> String {
     format!("{bytes} ({})", format_size(bytes))
 }
 
+/// The words for an iperf3 end that held the test: a sender that used its core, or a
+/// receiver that read slower than this end sent.
+fn peer_words(figures: &Figures, sender: Side) -> Words {
+    let cpu = figures.peer_cpu.unwrap_or(0.0) * 100.0;
+    if figures.peer_side == Some(sender) {
+        return Words {
+            at: end(sender, "the sender"),
+            evidence: format!(
+                "the iperf3 sender's process used {cpu:.0}% of a core (its own cpu_util), \
+                 and nothing held this end's receiver"
+            ),
+            advice: Some(
+                "larger writes (-l), or more streams (-P) with iperf3 3.16 or later, which \
+                 sends each from a thread of its own"
+                    .into(),
+            ),
+        };
+    }
+    let unread = if figures.unread_bytes > 0 {
+        format!(
+            "; it left {} delivered but unread at its end",
+            format_bytes(figures.unread_bytes)
+        )
+    } else {
+        String::new()
+    };
+    Words {
+        at: end(sender.other(), "the receiver"),
+        evidence: format!(
+            "the iperf3 receiver read slower than this end sent: its window held the \
+             sender {} of its time (shut at the end of {} of the intervals), its \
+             process used {cpu:.0}% of a core (its own cpu_util){unread}",
+            pct(figures.share(figures.rwnd_s)),
+            pct(Some(figures.window_shut)),
+        ),
+        advice: Some(
+            "a reader with a core of its own: iperf3 3.16 or later reads each stream in a \
+             thread of its own, where an older one sends and reads in one thread (--bidir)"
+                .into(),
+        ),
+    }
+}
+
 /// The words for `cause` at `rate`.
 pub fn words(
     cause: Option<super::Cause>,
@@ -119,19 +162,7 @@ pub fn words(
         Some(Cause::MtuBlackHole) if let Some((stall, mtu)) = figures.stall => {
             black_hole_words(figures, stall, mtu, context)
         }
-        Some(Cause::Peer) => Words {
-            at: end(sender, "the sender"),
-            evidence: format!(
-                "the iperf3 sender's process used {:.0}% of a core (its own cpu_util), and \
-                 nothing held this end's receiver",
-                figures.peer_cpu.unwrap_or(0.0) * 100.0
-            ),
-            advice: Some(
-                "larger writes (-l), or more streams (-P) with iperf3 3.16 or later, which \
-                 sends each from a thread of its own"
-                    .into(),
-            ),
-        },
+        Some(Cause::Peer) => peer_words(figures, sender),
         Some(Cause::MtuBlackHole | Cause::Unknown) => Words {
             at: end(receiver, "the peer"),
             evidence: String::new(),

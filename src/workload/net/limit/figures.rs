@@ -61,9 +61,17 @@ pub struct Figures {
     pub hosts: HashMap<Side, HostAccount>,
     /// A sender whose bytes stopped arriving, and its path MTU.
     pub stall: Option<(Stall, Option<u64>)>,
-    /// A sender that sends no account of its own (an iperf3): its process's CPU time
+    /// An end that sends no account of its own (an iperf3): its process's CPU time
     /// over the test's wall time, in cores, as it reported it.
     pub peer_cpu: Option<f64>,
+    /// Which end that is.
+    pub peer_side: Option<Side>,
+    /// The share of the senders' steady intervals that ended with the receiver's
+    /// window shut (under two segments): its queue full, its reader behind.
+    pub window_shut: f64,
+    /// What the senders delivered and the receivers did not read by their end, summed
+    /// over streams: what a receiver left in its queue.
+    pub unread_bytes: u64,
 }
 
 /// A stream thread's CPU use over the steady intervals.
@@ -264,12 +272,26 @@ impl Figures {
             .map(|s| s.send_wscale.is_some());
         figures.threads = threads(items, direction, nominal_s, &figures.hosts);
         figures.stall = senders.iter().find_map(|s| Some((s.stalled?, s.mtu_bytes)));
-        figures.peer_cpu = figures.sender.and_then(|sender| {
-            let cpu = items
-                .iter()
-                .find(|i| i.scope == Scope::Cpu && i.side == sender && i.host.is_none())?;
-            Some(cpu.cpu_seconds? / cpu.seconds).filter(|c| c.is_finite() && cpu.seconds > 0.0)
-        });
+        if let Some(cpu) = items
+            .iter()
+            .find(|i| i.scope == Scope::Cpu && i.host.is_none())
+        {
+            figures.peer_side = Some(cpu.side);
+            figures.peer_cpu = cpu
+                .cpu_seconds
+                .map(|used| used / cpu.seconds)
+                .filter(|c| c.is_finite() && cpu.seconds > 0.0);
+        }
+        figures.window_shut = shut_share(&kept, figures.mss_bytes);
+        figures.unread_bytes = senders
+            .iter()
+            .filter_map(|sender| {
+                let receiver = of(Scope::Stream, Role::Receive)
+                    .into_iter()
+                    .find(|r| r.stream == sender.stream && r.side != sender.side)?;
+                Some(sender.bytes.saturating_sub(receiver.bytes))
+            })
+            .fold(0, u64::saturating_add);
         figures
     }
 
@@ -316,6 +338,19 @@ impl Figures {
     pub fn loss(&self) -> Option<f64> {
         (self.segments_out > 0).then(|| self.retransmits as f64 / self.segments_out as f64)
     }
+}
+
+/// The share of `intervals` that ended with the peer's window under two segments.
+fn shut_share(intervals: &[&NetItem], mss: Option<u64>) -> f64 {
+    let segment = mss.unwrap_or(1448).max(536);
+    let known: Vec<bool> = intervals
+        .iter()
+        .filter_map(|i| Some(i.snd_wnd_bytes? < 2 * segment))
+        .collect();
+    if known.is_empty() {
+        return 0.0;
+    }
+    known.iter().filter(|&&shut| shut).count() as f64 / known.len() as f64
 }
 
 /// Whether a stream's peer window grew by more than a tenth in its last interval.

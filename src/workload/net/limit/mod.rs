@@ -8,7 +8,7 @@ mod figures;
 use serde::{Deserialize, Serialize};
 
 use super::context::NetContext;
-use super::item::NetItem;
+use super::item::{NetItem, Side};
 use super::report::Role;
 pub use figures::{Figures, Thread};
 
@@ -34,7 +34,8 @@ pub enum Cause {
     SlowStart,
     /// A sender with nothing to send.
     SenderApp,
-    /// An iperf3 sender's CPU, by its own account.
+    /// An iperf3 end: a sender's CPU by its own account, or a receiver that read
+    /// slower than this end sent.
     Peer,
     /// A cause this version does not know, stored by a later one.
     #[serde(other)]
@@ -239,7 +240,10 @@ fn cause(figures: &Figures, rate: f64, ceilings: &[Ceiling]) -> (Option<Cause>, 
     // core and the wire was not full; else, and on a kernel that does not keep the
     // busy time, the ceilings alone.
     if figures.seconds <= 0.0 {
-        return match figures.peer_cpu {
+        return match figures
+            .peer_cpu
+            .filter(|_| figures.peer_side == figures.sender)
+        {
             Some(cores) if cores >= CPU_BOUND && !reached("wire") => {
                 (Some(Cause::Peer), Some(cores.min(1.0)))
             }
@@ -257,6 +261,17 @@ fn cause(figures: &Figures, rate: f64, ceilings: &[Ceiling]) -> (Option<Cause>, 
     if rwnd >= HELD && rwnd >= sndbuf {
         if (figures.window_growing && !figures.window_set) || figures.window_room() {
             return (Some(Cause::SlowStart), Some(rwnd));
+        }
+        // A window shut when sampled, or one whose ceiling does not give the rate (far
+        // above it, or below it: the sampled window is not the one that held the
+        // sender), that still held the sender: the receiver's queue full and its reader
+        // behind, not its buffer too small. An iperf3 receiver says only its process's
+        // CPU time: the peer.
+        let explains =
+            ceiling(ceilings, "window").is_some_and(|c| rate >= REACHED * c && rate <= c / REACHED);
+        let behind = figures.window_shut >= 0.5 || !explains;
+        if behind && figures.peer_side == figures.sender.map(Side::other) {
+            return (Some(Cause::Peer), Some(rwnd));
         }
         if reached("window") {
             return (Some(Cause::ReceiveWindow), Some(rwnd));
@@ -482,6 +497,48 @@ mod tests {
             false,
         );
         assert_eq!(full.unwrap().cause, None);
+    }
+
+    #[test]
+    fn an_iperf3_receiver_whose_window_stayed_shut_is_the_peer_and_a_small_one_is_not() {
+        // The window shut at each interval's end: the receiver's queue full.
+        let shut = |i: &mut NetItem| {
+            i.rwnd_limited_us = Some(600_000);
+            i.snd_wnd_bytes = Some(0);
+        };
+        let mut items = test(shut, 0.1, (1 << 22, 1 << 22));
+        items.retain(|i| !(i.op == "receive" && i.scope == Scope::Interval));
+        for item in &mut items {
+            if item.scope == Scope::Cpu && item.side == Side::Remote {
+                item.host = None;
+                item.cpu_seconds = Some(0.77 * item.seconds);
+            }
+            // The receiver read 3 kB less than the sender delivered.
+            if item.scope == Scope::Stream && item.op == "receive" {
+                item.bytes -= 3_000;
+            }
+        }
+        let limit = limit_of(&items, "up", 1e6, 1.0, &NetContext::default(), None, false);
+        let limit = limit.unwrap();
+        assert_eq!(limit.cause, Some(Cause::Peer), "{limit:?}");
+        assert!(limit.at.starts_with("the receiver"), "{limit:?}");
+        assert!(limit.evidence.contains("77% of a core"), "{limit:?}");
+        assert!(
+            limit.evidence.contains("3.00 kB delivered but unread"),
+            "{limit:?}"
+        );
+        // A window open at 40 kB that held the sender: its size, not its reader.
+        let small = |i: &mut NetItem| {
+            i.rwnd_limited_us = Some(600_000);
+            i.snd_wnd_bytes = Some(40_000);
+        };
+        let mut items = test(small, 0.1, (65_536, 65_536));
+        for item in &mut items {
+            if item.scope == Scope::Cpu && item.side == Side::Remote {
+                item.host = None;
+            }
+        }
+        assert_ne!(cause_of(&items, 1.9e6), Some(Cause::Peer));
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::workload::net::protocol::TestRequest;
 use crate::workload::net::report::SideReport;
 use crate::workload::net::server::exchange::Closed;
 use crate::workload::net::server::{Arrival, State};
-use crate::workload::net::session::{self, Connection, GRACE, OnTheWire};
+use crate::workload::net::session::{self, Connection, Delivered, GRACE};
 use crate::workload::net::stream::{Ending, Handover};
 
 /// Says CREATE_STREAMS and gathers the test's data connections, numbered in the order
@@ -168,12 +168,12 @@ pub(super) fn run_streams(
         ending: Ending::Handover(&handover),
         options: &admitted.options,
     };
-    let wire = OnTheWire::watch(&connections, 0);
+    let wire = Delivered::watch(&connections, 0);
     let (mut local, ended) = std::thread::scope(|scope| {
         let streams = scope
             .spawn(|| session::run(connections, &test, None, &|| stop.load(Ordering::Relaxed)));
         let ended = await_end(connection, hard_stop, &stopping);
-        // What the senders had on the wire when the client ended the test is what they
+        // What the senders had delivered when the client ended the test is what they
         // sent: it stopped counting then.
         let sent = wire.now();
         if matches!(ended, End::Stopping) {
@@ -186,7 +186,7 @@ pub(super) fn run_streams(
         }
         stop.store(true, Ordering::Relaxed);
         let mut local = streams.join().expect("the stream threads do not panic");
-        OnTheWire::count(&mut local, &sent);
+        Delivered::count(&mut local, &sent);
         (local, ended)
     });
     match ended {
