@@ -54,47 +54,63 @@ impl Connection {
     }
 }
 
-/// Clones of a test's sending connections, to read what each has delivered (its peer
-/// acknowledged) at the instant the test ends at this end. iperf3 ends a test over the
-/// control connection, and its receivers count nothing that comes after: what a sender
-/// wrote that was still queued or in flight then, or written later, is not sent as far
-/// as the test goes.
-pub struct Delivered {
-    senders: Vec<(u32, TcpStream)>,
-    preamble_bytes: u64,
+/// Clones of a test's connections, to read what crossed each at the instant the test
+/// ends at this end: what a sender had delivered (its peer acknowledged) and what had
+/// arrived for a receiver (read or still queued). iperf3 ends a test over the control
+/// connection, and its receivers count nothing that comes after: what a sender wrote
+/// that was still queued or in flight then, or written later, is not sent as far as
+/// the test goes; what had arrived was received in time, though read later.
+pub struct Crossed {
+    streams: Vec<(u32, Role, TcpStream)>,
+    preamble_sent: u64,
+    preamble_received: u64,
 }
 
-impl Delivered {
-    /// Watches the sending connections of `connections`, on which this end wrote
-    /// `preamble_bytes` before the test's data (an iperf3 client's cookie).
-    pub fn watch(connections: &[Connection], preamble_bytes: u64) -> Delivered {
-        let senders = connections
+impl Crossed {
+    /// Watches `connections`, on which this end wrote `preamble_sent` bytes before the
+    /// test's data and read `preamble_received` (an iperf3 client's cookie).
+    pub fn watch(
+        connections: &[Connection],
+        preamble_sent: u64,
+        preamble_received: u64,
+    ) -> Crossed {
+        let streams = connections
             .iter()
-            .filter(|c| c.role == Role::Send)
-            .filter_map(|c| Some((c.stream, c.socket.try_clone().ok()?)))
+            .filter_map(|c| Some((c.stream, c.role, c.socket.try_clone().ok()?)))
             .collect();
-        Delivered {
-            senders,
-            preamble_bytes,
+        Crossed {
+            streams,
+            preamble_sent,
+            preamble_received,
         }
     }
 
-    /// The data bytes each sending stream has delivered now.
+    /// The data bytes each stream has delivered (a sender) or taken in (a receiver) now.
     pub fn now(&self) -> Vec<(u32, u64)> {
-        self.senders
+        self.streams
             .iter()
-            .filter_map(|(stream, socket)| {
-                let bytes = super::socket::bytes_delivered(socket)?;
-                Some((*stream, bytes.saturating_sub(self.preamble_bytes)))
+            .filter_map(|(stream, role, socket)| {
+                let bytes =
+                    match role {
+                        Role::Send => super::socket::bytes_delivered(socket)?
+                            .saturating_sub(self.preamble_sent),
+                        Role::Receive => super::socket::bytes_arrived(socket)?
+                            .saturating_sub(self.preamble_received),
+                    };
+                Some((*stream, bytes))
             })
             .collect()
     }
 
-    /// Counts each sending stream of `report` as what it had delivered at `sent`.
-    pub fn count(report: &mut SideReport, sent: &[(u32, u64)]) {
-        for stream in report.streams.iter_mut().filter(|s| s.role == Role::Send) {
-            if let Some((_, bytes)) = sent.iter().find(|(s, _)| *s == stream.stream) {
-                stream.bytes = stream.bytes.min(*bytes);
+    /// Counts each stream of `report` as what had crossed it at `crossed`: a sender no
+    /// more than it delivered, a receiver all that had arrived.
+    pub fn count(report: &mut SideReport, crossed: &[(u32, u64)]) {
+        for stream in &mut report.streams {
+            if let Some((_, bytes)) = crossed.iter().find(|(s, _)| *s == stream.stream) {
+                stream.bytes = match stream.role {
+                    Role::Send => stream.bytes.min(*bytes),
+                    Role::Receive => stream.bytes.max(*bytes),
+                };
             }
         }
     }

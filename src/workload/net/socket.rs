@@ -68,11 +68,6 @@ pub fn unacknowledged_bytes(socket: &TcpStream) -> Option<u64> {
     queued(socket, libc::TIOCOUTQ)
 }
 
-/// Bytes that have arrived on `socket` and wait to be read (SIOCINQ).
-pub fn arrived_unread(socket: &TcpStream) -> Option<u64> {
-    queued(socket, libc::FIONREAD)
-}
-
 /// The bytes an ioctl that counts a queue (SIOCOUTQ, SIOCINQ) says `socket` holds.
 fn queued(socket: &TcpStream, request: libc::Ioctl) -> Option<u64> {
     let mut bytes: libc::c_int = 0;
@@ -83,6 +78,13 @@ fn queued(socket: &TcpStream, request: libc::Ioctl) -> Option<u64> {
 
 /// The kernel's slow-start threshold before the first loss (TCP_INFINITE_SSTHRESH).
 pub const INFINITE_SSTHRESH: u64 = 0x7fff_ffff;
+
+/// Data bytes that have arrived on a connection, read or not (TCP_INFO's
+/// `tcpi_bytes_received`); `None` on kernels before 4.1.
+pub fn bytes_arrived(socket: &TcpStream) -> Option<u64> {
+    let (info, length) = kernel_tcp_info(socket)?;
+    filled!(length, bytes_received, u64).then_some(info.bytes_received)
+}
 
 /// The MSS the connection sends with (TCP_MAXSEG: payload bytes per segment, options such
 /// as timestamps taken off).
@@ -212,6 +214,9 @@ mod tests {
             after.bytes_acked.unwrap() - before.bytes_acked.unwrap(),
             32 << 20
         );
+        // What the receiver took in is what the sender delivered, the SYN's count left
+        // out of both.
+        assert_eq!(bytes_arrived(&receiver), bytes_delivered(&sender));
         // The receiver sent no data: it was never busy.
         assert_eq!(tcp_stats(&receiver).unwrap().busy_us, Some(0));
     }

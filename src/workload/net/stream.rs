@@ -518,11 +518,6 @@ fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {
         }
         if let Ending::Handover(handover) = job.ending {
             let past = matches!(job.until, Until::Deadline(deadline) if now >= deadline);
-            if past && !handover.is_enough() {
-                // What had arrived by the deadline was received in time, though still
-                // queued: counted as it is read now, as the peer counted it sent.
-                received += read_arrived(job, buffer);
-            }
             if past || handover.is_enough() {
                 handover.stream_done();
                 handed_over = true;
@@ -547,31 +542,6 @@ fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {
     }
     let _ = job.socket.shutdown(Shutdown::Both);
     (received, last_read, intervals, error, None)
-}
-
-/// Reads what `job`'s socket holds now, and no more; returns the bytes read.
-fn read_arrived(job: &StreamJob<'_>, buffer: &mut [u8]) -> u64 {
-    let mut socket = &job.socket;
-    let mut owed = socket::arrived_unread(&job.socket).unwrap_or(0);
-    let mut read_now = 0;
-    while owed > 0 && !job.stop.load(Ordering::Relaxed) && Instant::now() < job.hard_stop {
-        let take = buffer
-            .len()
-            .min(usize::try_from(owed).unwrap_or(usize::MAX));
-        match read(&mut socket, &mut buffer[..take], job.options.skip_rx_copy) {
-            Ok(0) => break,
-            Ok(n) => {
-                owed = owed.saturating_sub(n as u64);
-                read_now += n as u64;
-                if let Some(progress) = job.progress {
-                    progress.add(n as u64);
-                }
-            }
-            Err(e) if timed_out(&e) || e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-    read_now
 }
 
 /// Reads and drops what still comes once the stream's count is done, until the test

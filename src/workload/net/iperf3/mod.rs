@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::item::{self, NetItem, Scope, Side};
 use super::report::{Role, SideReport};
-use super::session::{self, Delivered, GRACE};
+use super::session::{self, Crossed, GRACE};
 use super::stream::{Ending, Handover};
 use super::{NetPlan, protocol::Direction};
 use crate::workload::{Context, Error};
@@ -41,7 +41,7 @@ pub fn run(control: &Iperf3Control, plan: &NetPlan, ctx: &Context) -> Result<Out
     let handover = Handover::new(plan.bytes.filter(|_| receivers));
     let stop = AtomicBool::new(false);
     let clock = CpuClock::start();
-    let wire = Delivered::watch(&connections, wire::COOKIE_BYTES as u64);
+    let wire = Crossed::watch(&connections, wire::COOKIE_BYTES as u64, 0);
     let test = session::Run {
         request: &request,
         start,
@@ -76,7 +76,7 @@ pub fn run(control: &Iperf3Control, plan: &NetPlan, ctx: &Context) -> Result<Out
         stop.store(true, Ordering::Relaxed);
         let mut local = streams.join().expect("the stream threads do not panic");
         if ended.is_ok() {
-            Delivered::count(&mut local, &sent);
+            Crossed::count(&mut local, &sent);
         }
         (local, ended)
     });

@@ -13,13 +13,13 @@ use super::admit::Admitted;
 use super::{Refusal, refused, write};
 use crate::workload::net::iperf3::CpuClock;
 use crate::workload::net::iperf3::errors::code;
-use crate::workload::net::iperf3::wire::State as Wire;
+use crate::workload::net::iperf3::wire::{COOKIE_BYTES, State as Wire};
 use crate::workload::net::options::{self, OptionError};
 use crate::workload::net::protocol::TestRequest;
 use crate::workload::net::report::SideReport;
 use crate::workload::net::server::exchange::Closed;
 use crate::workload::net::server::{Arrival, State};
-use crate::workload::net::session::{self, Connection, Delivered, GRACE};
+use crate::workload::net::session::{self, Connection, Crossed, GRACE};
 use crate::workload::net::stream::{Ending, Handover};
 
 /// Says CREATE_STREAMS and gathers the test's data connections, numbered in the order
@@ -168,13 +168,14 @@ pub(super) fn run_streams(
         ending: Ending::Handover(&handover),
         options: &admitted.options,
     };
-    let wire = Delivered::watch(&connections, 0);
+    let wire = Crossed::watch(&connections, 0, COOKIE_BYTES as u64);
     let (mut local, ended) = std::thread::scope(|scope| {
         let streams = scope
             .spawn(|| session::run(connections, &test, None, &|| stop.load(Ordering::Relaxed)));
         let ended = await_end(connection, hard_stop, &stopping);
         // What the senders had delivered when the client ended the test is what they
-        // sent: it stopped counting then.
+        // sent, and what had arrived for the receivers is what they received: it
+        // stopped counting then.
         let sent = wire.now();
         if matches!(ended, End::Stopping) {
             // Told before its streams close, as iperf3's server does on a signal, so
@@ -186,7 +187,7 @@ pub(super) fn run_streams(
         }
         stop.store(true, Ordering::Relaxed);
         let mut local = streams.join().expect("the stream threads do not panic");
-        Delivered::count(&mut local, &sent);
+        Crossed::count(&mut local, &sent);
         (local, ended)
     });
     match ended {
