@@ -102,11 +102,16 @@ impl Crossed {
             .collect()
     }
 
-    /// Counts each stream of `report` as what had crossed it at `crossed`: a sender no
-    /// more than it delivered, a receiver all that had arrived.
-    pub fn count(report: &mut SideReport, crossed: &[(u32, u64)]) {
+    /// Counts each stream of `report` as what had crossed it: a sender no more than it
+    /// had delivered at `sent`, a receiver all that had arrived at `received` (two
+    /// readings, where the ends stop counting at different instants).
+    pub fn count(report: &mut SideReport, sent: &[(u32, u64)], received: &[(u32, u64)]) {
         for stream in &mut report.streams {
-            if let Some((_, bytes)) = crossed.iter().find(|(s, _)| *s == stream.stream) {
+            let at = match stream.role {
+                Role::Send => sent,
+                Role::Receive => received,
+            };
+            if let Some((_, bytes)) = at.iter().find(|(s, _)| *s == stream.stream) {
                 stream.bytes = match stream.role {
                     Role::Send => stream.bytes.min(*bytes),
                     Role::Receive => stream.bytes.max(*bytes),

@@ -63,7 +63,9 @@ pub fn run(control: &Iperf3Control, plan: &NetPlan, ctx: &Context) -> Result<Out
             && !streams.is_finished()
             && Instant::now() < hard_stop
         {}
-        // The receivers read on, uncounted, until the server has stopped sending.
+        // What had arrived for the receivers as TEST_END goes is what they received;
+        // they read on, uncounted, until the server has stopped sending.
+        let received = wire.now();
         let ended = if ctx.cancel.is_set() {
             control.terminate();
             Ok(())
@@ -76,7 +78,7 @@ pub fn run(control: &Iperf3Control, plan: &NetPlan, ctx: &Context) -> Result<Out
         stop.store(true, Ordering::Relaxed);
         let mut local = streams.join().expect("the stream threads do not panic");
         if ended.is_ok() {
-            Crossed::count(&mut local, &sent);
+            Crossed::count(&mut local, &sent, &received);
         }
         (local, ended)
     });

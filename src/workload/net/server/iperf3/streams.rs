@@ -187,7 +187,7 @@ pub(super) fn run_streams(
         }
         stop.store(true, Ordering::Relaxed);
         let mut local = streams.join().expect("the stream threads do not panic");
-        Crossed::count(&mut local, &sent);
+        Crossed::count(&mut local, &sent, &sent);
         (local, ended)
     });
     match ended {
