@@ -505,7 +505,7 @@ fn jumbo_ends_across_a_1500_byte_bridge_port_stall_in_an_mtu_black_hole() {
         return;
     }
     let _lock = common::rig::exclusive();
-    let mut link = Link::through_bridge(9000, 1500);
+    let mut link = Link::through_bridge(9000, 9000, 1500);
     link.serve_ratelab(5301);
     let address = link.server_address.clone();
     let dir = tempfile::tempdir().unwrap();
@@ -546,6 +546,30 @@ fn jumbo_ends_across_a_1500_byte_bridge_port_stall_in_an_mtu_black_hole() {
         &["-t", "1", "-M", "1448", "--link-rate", "100gbit"],
     );
     assert_eq!(doc["status"], "complete", "{doc}");
+    // The other way (-R), the port toward the client at 1500: the server's sender gives
+    // up and resets its stream. The reset, a small packet, crosses, and the client waits
+    // 2 s, not its 10 s grace and more, for a report the same hop holds.
+    drop(link);
+    let mut back = Link::through_bridge(9000, 1500, 9000);
+    back.serve_ratelab(5301);
+    let address = back.server_address.clone();
+    let started = std::time::Instant::now();
+    let output = back
+        .in_client(common::bin())
+        .args(["net", &address, "-t", "3", "-R", "-q", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    eprintln!("{test}: -R {took:?}, {stderr}");
+    assert!(took < Duration::from_secs(7), "{took:?}");
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("the sender reset it during the test"),
+        "{stderr}"
+    );
+    assert_eq!(common::stored_run(&db, 2)["status"], "incomplete");
 }
 
 fn link_server(link: &Link) -> String {

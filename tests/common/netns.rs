@@ -97,10 +97,11 @@ impl Link {
     }
 
     /// Two ends of MTU `ends` joined through a bridge in a namespace between them, whose
-    /// port toward the server takes `port` bytes: a frame above that is dropped there
-    /// without a word (a bridge forwards frames, so no ICMP says the packet was too big),
-    /// as a switch port left at 1500 between two jumbo hosts does. Not shaped.
-    pub fn through_bridge(ends: u32, port: u32) -> Link {
+    /// port toward the client takes `to_client` bytes and toward the server `to_server`:
+    /// a frame above that is dropped there without a word (a bridge forwards frames, so
+    /// no ICMP says the packet was too big), as a switch port left at 1500 between two
+    /// jumbo hosts does. Not shaped.
+    pub fn through_bridge(ends: u32, to_client: u32, to_server: u32) -> Link {
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let tag = format!("rb{}x{n}", std::process::id() % 100_000);
@@ -117,10 +118,18 @@ impl Link {
             ip(&["-n", namespace, "link", "set", "lo", "up"]);
         }
         ip(&["-n", bridge, "link", "add", "br0", "type", "bridge"]);
-        let (ends, port) = (ends.to_string(), port.to_string());
+        let (ends, to_client, to_server) = (
+            ends.to_string(),
+            to_client.to_string(),
+            to_server.to_string(),
+        );
         for (namespace, address, port_mtu) in [
-            (&link.client, format!("10.205.{}.1/24", n % 250), &ends),
-            (&link.server, format!("{}/24", link.server_address), &port),
+            (&link.client, format!("10.205.{}.1/24", n % 250), &to_client),
+            (
+                &link.server,
+                format!("{}/24", link.server_address),
+                &to_server,
+            ),
         ] {
             // The end keeps its name in its namespace; its peer, the bridge's port,
             // is named after it with a p.

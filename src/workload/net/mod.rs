@@ -601,7 +601,9 @@ impl NetWorkload {
 /// bytes stopped arriving may keep the report from crossing too: then the wait is
 /// short and the run ends with its own figures and its streams' words.
 fn remote_report(control: &Control, local: &SideReport, peer: String) -> Result<SideReport, Error> {
-    let stalled = local.streams.iter().any(|s| s.stalled.is_some());
+    // A sender here that gave up, or one there that did (its reset crossed, small):
+    // the same hop may hold the report.
+    let stalled = local.streams.iter().any(|s| s.stalled.is_some() || s.reset);
     let wait = if stalled {
         STALLED_RESULTS
     } else {

@@ -102,6 +102,9 @@ pub struct StreamReport {
     /// A sender whose bytes stopped arriving, where it gave up on them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stalled: Option<Stall>,
+    /// A receiver whose sender reset the stream during the test.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reset: bool,
 }
 
 /// A sender whose bytes stopped arriving: nothing acknowledged while its retransmission
@@ -235,6 +238,7 @@ mod tests {
                     error: None,
                     congestion: None,
                     stalled: None,
+                    reset: false,
                 })
                 .collect(),
         )

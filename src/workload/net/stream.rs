@@ -235,7 +235,14 @@ pub fn run(mut job: StreamJob<'_>) -> StreamReport {
     let cpu_before = crate::platform::cores::calling_thread_cpu_seconds();
     let mss_bytes = socket::mss_bytes(&job.socket);
     let mtu_bytes = socket::path_mtu_bytes(&job.socket);
-    let (bytes, end, intervals, error, stalled) = match job.role {
+    let Outcome {
+        bytes,
+        end,
+        intervals,
+        error,
+        stalled,
+        reset,
+    } = match job.role {
         Role::Send => send(&job, &block),
         Role::Receive => receive(&job, &mut block),
     };
@@ -245,6 +252,7 @@ pub fn run(mut job: StreamJob<'_>) -> StreamReport {
         bytes,
         seconds: end.duration_since(job.start).as_secs_f64(),
         intervals,
+        reset,
         tcp: socket::tcp_stats(&job.socket),
         mss_bytes,
         mtu_bytes,
@@ -255,9 +263,21 @@ pub fn run(mut job: StreamJob<'_>) -> StreamReport {
     }
 }
 
-/// Bytes moved, the last byte's time, the intervals, why it stopped early and where it
-/// gave up on bytes that did not arrive.
-type Outcome = (u64, Instant, Vec<Interval>, Option<String>, Option<Stall>);
+/// What a stream end did.
+struct Outcome {
+    /// Bytes moved.
+    bytes: u64,
+    /// The last byte's time.
+    end: Instant,
+    /// Its intervals.
+    intervals: Vec<Interval>,
+    /// Why it stopped early.
+    error: Option<String>,
+    /// Where a sender gave up on bytes that did not arrive.
+    stalled: Option<Stall>,
+    /// Whether its peer reset it during the test (a sender that gave up on it).
+    reset: bool,
+}
 
 fn timed_out(e: &std::io::Error) -> bool {
     matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
@@ -272,7 +292,14 @@ fn send(job: &StreamJob<'_>, buffer: &[u8]) -> Outcome {
         Ok(source) => source,
         Err(e) => {
             let error = Some(format!("stream {}: a file to send from: {e}", job.stream));
-            return (0, job.start, Vec::new(), error, None);
+            return Outcome {
+                bytes: 0,
+                end: job.start,
+                intervals: Vec::new(),
+                error,
+                stalled: None,
+                reset: false,
+            };
         }
     };
     let mut now = Instant::now();
@@ -344,7 +371,14 @@ fn send(job: &StreamJob<'_>, buffer: &[u8]) -> Outcome {
             handover.stream_done();
         }
     }
-    (sent, end, intervals, error, stall)
+    Outcome {
+        bytes: sent,
+        end,
+        intervals,
+        error,
+        stalled: stall,
+        reset: false,
+    }
 }
 
 /// Waits until the receiver's TCP has acknowledged every byte written, and says when;
@@ -479,6 +513,7 @@ fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {
     let mut now;
     let mut last_read = job.start;
     let mut handed_over = false;
+    let mut reset = false;
     loop {
         if job.stop.load(Ordering::Relaxed) {
             break;
@@ -511,6 +546,15 @@ fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {
                 last_read = now;
             }
             Err(e) if timed_out(&e) || e.kind() == ErrorKind::Interrupted => now = Instant::now(),
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => {
+                reset = true;
+                error = Some(format!(
+                    "stream {}: the sender reset it during the test (a ratelab sender does \
+                     so when nothing it sends is acknowledged for a second): {e}",
+                    job.stream
+                ));
+                break;
+            }
             Err(e) => {
                 error = Some(format!("stream {}: receive: {e}", job.stream));
                 break;
@@ -541,7 +585,14 @@ fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {
         handover.stream_done();
     }
     let _ = job.socket.shutdown(Shutdown::Both);
-    (received, last_read, intervals, error, None)
+    Outcome {
+        bytes: received,
+        end: last_read,
+        intervals,
+        error,
+        stalled: None,
+        reset,
+    }
 }
 
 /// Reads and drops what still comes once the stream's count is done, until the test

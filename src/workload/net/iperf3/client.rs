@@ -344,6 +344,7 @@ pub fn remote_report(
             error: None,
             congestion: theirs.congestion_used.clone(),
             stalled: None,
+            reset: false,
         });
     }
     reports.sort_by_key(|r| r.stream);
