@@ -97,44 +97,13 @@ pub fn words(
     let sender = figures.sender.unwrap_or(Side::Local);
     let receiver = sender.other();
     let carried = |name| ceiling(ceilings, name).map_or("?".into(), format_bits_rate);
-    let mut words = match cause {
-        None if figures.seconds > 0.0 => Words {
-            at: end(sender, "the sender"),
-            evidence: "this kernel does not say when TCP held the sender back (TCP_INFO's \
-                       busy time, Linux 4.10 on): the ceilings alone"
-                .into(),
-            advice: None,
-        },
-        None => Words {
-            at: end(sender, "the sender"),
-            evidence: "the sender's TCP account is at the peer, which does not send it: the \
-                       ceilings alone"
-                .into(),
-            advice: None,
-        },
+    let words = match cause {
+        None => unknown_words(figures, sender),
         Some(Cause::ReceiveWindow) => {
             window_words(figures, rate, receiver, carried("window"), wire)
         }
         Some(Cause::SendBuffer) => buffer_words(figures, rate, sender, wire),
-        Some(Cause::Loss) => Words {
-            at: "the path".into(),
-            evidence: format!(
-                "{:.2}% of segments were sent again and {} backs off at each loss: at {} \
-                 round trip that allows {}",
-                figures.loss().unwrap_or(0.0) * 100.0,
-                figures
-                    .congestion
-                    .as_deref()
-                    .unwrap_or("the sender's control"),
-                ms(figures.srtt_us),
-                carried("loss")
-            ),
-            advice: Some(
-                "find what drops segments (ip -s link on each hop counts errors and drops), \
-                 or let the sender use bbr, which does not back off at every loss"
-                    .into(),
-            ),
-        },
+        Some(Cause::Loss) => loss_words(figures, carried("loss")),
         Some(Cause::SenderCpu | Cause::ReceiverCpu) => {
             cpu_words(figures, busiest(&figures.threads))
         }
@@ -169,6 +138,11 @@ pub fn words(
             advice: None,
         },
     };
+    with_path_mtu(words, context)
+}
+
+/// `words`, saying so where the path MTU is below the interface's.
+fn with_path_mtu(mut words: Words, context: &NetContext) -> Words {
     if let (Some(path), Some(nic)) = (context.mtu_bytes, context.interface.as_ref())
         && let Some(mtu) = nic.mtu_bytes.filter(|&mtu| path < mtu)
         && nic.kind != "loopback"
@@ -179,6 +153,44 @@ pub fn words(
         ));
     }
     words
+}
+
+/// The words where no cause can be told: the kernel does not keep the sender's busy
+/// time, or the sender is a peer that does not send its account.
+fn unknown_words(figures: &Figures, sender: Side) -> Words {
+    let evidence = if figures.seconds > 0.0 {
+        "this kernel does not say when TCP held the sender back (TCP_INFO's busy time, \
+         Linux 4.10 on): the ceilings alone"
+    } else {
+        "the sender's TCP account is at the peer, which does not send it: the ceilings alone"
+    };
+    Words {
+        at: end(sender, "the sender"),
+        evidence: evidence.into(),
+        advice: None,
+    }
+}
+
+/// Loss, for a control that backs off at each: the share sent again and what it allows.
+fn loss_words(figures: &Figures, carried: String) -> Words {
+    Words {
+        at: "the path".into(),
+        evidence: format!(
+            "{:.2}% of segments were sent again and {} backs off at each loss: at {} round \
+             trip that allows {carried}",
+            figures.loss().unwrap_or(0.0) * 100.0,
+            figures
+                .congestion
+                .as_deref()
+                .unwrap_or("the sender's control"),
+            ms(figures.srtt_us),
+        ),
+        advice: Some(
+            "find what drops segments (ip -s link on each hop counts errors and drops), or \
+             let the sender use bbr, which does not back off at every loss"
+                .into(),
+        ),
+    }
 }
 
 /// Segments of the path MTU that never arrived while small packets did.

@@ -272,26 +272,9 @@ impl Figures {
             .map(|s| s.send_wscale.is_some());
         figures.threads = threads(items, direction, nominal_s, &figures.hosts);
         figures.stall = senders.iter().find_map(|s| Some((s.stalled?, s.mtu_bytes)));
-        if let Some(cpu) = items
-            .iter()
-            .find(|i| i.scope == Scope::Cpu && i.host.is_none())
-        {
-            figures.peer_side = Some(cpu.side);
-            figures.peer_cpu = cpu
-                .cpu_seconds
-                .map(|used| used / cpu.seconds)
-                .filter(|c| c.is_finite() && cpu.seconds > 0.0);
-        }
+        (figures.peer_side, figures.peer_cpu) = peer(items);
         figures.window_shut = shut_share(&kept, figures.mss_bytes);
-        figures.unread_bytes = senders
-            .iter()
-            .filter_map(|sender| {
-                let receiver = of(Scope::Stream, Role::Receive)
-                    .into_iter()
-                    .find(|r| r.stream == sender.stream && r.side != sender.side)?;
-                Some(sender.bytes.saturating_sub(receiver.bytes))
-            })
-            .fold(0, u64::saturating_add);
+        figures.unread_bytes = unread(&senders, &of(Scope::Stream, Role::Receive));
         figures
     }
 
@@ -338,6 +321,35 @@ impl Figures {
     pub fn loss(&self) -> Option<f64> {
         (self.segments_out > 0).then(|| self.retransmits as f64 / self.segments_out as f64)
     }
+}
+
+/// The end that sends no account of its own (an iperf3), and its process's CPU time
+/// over the test's wall time as it reported it.
+fn peer(items: &[NetItem]) -> (Option<Side>, Option<f64>) {
+    let Some(cpu) = items
+        .iter()
+        .find(|i| i.scope == Scope::Cpu && i.host.is_none())
+    else {
+        return (None, None);
+    };
+    let cores = cpu
+        .cpu_seconds
+        .map(|used| used / cpu.seconds)
+        .filter(|c| c.is_finite() && cpu.seconds > 0.0);
+    (Some(cpu.side), cores)
+}
+
+/// What `senders` counted as delivered and their receivers did not read, summed.
+fn unread(senders: &[&NetItem], receivers: &[&NetItem]) -> u64 {
+    senders
+        .iter()
+        .filter_map(|sender| {
+            let receiver = receivers
+                .iter()
+                .find(|r| r.stream == sender.stream && r.side != sender.side)?;
+            Some(sender.bytes.saturating_sub(receiver.bytes))
+        })
+        .fold(0, u64::saturating_add)
 }
 
 /// The share of `intervals` that ended with the peer's window under two segments.
