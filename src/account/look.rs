@@ -10,15 +10,15 @@ use std::time::{Duration, Instant};
 
 use super::classify::{Lookup, Storage};
 use crate::platform::fds::{self, Awaited, FdTarget};
-use crate::platform::sock_diag::{self, SocketInfo};
+use crate::platform::sock_diag;
 use crate::platform::sockets::{self, TcpSocket};
 use crate::platform::tcp_info::TcpStats;
 
 /// How long a socket's ends are trusted before they are read again.
 const SOCKET_FRESH: Duration = Duration::from_secs(1);
 
-/// How long the machine's TCP accounts (one sock_diag dump) are kept before they are
-/// read again: a few a second, so a connection's last reading is near its end.
+/// How long a connection's TCP account is kept before it is read again: a few times a
+/// second, so its last reading is near its end.
 const DIAG_FRESH: Duration = Duration::from_millis(200);
 
 /// poll, ppoll, select, pselect6 (x86_64).
@@ -80,7 +80,7 @@ impl Lookup for Machine {
             }
         };
         if let Some(connection) = socket.as_ref().filter(|s| !s.listening) {
-            self.tcp.look(pid, inode, connection.remote);
+            self.tcp.look(pid, inode, connection);
         }
         socket
     }
@@ -150,10 +150,9 @@ fn storage_of(pid: u32, dev: (u32, u32)) -> Storage {
 }
 
 /// TCP's account (sock_diag) of the connections a tree waits on: the first and the
-/// latest reading of each, read once a second at most for the whole machine.
+/// latest reading of each, each read a few times a second at most.
 #[derive(Default)]
 pub struct TcpWatch {
-    dump: Option<(Instant, HashMap<u64, SocketInfo>)>,
     /// Per socket inode: its peer, and its first and latest readings.
     seen: HashMap<u64, Seen>,
     /// Whether each process shares this one's network namespace (sock_diag answers
@@ -170,25 +169,20 @@ struct Seen {
 
 impl TcpWatch {
     /// Reads the account of socket `inode` of process `pid`, whose peer is `peer`.
-    fn look(&mut self, pid: u32, inode: u64, peer: std::net::SocketAddr) {
+    fn look(&mut self, pid: u32, inode: u64, socket: &TcpSocket) {
         let here = *self.here.entry(pid).or_insert_with(|| same_namespace(pid));
-        if !here {
+        let fresh = self
+            .seen
+            .get(&inode)
+            .is_some_and(|seen| seen.last.0.elapsed() < DIAG_FRESH);
+        if !here || fresh {
             return;
         }
-        if self
-            .dump
-            .as_ref()
-            .is_none_or(|(at, _)| at.elapsed() >= DIAG_FRESH)
-        {
-            self.dump = Some((Instant::now(), sock_diag::tcp_sockets()));
-        }
-        let Some((at, dump)) = &self.dump else {
+        let Some(info) = sock_diag::tcp_connection(socket.local, socket.remote) else {
             return;
         };
-        let Some(info) = dump.get(&inode) else {
-            return;
-        };
-        let reading = (*at, info.tcp);
+        let peer = socket.remote;
+        let reading = (Instant::now(), info.tcp);
         self.seen
             .entry(inode)
             .and_modify(|seen| seen.last = reading)

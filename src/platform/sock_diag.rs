@@ -3,6 +3,7 @@
 //! another process holds, without root.
 
 use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use super::tcp_info::{TcpStats, from_bytes, stats_of};
@@ -40,6 +41,39 @@ pub fn tcp_sockets() -> HashMap<u64, SocketInfo> {
     out
 }
 
+/// The TCP_INFO of the one connection from `local` to `remote` in this network
+/// namespace, looked up by its addresses (no dump of the machine's sockets, whose walk
+/// of the kernel's whole table costs a millisecond or more); `None` where there is none.
+pub fn tcp_connection(local: SocketAddr, remote: SocketAddr) -> Option<SocketInfo> {
+    let fd = open()?;
+    let family = match local {
+        SocketAddr::V4(_) => libc::AF_INET,
+        SocketAddr::V6(_) => libc::AF_INET6,
+    };
+    let mut message = request(family as u8, libc::NLM_F_REQUEST as u16);
+    // struct inet_diag_sockid after the request's 8 bytes: ports and addresses in
+    // network order, no interface, and no cookie (all ones).
+    let id = HEADER + 8;
+    message[id..id + 2].copy_from_slice(&local.port().to_be_bytes());
+    message[id + 2..id + 4].copy_from_slice(&remote.port().to_be_bytes());
+    message[id + 4..id + 20].copy_from_slice(&address_bytes(local.ip()));
+    message[id + 20..id + 36].copy_from_slice(&address_bytes(remote.ip()));
+    message[id + 40..id + 48].copy_from_slice(&[0xff; 8]);
+    let mut out = HashMap::new();
+    exchange(&fd, &message, &mut out)?;
+    out.into_values().next()
+}
+
+/// An address as inet_diag_sockid holds it: 16 bytes, an IPv4 one in the first four.
+fn address_bytes(ip: IpAddr) -> [u8; 16] {
+    let mut bytes = [0u8; 16];
+    match ip {
+        IpAddr::V4(v4) => bytes[..4].copy_from_slice(&v4.octets()),
+        IpAddr::V6(v6) => bytes.copy_from_slice(&v6.octets()),
+    }
+    bytes
+}
+
 /// A sock_diag netlink socket.
 fn open() -> Option<OwnedFd> {
     // SAFETY: socket(2) with constant arguments; the descriptor is owned at once.
@@ -53,13 +87,13 @@ fn open() -> Option<OwnedFd> {
     (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// The request: a dump of every TCP socket of `family` in every state, with TCP_INFO.
-fn request(family: u8) -> Vec<u8> {
+/// A request about TCP sockets of `family` in every state, with TCP_INFO, its sockid
+/// left empty: with NLM_F_DUMP in `flags`, every one.
+fn request(family: u8, flags: u16) -> Vec<u8> {
     let mut message = Vec::with_capacity(HEADER + 56);
     let length = (HEADER + 56) as u32;
     message.extend_from_slice(&length.to_ne_bytes());
     message.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
-    let flags = (libc::NLM_F_REQUEST | libc::NLM_F_DUMP) as u16;
     message.extend_from_slice(&flags.to_ne_bytes());
     message.extend_from_slice(&1u32.to_ne_bytes()); // sequence
     message.extend_from_slice(&0u32.to_ne_bytes()); // port: the kernel
@@ -74,9 +108,16 @@ fn request(family: u8) -> Vec<u8> {
     message
 }
 
-/// Sends the request for `family` and reads the dump into `out`.
+/// Sends the request for every socket of `family` and reads the dump into `out`.
 fn dump(fd: &OwnedFd, family: u8, out: &mut HashMap<u64, SocketInfo>) -> Option<()> {
-    let message = request(family);
+    let flags = (libc::NLM_F_REQUEST | libc::NLM_F_DUMP) as u16;
+    exchange(fd, &request(family, flags), out)
+}
+
+/// Sends `message` and reads the answer's sockets into `out`: a dump's parts until its
+/// end, or the one answer (a socket, or an error) to a request that is none.
+fn exchange(fd: &OwnedFd, message: &[u8], out: &mut HashMap<u64, SocketInfo>) -> Option<()> {
+    let dump = u16::from_ne_bytes([message[6], message[7]]) & libc::NLM_F_DUMP as u16 != 0;
     // SAFETY: the buffer is valid for its length; the kernel reads it.
     let sent = unsafe { libc::send(fd.as_raw_fd(), message.as_ptr().cast(), message.len(), 0) };
     if sent < 0 {
@@ -89,7 +130,7 @@ fn dump(fd: &OwnedFd, family: u8, out: &mut HashMap<u64, SocketInfo>) -> Option<
         if n <= 0 {
             return None;
         }
-        if !messages(&buffer[..n as usize], out) {
+        if !messages(&buffer[..n as usize], out) || !dump {
             return Some(());
         }
     }
@@ -173,6 +214,8 @@ mod tests {
             .ino();
         let sockets = tcp_sockets();
         let info = sockets.get(&inode).expect("the sender's socket");
+        let one = tcp_connection(sender.local_addr().unwrap(), sender.peer_addr().unwrap());
+        assert_eq!(one.as_ref().and_then(|i| i.tcp.bytes_acked), Some(100_001));
         // The SYN is acknowledged too.
         assert_eq!(info.tcp.bytes_acked, Some(100_001), "{info:?}");
         assert_eq!(info.tcp.bytes_sent, Some(100_000), "{info:?}");

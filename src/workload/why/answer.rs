@@ -132,10 +132,20 @@ fn connection(items: &[WhyItem], steps: &[&StepItem], limit: &Limiting) -> Optio
         .find(|s| s.step == limit.step && s.place == limit.place)?
         .peer
         .as_deref()?;
-    items.iter().find_map(|i| match i {
-        WhyItem::Tcp(tcp) if tcp.peer == peer => Some(tcp.clone()),
-        _ => None,
-    })
+    // Several connections may go to one peer (iperf3's control and data): the one that
+    // carried most, else the one watched longest.
+    items
+        .iter()
+        .filter_map(|i| match i {
+            WhyItem::Tcp(tcp) if tcp.peer == peer => Some(tcp),
+            _ => None,
+        })
+        .max_by(|a, b| {
+            (a.bytes_acked.unwrap_or(0))
+                .cmp(&b.bytes_acked.unwrap_or(0))
+                .then(a.seconds.total_cmp(&b.seconds))
+        })
+        .cloned()
 }
 
 /// TCP's account of a limiting connection in words: for a sender, where its time went
@@ -406,10 +416,16 @@ mod tests {
                 send_queue_bytes: None,
             })
         };
+        // iperf3's control connection to the same peer carried nothing.
+        let mut control = tcp("10.0.0.2:5201");
+        if let WhyItem::Tcp(c) = &mut control {
+            (c.bytes_acked, c.busy_s, c.rwnd_limited_s) = (Some(300), Some(0.0), Some(0.0));
+        }
         let items = vec![
             send,
             step(Step::Cpu, "iperf3", 0.5, 0),
             tcp("10.0.0.9:22"),
+            control,
             tcp("10.0.0.2:5201"),
         ];
         let summary = summarize(&context(), &items);
