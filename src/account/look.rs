@@ -240,7 +240,7 @@ fn same_namespace(pid: u32) -> bool {
 
 /// TCP's own account of one connection the tree waited on, over the time between its
 /// first and latest readings.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TcpTotal {
     /// The peer's address and port.
     pub peer: String,

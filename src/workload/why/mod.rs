@@ -188,7 +188,7 @@ impl WhyWorkload {
             ctx.sink.item(&WhyItem::Interval(IntervalItem::of(bucket)));
         }
         for connection in &account.tcp {
-            ctx.sink.item(&WhyItem::Tcp(TcpItem::of(connection)));
+            ctx.sink.item(&WhyItem::Tcp(connection.clone()));
         }
         let context = &mut self.context;
         context.samples = account.samples;

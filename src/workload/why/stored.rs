@@ -96,62 +96,9 @@ pub enum WhyItem {
     Tcp(TcpItem),
 }
 
-/// TCP's own account (sock_diag's TCP_INFO) of a connection the command waited on,
-/// between the first and the last time it was seen waiting on it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TcpItem {
-    /// The peer's address and port.
-    pub peer: String,
-    /// Seconds between the first and last readings.
-    pub seconds: f64,
-    /// Seconds this end's sender had data in flight; null where the kernel does not
-    /// keep it (before 4.10).
-    pub busy_s: Option<f64>,
-    /// Of them, held by the peer's receive window.
-    pub rwnd_limited_s: Option<f64>,
-    /// Of them, held by this end's send buffer.
-    pub sndbuf_limited_s: Option<f64>,
-    /// Bytes the peer acknowledged between the readings.
-    pub bytes_acked: Option<u64>,
-    /// Bytes sent again between them.
-    pub bytes_retrans: Option<u64>,
-    /// The smoothed round trip at the last reading, microseconds.
-    pub rtt_us: u64,
-    /// The least round trip seen, microseconds.
-    pub min_rtt_us: Option<u64>,
-    /// The peer's window at the last reading, bytes.
-    pub snd_wnd_bytes: Option<u64>,
-    /// The window this end advertised at the last reading, bytes.
-    pub rcv_wnd_bytes: Option<u64>,
-    /// The kernel's delivery rate at the last reading.
-    pub delivery_rate_bytes_per_sec: Option<u64>,
-    /// Bytes arrived and unread at the last reading.
-    pub receive_queue_bytes: Option<u64>,
-    /// Bytes written and unacknowledged at the last reading.
-    pub send_queue_bytes: Option<u64>,
-}
-
-impl TcpItem {
-    /// The item of an account's connection.
-    pub fn of(total: &crate::account::TcpTotal) -> TcpItem {
-        TcpItem {
-            peer: total.peer.clone(),
-            seconds: total.seconds,
-            busy_s: total.busy_s,
-            rwnd_limited_s: total.rwnd_limited_s,
-            sndbuf_limited_s: total.sndbuf_limited_s,
-            bytes_acked: total.bytes_acked,
-            bytes_retrans: total.bytes_retrans,
-            rtt_us: total.rtt_us,
-            min_rtt_us: total.min_rtt_us,
-            snd_wnd_bytes: total.snd_wnd_bytes,
-            rcv_wnd_bytes: total.rcv_wnd_bytes,
-            delivery_rate_bytes_per_sec: total.delivery_rate_bytes_per_sec,
-            receive_queue_bytes: total.receive_queue_bytes,
-            send_queue_bytes: total.send_queue_bytes,
-        }
-    }
-}
+/// TCP's own account of a connection the command waited on, stored as the account
+/// keeps it.
+pub type TcpItem = crate::account::TcpTotal;
 
 /// The wall time charged to a step at a place.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
