@@ -76,7 +76,7 @@ fn step_rate(point: &Value, op: &str) -> f64 {
 /// and of the read test by -1% to +55%, a median of +34%, where the measured limit and
 /// its gain held every time). Gives the last run.
 fn measured_limit_is(run: impl Fn() -> Value, op: &str) -> Value {
-    const ROUNDS: usize = 5;
+    const ROUNDS: usize = 3;
     let mut off: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
     let mut last = Value::Null;
     for _ in 0..ROUNDS {
