@@ -48,8 +48,9 @@ pub enum Error {
     /// The options cannot work together or name something that does not exist.
     #[error("{0}")]
     Input(String),
-    /// The peer of a network test cannot be reached, refused, or broke the protocol.
-    #[error("net test with {peer}: {reason}")]
+    /// The peer of a network test cannot be reached, refused, or broke the protocol;
+    /// the reason, which may quote the peer, is shown with its control characters escaped.
+    #[error("net test with {peer}: {}", crate::vocab::text::escaped(.reason))]
     Peer {
         /// The peer's address as given.
         peer: String,

@@ -492,10 +492,14 @@ fn a_server_at_its_bounds_answers_iperf3_in_its_own_words() {
         assert!(running.wait().unwrap().success());
         server.assert_alive();
         // A key on the server turns iperf3 clients away: they cannot prove it.
-        let key = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(key.path(), "11".repeat(32)).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let key = common::key_file(
+            dir.path(),
+            "key",
+            "c2VjcmV0IGtleSBvZiB0aGUgdGVzdCBzZXJ2ZXIgMTIz",
+        );
         for with_iperf3 in [false, true] {
-            let mut args = vec!["--no-store", "--key-file", key.path().to_str().unwrap()];
+            let mut args = vec!["--no-store", "--key-file", key.to_str().unwrap()];
             if with_iperf3 {
                 args.push("--iperf3");
             }
@@ -507,10 +511,15 @@ fn a_server_at_its_bounds_answers_iperf3_in_its_own_words() {
                 text(&output)
             );
         }
-        // `--once` ends after a refused test, as `iperf3 -s -1` does.
+        // `--once` ends after a test asked for within the bounds (with no key, that is
+        // how a client proves itself), not after a request it refused.
         let mut once = Server::start(&["--no-store", "--once", "--max-duration", "5s"]);
         let output = iperf3_of(iperf3, &once, &["-t", "60"], Duration::from_secs(10));
         assert!(text(&output).contains(long), "{}", text(&output));
+        std::thread::sleep(Duration::from_millis(300));
+        once.assert_alive();
+        let output = iperf3_of(iperf3, &once, &["-t", "1"], Duration::from_secs(10));
+        assert!(output.status.success(), "{}", text(&output));
         assert!(once.wait_exit(Duration::from_secs(5)).success());
     }
 }

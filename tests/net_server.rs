@@ -8,81 +8,16 @@ mod common;
 use std::borrow::BorrowMut;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::process::{Child, Output, Stdio};
-use std::thread::JoinHandle;
+use std::process::Output;
 use std::time::{Duration, Instant};
 
-use common::net_server::{PATIENCE, Server, wait_closed};
+use common::net_server::{Background, PATIENCE, Server, wait_closed};
 use common::{json, ratelab};
 
 /// Bad connections thrown at the server in the flood test.
 const BAD_CONNECTIONS: usize = 1000;
 /// Threads that throw them.
 const FLOOD_THREADS: usize = 8;
-
-/// A command running in the background, killed when dropped unless it finished.
-struct Background {
-    child: Option<Child>,
-    stdout: Option<JoinHandle<Vec<u8>>>,
-    stderr: Option<JoinHandle<Vec<u8>>>,
-    what: String,
-}
-
-impl Background {
-    fn spawn(command: &mut std::process::Command) -> Background {
-        let mut child = command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start ratelab");
-        let drain = |mut pipe: Box<dyn Read + Send>| {
-            std::thread::spawn(move || {
-                let mut bytes = Vec::new();
-                let _ = pipe.read_to_end(&mut bytes);
-                bytes
-            })
-        };
-        Background {
-            stdout: Some(drain(Box::new(child.stdout.take().unwrap()))),
-            stderr: Some(drain(Box::new(child.stderr.take().unwrap()))),
-            child: Some(child),
-            what: format!("{command:?}"),
-        }
-    }
-
-    /// Waits up to `limit` for the command to end; a command still running is killed
-    /// and the test fails.
-    fn finish(mut self, limit: Duration) -> Output {
-        let mut child = self.child.take().unwrap();
-        let started = Instant::now();
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if started.elapsed() > limit {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("{} still running after {limit:?}", self.what);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        Output {
-            status,
-            stdout: self.stdout.take().unwrap().join().unwrap(),
-            stderr: self.stderr.take().unwrap().join().unwrap(),
-        }
-    }
-}
-
-impl Drop for Background {
-    fn drop(&mut self) {
-        if let Some(child) = self.child.as_mut() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
 
 /// Runs `command` to its end, within `limit`.
 fn run_within(mut command: impl BorrowMut<std::process::Command>, limit: Duration) -> Output {
@@ -469,12 +404,17 @@ fn second_client_hears_busy_while_a_test_runs() {
 #[test]
 fn key_is_checked_both_ways() {
     let dir = tempfile::tempdir().unwrap();
-    let key = dir.path().join("key");
-    std::fs::write(&key, "c2VjcmV0IGtleSBvZiB0aGUgdGVzdCBzZXJ2ZXIgMTIz\n").unwrap();
-    let other = dir.path().join("other-key");
-    std::fs::write(&other, "YW5vdGhlciBrZXksIG5vdCB0aGUgc2VydmVyJ3Mgb25l\n").unwrap();
-    let short = dir.path().join("short-key");
-    std::fs::write(&short, "tooshort\n").unwrap();
+    let key = common::key_file(
+        dir.path(),
+        "key",
+        "c2VjcmV0IGtleSBvZiB0aGUgdGVzdCBzZXJ2ZXIgMTIz",
+    );
+    let other = common::key_file(
+        dir.path(),
+        "other-key",
+        "YW5vdGhlciBrZXksIG5vdCB0aGUgc2VydmVyJ3Mgb25l",
+    );
+    let short = common::key_file(dir.path(), "short-key", "tooshort");
 
     let server = Server::start(&["--key-file", key.to_str().unwrap()]);
     assert!(

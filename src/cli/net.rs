@@ -145,12 +145,14 @@ pub struct ClientArgs {
 #[derive(Debug, Args)]
 #[command(
     after_long_help = "The server is safe to leave running: each test is bounded by \
---max-streams, --max-duration and --max-bytes; at most --max-tests run at once and other \
-clients hear \"busy\"; every message must arrive whole within --idle-timeout; a malformed \
-message closes that connection with a logged reason and the server serves on. With \
---key-file, clients must prove they hold the same key (HMAC-SHA256 over fresh nonces from \
-both ends; the key never crosses the wire), and the server proves it too. Events are logged \
-on stderr.\n\n\
+--max-streams, --max-duration, --max-bytes and --max-memory; at most --max-tests run at \
+once and other clients hear \"busy\"; every message must arrive whole within \
+--idle-timeout; a malformed message closes that connection with a logged reason and the \
+server serves on. With --key-file (its owner's alone: chmod 600), clients must prove they \
+hold the same key (HMAC-SHA256 over fresh nonces from both ends; the key never crosses the \
+wire), and the server proves it too; until a client has, it holds no test slot. Events are \
+logged on stderr, text from the wire escaped. docs/security.md says what a key protects \
+and every bound.\n\n\
 Ctrl-C or SIGTERM stops the server: a test that is running ends at once, its client is told \
 the server stopped (it stores its run as incomplete with that reason), and the server exits \
 with 130. A second signal exits at once.\n\n\
@@ -163,7 +165,9 @@ option an iperf3 client sends is honoured on this end's connections (-C, --fq-ra
 iperf3's words before the test (UDP, SCTP, -O, -A, -m). With --rsa-private-key-path and \
 --authorized-users-path, iperf3 clients log in as `iperf3 -s` has them (--username); \
 with --key-file and no iperf3 credentials they are refused, since they cannot prove a \
-key. With --once, a test that is refused ends the server too, as with `iperf3 -s -1`."
+key. With --once, the server ends after one test asked for by a client that proved itself \
+(the key, iperf3 credentials, or with neither a request within the bounds), served or \
+refused, as with `iperf3 -s -1`."
 )]
 pub struct ServeArgs {
     /// Address to listen on (:: for every IPv6 and IPv4 address).
@@ -184,13 +188,16 @@ pub struct ServeArgs {
     /// Most bytes one test may move (with --bytes).
     #[arg(long, value_name = "SIZE", default_value = "100G", value_parser = parse_size)]
     pub max_bytes: u64,
+    /// Most memory one test's blocks may take (a block per connection).
+    #[arg(long, value_name = "SIZE", default_value = "128M", value_parser = parse_size)]
+    pub max_memory: u64,
     /// Longest wait for a client's next message or data connections.
     #[arg(long, value_name = "TIME", default_value = "10s", value_parser = parse_time)]
     pub idle_timeout: Duration,
     /// A file holding the key clients must prove.
     #[arg(long, value_name = "PATH")]
     pub key_file: Option<PathBuf>,
-    /// Exit after serving one test.
+    /// Exit after one test asked for by a client that proved itself.
     #[arg(short = '1', long)]
     pub once: bool,
     /// Serve as iperf3 does: on port 5201 unless --port says.
@@ -533,6 +540,7 @@ fn run_server(args: ServeArgs) -> anyhow::Result<Exit> {
             args.max_duration < Duration::from_millis(1),
         ),
         ("--max-bytes", args.max_bytes == 0),
+        ("--max-memory", args.max_memory == 0),
         (
             "--idle-timeout",
             args.idle_timeout < Duration::from_millis(1),
@@ -544,7 +552,9 @@ fn run_server(args: ServeArgs) -> anyhow::Result<Exit> {
     }
     let key = match &args.key_file {
         Some(path) => Some(Key::read(path).map_err(|e| match e {
-            KeyError::Short { .. } => anyhow::Error::new(UsageError(e.to_string())),
+            KeyError::Short { .. } | KeyError::Exposed { .. } | KeyError::Weak { .. } => {
+                anyhow::Error::new(UsageError(e.to_string()))
+            }
             read => anyhow::Error::new(read),
         })?),
         None => None,
@@ -562,6 +572,7 @@ fn run_server(args: ServeArgs) -> anyhow::Result<Exit> {
             max_streams: args.max_streams,
             max_duration_ms: args.max_duration.as_millis() as u64,
             max_bytes: args.max_bytes,
+            max_memory_bytes: args.max_memory,
         },
         max_tests: args.max_tests,
         key,
@@ -584,6 +595,17 @@ fn run_server(args: ServeArgs) -> anyhow::Result<Exit> {
         .local_addr()
         .context("cannot read the listening address")?;
     log(&listening_line(address, &config));
+    if config.key.is_none() && !address.ip().is_loopback() {
+        log(&format!(
+            "warning: no key: anyone who can reach {address} can run tests here{}; give \
+             --key-file to serve only clients that hold the key, or --bind 127.0.0.1",
+            if args.no_store {
+                String::new()
+            } else {
+                " and have iperf3 tests stored in this server's results".into()
+            }
+        ));
+    }
     let cancel = Cancel::on_signals().context("cannot install signal handlers")?;
     server
         .serve(&|| cancel.is_set())

@@ -8,6 +8,7 @@ pub mod group;
 pub mod limit;
 pub mod summary_line;
 pub mod table;
+pub mod text;
 pub mod units;
 
 pub use chart::{Chart, Line};

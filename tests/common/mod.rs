@@ -326,9 +326,18 @@ pub const QUICK_CPU: [&str; 7] = [
     "0.05",
 ];
 
+/// Writes `key` (and a newline) to `dir/name` as a key file must be: its owner's alone
+/// (mode 0600); gives its path.
+pub fn key_file(dir: &Path, name: &str, key: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("{key}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    path
+}
+
 /// Writes a compressible text of `bytes` bytes or a few more to `path`: lines of
 /// words and numbers, as logs are.
-#[allow(dead_code)]
 pub fn write_text(path: &Path, bytes: usize) {
     let words = [
         "rate", "limit", "step", "disk", "wait", "thread", "core", "link",

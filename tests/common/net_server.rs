@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
-use std::process::{Child, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -231,6 +231,71 @@ pub fn wait_closed(stream: &mut TcpStream, what: &str, limit: Duration) -> (Dura
             }
             // A reset is a close too: the server dropped a socket with unread bytes.
             Err(_) => return (started.elapsed(), reply),
+        }
+    }
+}
+
+/// A command running in the background, killed when dropped unless it finished.
+pub struct Background {
+    child: Option<Child>,
+    stdout: Option<JoinHandle<Vec<u8>>>,
+    stderr: Option<JoinHandle<Vec<u8>>>,
+    what: String,
+}
+
+impl Background {
+    /// Starts `command` with its output collected.
+    pub fn spawn(command: &mut std::process::Command) -> Background {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start ratelab");
+        let drain = |mut pipe: Box<dyn Read + Send>| {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                let _ = pipe.read_to_end(&mut bytes);
+                bytes
+            })
+        };
+        Background {
+            stdout: Some(drain(Box::new(child.stdout.take().unwrap()))),
+            stderr: Some(drain(Box::new(child.stderr.take().unwrap()))),
+            child: Some(child),
+            what: format!("{command:?}"),
+        }
+    }
+
+    /// Waits up to `limit` for the command to end; a command still running is killed
+    /// and the test fails.
+    pub fn finish(mut self, limit: Duration) -> Output {
+        let mut child = self.child.take().unwrap();
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{} still running after {limit:?}", self.what);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Output {
+            status,
+            stdout: self.stdout.take().unwrap().join().unwrap(),
+            stderr: self.stderr.take().unwrap().join().unwrap(),
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
         }
     }
 }

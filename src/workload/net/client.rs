@@ -54,6 +54,7 @@ impl Control {
                 max_streams: 0,
                 max_duration_ms: 0,
                 max_bytes: 0,
+                max_memory_bytes: 0,
             },
         };
         let client_nonce = auth::nonce();
@@ -150,7 +151,7 @@ impl Control {
         match protocol::receive(&self.socket, MAX_RESULTS_BYTES, timeout)
             .map_err(|e| self.fail(format!("waiting for its results: {e}")))?
         {
-            Message::Results(report) => Ok(*report),
+            Message::Results(report) => Ok(report.with_text_escaped()),
             other => Err(self.unexpected(other, "results")),
         }
     }

@@ -17,6 +17,7 @@ mod kind;
 mod limit;
 mod options;
 mod payload;
+mod plausible;
 mod protocol;
 mod report;
 mod server;
@@ -28,7 +29,9 @@ mod summary;
 /// Bytes in lowercase hex, as key files hold them.
 pub use auth::hex as key_hex;
 
+use std::io::Write as _;
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -179,6 +182,7 @@ impl OwnServer {
                 max_streams: 64,
                 max_duration_ms: 3_600_000,
                 max_bytes: u64::MAX,
+                max_memory_bytes: u64::MAX,
             },
             max_tests: 1,
             key: None,
@@ -532,6 +536,12 @@ impl NetWorkload {
         for item in iperf3::remote_items(&remote, &theirs, self.plan.direction, self.plan.streams) {
             ctx.sink.item(&item);
         }
+        if let Some(reason) = plausible::results(&theirs) {
+            return Err(Error::Peer {
+                peer: self.peer(),
+                reason: format!("the server's results cannot be: {reason}"),
+            });
+        }
         ctx.sink.stage_done("test");
         match outcome.local.streams.iter().find_map(|s| s.error.clone()) {
             Some(first) => Err(Error::Peer {
@@ -545,7 +555,13 @@ impl NetWorkload {
     /// Whether the two ends' figures agree stream by stream; a run whose ends disagree
     /// is not complete.
     fn agree(&self, local: &report::SideReport, remote: &report::SideReport) -> Result<(), Error> {
-        match report::disagreement(local, remote, self.plan.block_bytes) {
+        if let Some(reason) = plausible::report(remote) {
+            return Err(Error::Peer {
+                peer: self.peer(),
+                reason: format!("the server's report cannot be: {reason}"),
+            });
+        }
+        match report::disagreement(local, remote, self.plan.block_bytes, socket::held_between()) {
             Some(reason) => Err(Error::Peer {
                 peer: self.peer(),
                 reason: format!("the two ends disagree: {reason}"),
@@ -577,7 +593,13 @@ impl NetWorkload {
             .map_err(|e| Error::io("make a folder for the key in", std::env::temp_dir(), e))?;
         let key_file = dir.path().join("key");
         let key = key_hex(&rand::random::<[u8; 32]>());
-        std::fs::write(&key_file, format!("{key}\n"))
+        // Its owner's alone, as a key file must be (auth::Key::read checks).
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&key_file)
+            .and_then(|mut file| file.write_all(format!("{key}\n").as_bytes()))
             .map_err(|e| Error::io("write", &key_file, e))?;
         let host = remote::Host {
             name: self.plan.host.clone(),

@@ -88,6 +88,14 @@ pub struct Limits {
     pub max_duration_ms: u64,
     /// Most bytes one test may move, all streams together.
     pub max_bytes: u64,
+    /// Most memory one test's blocks may take, all connections together (a server
+    /// before this bound sends none: then no bound is known).
+    #[serde(default = "unbounded")]
+    pub max_memory_bytes: u64,
+}
+
+fn unbounded() -> u64 {
+    u64::MAX
 }
 
 /// One control message.

@@ -139,11 +139,26 @@ pub struct SideReport {
 impl SideReport {
     /// Bytes this end's streams of `role` moved, together.
     pub fn moved(&self, role: Role) -> u64 {
+        // A peer's counts: summed without wrapping.
         self.streams
             .iter()
             .filter(|s| s.role == role)
-            .map(|s| s.bytes)
-            .sum()
+            .fold(0u64, |sum, s| sum.saturating_add(s.bytes))
+    }
+
+    /// The report as it came from a peer, its text made data: every control character
+    /// in a stream's error or congestion control written as an escape.
+    pub fn with_text_escaped(mut self) -> SideReport {
+        let escape = |text: &mut Option<String>| {
+            if let Some(t) = text.as_mut() {
+                *t = crate::vocab::text::escaped(t).into_owned();
+            }
+        };
+        for stream in &mut self.streams {
+            escape(&mut stream.error);
+            escape(&mut stream.congestion);
+        }
+        self
     }
 
     /// The report of `streams`; the end's wall time is its longest stream's.
@@ -162,9 +177,16 @@ impl SideReport {
 /// counted more than its sender sent (its rows come from two connections), or a
 /// sender whose bytes its receiver never counted. A receiver may count one block of
 /// `block_bytes` more than its sender: iperf 3.16 and later stop a sender's thread in
-/// the middle of a write, which then goes out uncounted. None when they agree: a run
-/// is complete only then.
-pub fn disagreement(local: &SideReport, remote: &SideReport, block_bytes: u64) -> Option<String> {
+/// the middle of a write, which then goes out uncounted. A sender may count more than
+/// its receiver by what the socket buffers between them hold, `held_bytes` (an iperf3
+/// sender counts what it wrote, an iperf3 receiver what it read), and no more. None
+/// when they agree: a run is complete only then.
+pub fn disagreement(
+    local: &SideReport,
+    remote: &SideReport,
+    block_bytes: u64,
+    held_bytes: u64,
+) -> Option<String> {
     let name = |local_end: bool| {
         if local_end {
             "this end"
@@ -209,6 +231,19 @@ pub fn disagreement(local: &SideReport, remote: &SideReport, block_bytes: u64) -
                 name(!local_sent)
             ));
         }
+        let apart = sender.bytes - sender.bytes.min(receiver.bytes);
+        if apart > held_bytes.saturating_add(block_bytes) {
+            return Some(format!(
+                "stream {}: {} sent {} and {} received {}, further apart than the socket \
+                 buffers between them hold ({} at most)",
+                ours.stream,
+                name(local_sent),
+                crate::vocab::units::format_bytes(sender.bytes),
+                name(!local_sent),
+                crate::vocab::units::format_bytes(receiver.bytes),
+                crate::vocab::units::format_size(held_bytes)
+            ));
+        }
     }
     remote
         .streams
@@ -249,15 +284,16 @@ mod tests {
         use Role::{Receive, Send};
         let local = end(&[(0, Receive, 100), (1, Send, 50)]);
         assert_eq!(
-            disagreement(&local, &end(&[(0, Send, 100), (1, Receive, 49)]), 0),
+            disagreement(&local, &end(&[(0, Send, 100), (1, Receive, 49)]), 0, 100),
             None
         );
         // One block counted by the receiver and not by its sender is iperf3's way.
         assert_eq!(
-            disagreement(&local, &end(&[(0, Send, 90), (1, Receive, 49)]), 10),
+            disagreement(&local, &end(&[(0, Send, 90), (1, Receive, 49)]), 10, 100),
             None
         );
-        let said = |remote: &[(u32, Role, u64)]| disagreement(&local, &end(remote), 0).unwrap();
+        let said =
+            |remote: &[(u32, Role, u64)]| disagreement(&local, &end(remote), 0, 100).unwrap();
         assert!(said(&[(0, Send, 100)]).contains("stream 1: the other end has no report"));
         assert!(
             said(&[(0, Receive, 100), (1, Receive, 50)]).contains("both ends say they receive")
@@ -274,5 +310,17 @@ mod tests {
             said(&[(0, Send, 100), (1, Receive, 50), (2, Send, 1)])
                 .contains("stream 2: this end has no report")
         );
+        // A peer that claims it received 1 byte of what this end sent: more apart than
+        // the buffers between them hold.
+        let sent = end(&[(0, Send, 3_500_000_000)]);
+        let claim = disagreement(&sent, &end(&[(0, Receive, 1)]), 0, 64 << 20).unwrap();
+        assert!(
+            claim
+                .contains("this end sent 3.50 GB and the other end received 1.00 B, further apart")
+                && claim.contains("(64 MiB at most)"),
+            "{claim}"
+        );
+        let held = disagreement(&sent, &end(&[(0, Receive, 3_450_000_000)]), 0, 64 << 20);
+        assert_eq!(held, None);
     }
 }

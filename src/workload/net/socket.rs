@@ -142,6 +142,31 @@ pub fn set_window(socket: &TcpStream, bytes: u64) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The most a stream's socket buffers may hold between its two ends: a send and a
+/// receive buffer at this machine's largest, twice (the peer's are not known here), and
+/// never under 64 MiB.
+pub fn held_between() -> u64 {
+    let field = |path: &str, index: usize| -> Option<u64> {
+        std::fs::read_to_string(path)
+            .ok()?
+            .split_whitespace()
+            .nth(index)?
+            .parse()
+            .ok()
+    };
+    let largest = [
+        field("/proc/sys/net/ipv4/tcp_rmem", 2),
+        field("/proc/sys/net/ipv4/tcp_wmem", 2),
+        field("/proc/sys/net/core/rmem_max", 0),
+        field("/proc/sys/net/core/wmem_max", 0),
+    ]
+    .into_iter()
+    .flatten()
+    .max()
+    .unwrap_or(0);
+    largest.saturating_mul(4).max(64 << 20)
+}
+
 /// The most bytes TCP may buffer for a reader in this network namespace
 /// (net.ipv4.tcp_rmem's maximum); `None` where it cannot be read.
 pub fn receive_buffer_max() -> Option<u64> {

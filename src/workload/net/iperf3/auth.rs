@@ -55,6 +55,9 @@ pub enum AuthError {
         /// Seconds allowed.
         limit_s: u64,
     },
+    /// The token was taken before: a login is good once.
+    #[error("user {0:?}: the token was used before (a login is good once)")]
+    Replayed(String),
     /// A user or password with white space cannot be sent (iperf3 reads them with
     /// sscanf's %s).
     #[error("a username or password with white space cannot be sent to iperf3")]
@@ -186,6 +189,9 @@ pub struct Authority {
     padding: Padding,
     users: AuthorizedUsers,
     skew_s: u64,
+    /// Tokens taken, by their digest, with the time each names: a token is taken once,
+    /// and forgotten when its time is past the skew.
+    taken: std::sync::Mutex<std::collections::HashMap<[u8; 32], i64>>,
 }
 
 impl std::fmt::Debug for Authority {
@@ -211,6 +217,7 @@ impl Authority {
             padding,
             users,
             skew_s,
+            taken: Default::default(),
         }
     }
 
@@ -245,6 +252,14 @@ impl Authority {
                 skew_s,
                 limit_s: self.skew_s,
             });
+        }
+        // Sealing is random, so two logins never share a token: one seen before is a
+        // recording played back.
+        let digest: [u8; 32] = sha2::Sha256::digest(&sealed).into();
+        let mut taken = self.taken.lock().unwrap_or_else(|p| p.into_inner());
+        taken.retain(|_, time_s| now_s.abs_diff(*time_s) <= self.skew_s);
+        if taken.insert(digest, credentials.time_s).is_some() {
+            return Err(AuthError::Replayed(credentials.user));
         }
         Ok(credentials.user)
     }
@@ -410,6 +425,13 @@ mod tests {
             let now = now_s();
             let good = token(&public, padding, &mario(now)).unwrap();
             assert_eq!(authority.check(&good, now + 9), Ok("mario".into()));
+            // Good once: played back, it is refused; a fresh login of the same second is not.
+            assert_eq!(
+                authority.check(&good, now + 9),
+                Err(AuthError::Replayed("mario".into()))
+            );
+            let again = token(&public, padding, &mario(now)).unwrap();
+            assert_eq!(authority.check(&again, now), Ok("mario".into()));
             assert!(matches!(
                 authority.check(&good, now + 11),
                 Err(AuthError::Skew { skew_s: 11, .. })

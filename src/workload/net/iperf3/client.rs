@@ -354,7 +354,8 @@ pub fn remote_report(
         wall_seconds,
         streams: reports,
         host: None,
-    })
+    }
+    .with_text_escaped())
 }
 
 #[cfg(test)]

@@ -114,7 +114,10 @@ pub fn remote_items(
         let id = stream_item.stream.map(wire::stream_id);
         let result = theirs.streams.iter().find(|s| Some(s.id) == id);
         stream_item.retransmits = result.and_then(|s| u64::try_from(s.retransmits).ok());
-        stream_item.congestion = theirs.congestion_used.clone();
+        stream_item.congestion = theirs
+            .congestion_used
+            .as_deref()
+            .map(|c| crate::vocab::text::escaped(c).into_owned());
         // iperf3 gives its CPU time for the whole end, not per stream.
         stream_item.cpu_seconds = None;
     }

@@ -44,8 +44,14 @@ pub(super) fn serve(
 ) {
     let _ = connection.set_nonblocking(false);
     let _ = connection.set_nodelay(true);
+    let proven = ticket.witness();
     if let Err(closed) = handle(state, connection, peer, ticket, accepted) {
-        (state.log)(&format!("{peer}: closed: {closed}"));
+        let line = format!("{peer}: closed: {closed}");
+        if proven.load(Ordering::SeqCst) {
+            state.journal.say(&line);
+        } else {
+            state.journal.unproven(peer.ip(), &line);
+        }
     }
 }
 
@@ -65,6 +71,10 @@ pub(super) enum Closed {
     /// A data connection's cookie names no test.
     #[error("data connection for no test running here")]
     DataForNoTest,
+    /// A data connection presented a test's cookie from another address than the
+    /// test's client.
+    #[error("data connection from another address than its test's client ({0})")]
+    DataElsewhere(std::net::IpAddr),
     /// The client speaks another protocol version.
     #[error("protocol version {0} is not spoken here (this server speaks {PROTOCOL})")]
     Version(u32),
@@ -126,6 +136,7 @@ impl Closed {
             Closed::FirstMessage(_)
             | Closed::DataTooLate(_)
             | Closed::DataForNoTest
+            | Closed::DataElsewhere(_)
             | Closed::Wire(_)
             | Closed::Checked
             | Closed::Stopping => None,
@@ -184,7 +195,6 @@ fn handle(
         timeout.min(FIRST_MESSAGE_TIMEOUT),
     )
     .map_err(Closed::FirstMessage)?;
-    ticket.spoken();
     match first {
         Message::Hello {
             protocol,
@@ -203,6 +213,7 @@ fn handle(
             drop(ticket);
             let arrival = Arrival {
                 stream: Some(stream),
+                peer: peer.ip(),
                 accepted,
                 socket: connection,
             };
@@ -216,12 +227,17 @@ fn handle(
     }
 }
 
-/// Hands a data connection to the test its cookie names.
+/// Hands a data connection to the test its cookie names, if it comes from that test's
+/// client.
 pub(super) fn route(state: &State, cookie: &str, arrival: Arrival) -> Result<(), Closed> {
-    let route = state.routes().get(cookie).cloned();
+    let route = state
+        .routes()
+        .get(cookie)
+        .map(|route| (route.to.clone(), route.client));
     let stream = arrival.stream;
     match route {
-        Some(route) => route.send(arrival).map_err(|_| Closed::DataTooLate(stream)),
+        Some((_, client)) if client != arrival.peer => Err(Closed::DataElsewhere(client)),
+        Some((to, _)) => to.send(arrival).map_err(|_| Closed::DataTooLate(stream)),
         None => Err(Closed::DataForNoTest),
     }
 }
@@ -247,15 +263,21 @@ fn control(
 ) -> Result<(), Closed> {
     let timeout = state.config.idle_timeout;
     let answered = |closed| answer(connection, closed, timeout);
-    // A test asked for ends `--once`, served or refused, as `iperf3 -s -1` ends.
-    let ended = || state.ended.fetch_add(1, Ordering::SeqCst);
-    let request =
-        handshake(state, connection, hello.version, hello.client_nonce).map_err(|closed| {
-            if matches!(closed, Closed::OutOfBounds(_)) {
-                ended();
-            }
-            answered(closed)
-        })?;
+    // A test asked for by a client that proved itself ends `--once`, served or
+    // refused, as `iperf3 -s -1` ends; a connection that proved nothing does not.
+    let proven = ticket.witness();
+    let ended = || {
+        if proven.load(Ordering::SeqCst) {
+            state.ended.fetch_add(1, Ordering::SeqCst);
+        }
+    };
+    let request = handshake(state, connection, hello, &ticket).map_err(|closed| {
+        // A client that checks the server closes after the welcome: no test was asked.
+        if matches!(closed, Closed::OutOfBounds(_)) {
+            ended();
+        }
+        answered(closed)
+    })?;
     let slot = take_slot(state)
         .ok_or_else(|| Closed::Busy(busy(state).unwrap_or_else(|| "no test slot is free".into())))
         .map_err(answered)?;
@@ -275,7 +297,7 @@ fn control(
         }
     };
     drop(slot);
-    (state.log)(&format!(
+    state.journal.say(&format!(
         "{peer}: test of {}: received {}, sent {} in {:.2} s",
         super::test_words(&request),
         crate::vocab::units::format_bytes(report.moved(Role::Receive)),
@@ -289,17 +311,19 @@ fn control(
 }
 
 /// From hello to the test asked for: the client's version and nonce, a free slot, the
-/// key, and a request within the bounds.
+/// key, and a request within the bounds. The ticket is marked proven once the key is
+/// (or, with no key, once the request is within the bounds).
 fn handshake(
     state: &State,
     connection: &TcpStream,
-    version: u32,
-    client_nonce: &str,
+    hello: &Hello<'_>,
+    ticket: &Ticket,
 ) -> Result<TestRequest, Closed> {
     let timeout = state.config.idle_timeout;
-    if version != PROTOCOL {
-        return Err(Closed::Version(version));
+    if hello.version != PROTOCOL {
+        return Err(Closed::Version(hello.version));
     }
+    let client_nonce = hello.client_nonce;
     if client_nonce.len() != 64 || !client_nonce.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(Closed::Nonce);
     }
@@ -307,7 +331,11 @@ fn handshake(
         return Err(Closed::Busy(reason));
     }
     let server_proof = match &state.config.key {
-        Some(key) => Some(authenticate(connection, key, client_nonce, timeout)?),
+        Some(key) => {
+            let proof = authenticate(connection, key, client_nonce, timeout)?;
+            ticket.proven();
+            Some(proof)
+        }
         None => None,
     };
     let welcome = Message::Welcome {
@@ -322,6 +350,7 @@ fn handshake(
         Err(e) => return Err(e.into()),
     };
     check(&request, &state.config.limits).map_err(Closed::OutOfBounds)?;
+    ticket.proven();
     Ok(request)
 }
 
@@ -407,7 +436,11 @@ fn open_data(
 ) -> Result<Vec<Connection>, Closed> {
     let timeout = state.config.idle_timeout;
     let cookie = auth::nonce()[..32].to_string();
-    let (route, arrivals) = channel();
+    let (to, arrivals) = channel();
+    let route = super::Route {
+        to,
+        client: peer.ip(),
+    };
     state.routes().insert(cookie.clone(), route);
     // Announced before the client hears the cookie, so its data connections get in.
     let wanted = request.direction.connections(request.streams);

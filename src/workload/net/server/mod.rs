@@ -1,29 +1,38 @@
 //! `ratelab net serve`: a server that is safe to leave running. Tests are bounded in
-//! streams, time and bytes; only `max_tests` run at once and the rest hear "busy"; a
-//! key, when set, is proven by challenge and response; every connection has deadlines
-//! for each message, so a silent or trickling peer is cut off; anything malformed
-//! closes that one connection with a logged reason, and the server serves on. When it
-//! is told to stop, its tests end at once and their clients hear why before it returns.
+//! streams, time, bytes and memory; only `max_tests` run at once and the rest hear
+//! "busy"; a key, when set, is proven by challenge and response, and nothing (a slot,
+//! a place in the admission book, a `--once` count) is held for a connection before it
+//! proves itself; every connection has deadlines for each message, so a silent or
+//! trickling peer is cut off; anything malformed closes that one connection with a
+//! logged reason, text from the wire escaped, and the server serves on. When it is
+//! told to stop, its tests end at once and their clients hear why before it returns.
 
 mod exchange;
 mod iperf3;
+mod journal;
 mod stop;
 
 use std::collections::HashMap;
+use std::io::Write as _;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use self::journal::Journal;
 use super::admission::Admission;
 use super::auth::Key;
 use super::iperf3::auth::Authority;
-use super::protocol::{Direction, Limits, TestRequest};
+use super::protocol::{Direction, Limits, Message, TestRequest};
 use super::session::GRACE;
 
 /// Pause after a failed accept (out of descriptors), so the loop does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// Refused connections being told "busy" at once, at most; past that they are closed.
+const MAX_ANSWERING: usize = 8;
+/// Longest wait for a refused connection's first bytes, to answer in its protocol.
+const ANSWER_WAIT: Duration = Duration::from_millis(300);
 /// Most intervals one test may report, all streams together (bounds the results).
 const MAX_INTERVALS: u64 = 50_000;
 /// Largest block a client may ask for.
@@ -42,7 +51,8 @@ pub struct ServeConfig {
     pub key: Option<Key>,
     /// Longest wait for any one message, or for a test's data connections.
     pub idle_timeout: Duration,
-    /// Stop after one test, served or refused, as `iperf3 -s -1` does.
+    /// Stop after one test asked for by a client that proved itself, served or refused,
+    /// as `iperf3 -s -1` does.
     pub once: bool,
     /// The credentials iperf3 clients must present, as `iperf3 -s` checks them; with a
     /// `key` and none of these, iperf3 clients are refused.
@@ -73,6 +83,8 @@ struct Arrival {
     /// The stream it carries, as a ratelab client names it; iperf3's clients do not
     /// name it, and their streams are numbered in the order they were accepted.
     stream: Option<u32>,
+    /// Where it came from: a test takes data connections from its client's address only.
+    peer: std::net::IpAddr,
     /// Its place in the order the server accepted connections.
     accepted: u64,
     socket: TcpStream,
@@ -81,22 +93,30 @@ struct Arrival {
 /// What the accept loop shares with every connection's thread.
 struct State {
     config: ServeConfig,
-    log: Log,
+    journal: Journal,
     running: AtomicUsize,
     admission: Admission,
-    /// Tests asked for that have ended, served or refused.
+    /// Refused connections being told so.
+    answering: AtomicUsize,
+    /// Tests asked for by clients that proved themselves, ended, served or refused.
     ended: AtomicUsize,
-    routes: Mutex<HashMap<String, Sender<Arrival>>>,
+    routes: Mutex<HashMap<String, Route>>,
     /// Set when the server is told to stop: running tests end and say so.
     stopping: AtomicBool,
     /// Where iperf3 clients' tests are stored, if anywhere.
     recorder: Option<Recorder>,
 }
 
+/// Where a test gathering its data connections takes them: from its client's address.
+struct Route {
+    to: Sender<Arrival>,
+    client: std::net::IpAddr,
+}
+
 impl State {
     /// The tests gathering their data connections, by cookie. A thread that panicked
     /// while holding them left them whole, so the server serves on.
-    fn routes(&self) -> std::sync::MutexGuard<'_, HashMap<String, Sender<Arrival>>> {
+    fn routes(&self) -> std::sync::MutexGuard<'_, HashMap<String, Route>> {
         self.routes
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -111,9 +131,10 @@ impl Server {
             listener,
             state: Arc::new(State {
                 config,
-                log,
+                journal: Journal::new(log),
                 running: AtomicUsize::new(0),
                 admission: Admission::default(),
+                answering: AtomicUsize::new(0),
                 ended: AtomicUsize::new(0),
                 routes: Mutex::new(HashMap::new()),
                 stopping: AtomicBool::new(false),
@@ -149,11 +170,14 @@ impl Server {
         let mut accepted = 0u64;
         let mut last_accept_log: Option<Instant> = None;
         loop {
+            self.state.journal.settle(false);
             if stop() {
                 stop::wind_down(&self.state);
+                self.state.journal.settle(true);
                 return Ok(());
             }
             if self.state.config.once && self.state.ended.load(Ordering::SeqCst) > 0 {
+                self.state.journal.settle(true);
                 return Ok(());
             }
             let mut fds = [rustix::event::PollFd::new(
@@ -176,7 +200,7 @@ impl Server {
                     Err(e) => {
                         refused_accepts += 1;
                         if last_accept_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
-                            (self.state.log)(&format!(
+                            self.state.journal.say(&format!(
                                 "accept failed {refused_accepts} time{}: {e}",
                                 if refused_accepts == 1 { "" } else { "s" }
                             ));
@@ -191,17 +215,21 @@ impl Server {
         }
     }
 
-    /// Lets in the `accepted`-th connection, served by a thread of its own.
+    /// Lets in the `accepted`-th connection, served by a thread of its own; one the
+    /// server has no room for hears "busy", in its own protocol.
     fn admit(&self, connection: TcpStream, peer: SocketAddr, accepted: u64) {
         let state = Arc::clone(&self.state);
-        let log = Arc::clone(&state.log);
         let ticket = match state
             .admission
-            .admit(&connection, peer.ip(), &|line| log(&line))
-        {
+            .admit(&connection, peer.ip(), &|from, line| {
+                state.journal.unproven(from, &line)
+            }) {
             Ok(ticket) => ticket,
             Err(reason) => {
-                log(&format!("{peer}: closed: {reason}"));
+                state
+                    .journal
+                    .unproven(peer.ip(), &format!("{peer}: closed: busy: {reason}"));
+                answer_busy(&state, connection, reason);
                 return;
             }
         };
@@ -209,8 +237,44 @@ impl Server {
             .name("net-connection".into())
             .spawn(move || exchange::serve(&state, connection, peer, ticket, accepted));
         if let Err(e) = spawned {
-            (self.state.log)(&format!("{peer}: closed: cannot start a thread: {e}"));
+            self.state
+                .journal
+                .say(&format!("{peer}: closed: cannot start a thread: {e}"));
         }
+    }
+}
+
+/// Tells a connection the server has no room for that it is busy, as its protocol
+/// says it (iperf3's ACCESS_DENIED, or ratelab's busy with `reason`), from a thread of
+/// its own, a few at a time; past that it is closed unanswered.
+fn answer_busy(state: &Arc<State>, connection: TcpStream, reason: String) {
+    let taken = state
+        .answering
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+            (n < MAX_ANSWERING).then_some(n + 1)
+        });
+    if taken.is_err() {
+        return;
+    }
+    let held = Arc::clone(state);
+    let spawned = std::thread::Builder::new()
+        .name("net-busy".into())
+        .spawn(move || {
+            let _ = connection.set_nonblocking(false);
+            let _ = connection.set_read_timeout(Some(ANSWER_WAIT));
+            let mut first = [0u8; 1];
+            let iperf3 = matches!(connection.peek(&mut first), Ok(1))
+                && super::iperf3::wire::looks_like_cookie(&first);
+            if iperf3 {
+                let _ = connection.set_write_timeout(Some(ANSWER_WAIT));
+                let _ = (&connection).write_all(&[super::iperf3::wire::State::AccessDenied.byte()]);
+            } else {
+                let _ = super::protocol::send(&connection, &Message::Busy { reason }, ANSWER_WAIT);
+            }
+            held.answering.fetch_sub(1, Ordering::SeqCst);
+        });
+    if spawned.is_err() {
+        state.answering.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -263,6 +327,7 @@ pub fn check(request: &TestRequest, limits: &Limits) -> Result<(), String> {
             request.block_bytes
         ));
     }
+    memory(request, limits)?;
     if request.window_bytes.is_some_and(|w| w == 0 || w > 1 << 30) {
         return Err("a window must be 1 byte to 1 GiB".into());
     }
@@ -275,6 +340,24 @@ pub fn check(request: &TestRequest, limits: &Limits) -> Result<(), String> {
         return Err(format!(
             "an interval of {} ms gives too many reports; this server allows {MAX_INTERVALS} in all",
             request.interval_ms
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the memory a request's blocks take (one block per connection) against the
+/// server's budget for a test; the reason gives both figures.
+pub fn memory(request: &TestRequest, limits: &Limits) -> Result<(), String> {
+    let connections = u64::from(request.direction.connections(request.streams));
+    let needed = request.block_bytes.saturating_mul(connections);
+    if needed > limits.max_memory_bytes {
+        return Err(format!(
+            "a test of {connections} connection{} with {} blocks would take {} of memory; \
+             this server allows {} per test (--max-memory)",
+            if connections == 1 { "" } else { "s" },
+            crate::vocab::units::format_size(request.block_bytes),
+            crate::vocab::units::format_size(needed),
+            crate::vocab::units::format_size(limits.max_memory_bytes)
         ));
     }
     Ok(())
@@ -300,6 +383,7 @@ mod tests {
         max_streams: 4,
         max_duration_ms: 60_000,
         max_bytes: 1 << 30,
+        max_memory_bytes: 64 << 20,
     };
 
     #[test]
@@ -336,6 +420,15 @@ mod tests {
         );
         assert!(refused(&|r| r.bytes_per_stream = Some(1)).contains("one of the two"));
         assert!(refused(&|r| r.block_bytes = 0).contains("block"));
+        assert_eq!(
+            refused(&|r| {
+                r.streams = 4;
+                r.direction = Direction::Bidir;
+                r.block_bytes = 16 << 20;
+            }),
+            "a test of 8 connections with 16 MiB blocks would take 128 MiB of memory; \
+             this server allows 64 MiB per test (--max-memory)"
+        );
         assert!(
             refused(&|r| {
                 r.duration_ms = Some(60_000);

@@ -45,7 +45,9 @@ pub(super) fn tell(state: &State, connection: &TcpStream, peer: SocketAddr, hear
         // message existed.
         "the client's build does not know the message: it sees the connection close".into()
     };
-    (state.log)(&format!("{peer}: closed: {} ({told})", Closed::Stopping));
+    state
+        .journal
+        .say(&format!("{peer}: closed: {} ({told})", Closed::Stopping));
 }
 
 /// Waits up to `timeout` for bytes (or the end) on `connection`, looking every

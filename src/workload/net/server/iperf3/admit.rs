@@ -8,7 +8,7 @@ use crate::workload::net::iperf3::errors::code;
 use crate::workload::net::iperf3::wire::Params;
 use crate::workload::net::options::StreamOptions;
 use crate::workload::net::protocol::{Direction, Limits, TestRequest};
-use crate::workload::net::server::{MAX_BLOCK_BYTES, check};
+use crate::workload::net::server::{MAX_BLOCK_BYTES, check, memory};
 
 /// Largest MSS iperf3 3.21 and later take (MAX_MSS).
 const MAX_MSS: i64 = 32 * 1024 - 1;
@@ -106,6 +106,11 @@ pub fn admit(params: &Params, limits: &Limits, ipv6: bool) -> Result<Admitted, R
         window_bytes,
         interval_ms: 1000,
     };
+    // iperf3's nearest words for a test whose blocks take too much: "block size too large".
+    memory(&request, limits).map_err(|reason| Refused {
+        reason,
+        code: code::BLOCK,
+    })?;
     check(&request, limits).map_err(|reason| Refused {
         reason,
         code: code::RECEIVE_PARAMS,
@@ -208,14 +213,21 @@ fn bound(
                 "a test bounded by neither time nor bytes (iperf3 -t 0); this server allows up to {max_s} s"
             ),
         ),
-        None if params.time as u64 * 1000 > limits.max_duration_ms => refuse(
-            too_long,
-            format!(
-                "a test of {} s asked for; this server allows up to {max_s} s",
-                params.time
+        // A peer's number: a negative time, or one whose milliseconds do not fit, is
+        // as far past the bound as any.
+        None => match u64::try_from(params.time)
+            .ok()
+            .and_then(|s| s.checked_mul(1000))
+        {
+            Some(ms) if ms <= limits.max_duration_ms => Ok((Some(ms), None)),
+            _ => refuse(
+                too_long,
+                format!(
+                    "a test of {} s asked for; this server allows up to {max_s} s",
+                    params.time
+                ),
             ),
-        ),
-        None => Ok((Some(params.time as u64 * 1000), None)),
+        },
     }
 }
 
@@ -304,6 +316,7 @@ mod tests {
         max_streams: 16,
         max_duration_ms: 120_000,
         max_bytes: 100 << 30,
+        max_memory_bytes: 128 << 20,
     };
 
     fn params(text: &str) -> Params {
@@ -441,5 +454,16 @@ mod tests {
             refused(r#"{"tcp":true,"time":0,"num":200000000000}"#).code,
             code::TOTAL
         );
+        // Times whose milliseconds would wrap are refused as too long.
+        for time in ["18446744073709552", "9223372036854775"] {
+            let asked = format!(r#"{{"tcp":true,"time":{time},"client_version":"3.22"}}"#);
+            let refusal = refused(&asked);
+            assert_eq!(
+                refusal.code,
+                code::MAX_DURATION,
+                "{time}: {}",
+                refusal.reason
+            );
+        }
     }
 }

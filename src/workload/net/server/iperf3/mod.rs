@@ -32,6 +32,7 @@ use crate::workload::net::iperf3::wire::{
 use crate::workload::net::iperf3::{our_results, remote_report};
 use crate::workload::net::protocol::{self, DecodeError, ReadBy, TestRequest, WireError};
 use crate::workload::net::report::{self, Role, SideReport};
+use crate::workload::net::{plausible, socket};
 
 /// Serves a connection whose first bytes are an iperf3 cookie, the `accepted`-th the
 /// server took: a data connection of a test gathering its streams, or a new test's
@@ -51,12 +52,12 @@ pub(super) fn handle(
             "bytes that are neither ratelab's nor iperf3's",
         ));
     }
-    ticket.spoken();
     let name = String::from_utf8_lossy(&cookie[..COOKIE_BYTES - 1]).into_owned();
     if state.routes().contains_key(&name) {
         drop(ticket);
         let arrival = Arrival {
             stream: None,
+            peer: peer.ip(),
             accepted,
             socket: connection,
         };
@@ -101,8 +102,9 @@ fn refused(code: i32, reason: impl Into<String>) -> Refusal {
 }
 
 /// One iperf3 test on its control connection, from the parameters to the results.
-/// Whatever happens once the client asked for a test ends it, served or not, so
-/// `--once` stops after it as `iperf3 -s -1` does.
+/// The client holds no test slot until it has proven itself: its credentials where
+/// the server checks them, else parameters within the bounds. A test asked for by a
+/// client that proved itself ends `--once`, served or not, as `iperf3 -s -1` does.
 fn control(
     state: &State,
     connection: &TcpStream,
@@ -111,33 +113,44 @@ fn control(
     ticket: Ticket,
 ) -> Result<(), Closed> {
     let timeout = state.config.idle_timeout;
-    // As iperf3 does, a busy server says so at once, before the parameters.
-    let Some(slot) = take_slot(state) else {
-        let _ = write(connection, &[Wire::AccessDenied.byte()], timeout);
-        return Err(Closed::Busy(
-            busy(state).unwrap_or_else(|| "no test slot is free".into()) + " (iperf3 client)",
-        ));
-    };
-    drop(ticket);
-    let started_at = now_rfc3339();
-    let local_ip = connection.local_addr().ok().map(|a| a.ip());
-    let begun = state.recorder.as_ref().map(|begin| begin(local_ip));
-    let outcome = test(state, connection, peer, cookie);
-    drop(slot);
-    if let Err(Refusal {
-        code: Some(code), ..
-    }) = &outcome
-    {
-        let mut bytes = vec![Wire::ServerError.byte()];
-        bytes.extend_from_slice(&code.to_be_bytes());
-        bytes.extend_from_slice(&0i32.to_be_bytes());
-        let _ = write(connection, &bytes, timeout);
+    let proven = ticket.witness();
+    let outcome = refuse_at_once(state).and_then(|()| {
+        let heard = hear(state, connection, &ticket)?;
+        let Some(slot) = take_slot(state) else {
+            return Err(Refusal::from(busy_closed(state)));
+        };
+        // The test slot bounds this connection from here on.
+        drop(ticket);
+        let started_at = now_rfc3339();
+        let local_ip = connection.local_addr().ok().map(|a| a.ip());
+        let begun = state.recorder.as_ref().map(|begin| begin(local_ip));
+        let served = test(state, connection, peer, cookie, heard);
+        drop(slot);
+        served.map(|done| (done, begun, started_at))
+    });
+    match &outcome {
+        Err(Refusal {
+            closed: Closed::Busy(_),
+            ..
+        }) => {
+            // As iperf3 does, a busy server says so (at once, or after the parameters).
+            let _ = write(connection, &[Wire::AccessDenied.byte()], timeout);
+        }
+        Err(Refusal {
+            code: Some(code), ..
+        }) => {
+            let mut bytes = vec![Wire::ServerError.byte()];
+            bytes.extend_from_slice(&code.to_be_bytes());
+            bytes.extend_from_slice(&0i32.to_be_bytes());
+            let _ = write(connection, &bytes, timeout);
+        }
+        _ => {}
     }
     // A 3.21 or later client waits for this end to close before it returns.
     let _ = connection.shutdown(Shutdown::Both);
     let ended = match outcome {
-        Ok(done) => {
-            (state.log)(&format!(
+        Ok((done, begun, started_at)) => {
+            state.journal.say(&format!(
                 "{peer}: iperf3 test of {}: received {}, sent {} in {:.2} s",
                 super::test_words(&done.request),
                 crate::vocab::units::format_bytes(done.local.moved(Role::Receive)),
@@ -145,7 +158,9 @@ fn control(
                 done.local.wall_seconds
             ));
             if let Some(reason) = &done.disagreement {
-                (state.log)(&format!("{peer}: stored incomplete: {reason}"));
+                state
+                    .journal
+                    .say(&format!("{peer}: stored incomplete: {reason}"));
             }
             if let Some(store) = begun {
                 store(record::document(peer, &done, started_at));
@@ -155,8 +170,60 @@ fn control(
         Err(refusal) => Err(refusal.closed),
     };
     // Counted once the run is stored, so `--once` never exits while storing it.
-    state.ended.fetch_add(1, Ordering::SeqCst);
+    if proven.load(Ordering::SeqCst) {
+        state.ended.fetch_add(1, Ordering::SeqCst);
+    }
     ended
+}
+
+/// Refuses an iperf3 client before it says anything more: one that can prove nothing
+/// to a server with a key and no iperf3 credentials, and any while no slot is free.
+fn refuse_at_once(state: &State) -> Result<(), Refusal> {
+    if state.config.key.is_some() && state.config.iperf3_authority.is_none() {
+        return Err(refused(
+            code::AUTH,
+            "an iperf3 client cannot prove the key of --key-file (give iperf3 credentials: \
+             --rsa-private-key-path and --authorized-users-path)",
+        ));
+    }
+    match busy(state) {
+        Some(_) => Err(Refusal::from(busy_closed(state))),
+        None => Ok(()),
+    }
+}
+
+/// Why an iperf3 client hears "busy".
+fn busy_closed(state: &State) -> Closed {
+    Closed::Busy(busy(state).unwrap_or_else(|| "no test slot is free".into()) + " (iperf3 client)")
+}
+
+/// What an iperf3 client asked for, once it proved itself.
+struct Heard {
+    params: Params,
+    admitted: Admitted,
+}
+
+/// The parameters and the credentials: the ticket is marked proven once the
+/// credentials are (where the server checks them), else once the parameters are
+/// within the bounds.
+fn hear(state: &State, connection: &TcpStream, ticket: &Ticket) -> Result<Heard, Refusal> {
+    let timeout = state.config.idle_timeout;
+    write(connection, &[Wire::ParamExchange.byte()], timeout)?;
+    let params: Params = receive(connection, MAX_PARAMS_BYTES, timeout).map_err(|e| match e {
+        WireError::Decode(_) => Refusal {
+            closed: Closed::Wire(e),
+            code: Some(code::RECEIVE_PARAMS),
+        },
+        other => Refusal::from(other),
+    })?;
+    if authorize(state, &params)? {
+        ticket.proven();
+    }
+    let ipv6 = connection.local_addr().is_ok_and(|a| a.is_ipv6());
+    let admitted = admit::admit(&params, &state.config.limits, ipv6)?;
+    probe(&admitted)?;
+    ticket.proven();
+    Ok(Heard { params, admitted })
 }
 
 /// What an iperf3 test served here measured.
@@ -172,27 +239,16 @@ struct Served {
     disagreement: Option<String>,
 }
 
-/// The parameters, the credentials, the streams, the test until the client's
-/// TEST_END, the results.
+/// The streams, the test until the client's TEST_END, the results.
 fn test(
     state: &State,
     connection: &TcpStream,
     peer: SocketAddr,
     cookie: &str,
+    heard: Heard,
 ) -> Result<Served, Refusal> {
     let timeout = state.config.idle_timeout;
-    write(connection, &[Wire::ParamExchange.byte()], timeout)?;
-    let params: Params = receive(connection, MAX_PARAMS_BYTES, timeout).map_err(|e| match e {
-        WireError::Decode(_) => Refusal {
-            closed: Closed::Wire(e),
-            code: Some(code::RECEIVE_PARAMS),
-        },
-        other => Refusal::from(other),
-    })?;
-    authorize(state, &params)?;
-    let ipv6 = connection.local_addr().is_ok_and(|a| a.is_ipv6());
-    let admitted = admit::admit(&params, &state.config.limits, ipv6)?;
-    probe(&admitted)?;
+    let Heard { params, admitted } = heard;
     let connections = streams::gather(state, connection, peer, cookie, &admitted)?;
     let (local, clock) = streams::run_streams(state, connection, &admitted, connections)?;
     write(connection, &[Wire::ExchangeResults.byte()], timeout)?;
@@ -220,7 +276,12 @@ fn test(
     plan.options = admitted.options;
     Ok(Served {
         local_ip: connection.local_addr().ok().map(|a| a.ip()),
-        disagreement: report::disagreement(&local, &remote, request.block_bytes),
+        disagreement: plausible::results(&theirs)
+            .map(|reason| format!("the client's results cannot be: {reason}"))
+            .or_else(|| short_of_plan(&request, &local))
+            .or_else(|| {
+                report::disagreement(&local, &remote, request.block_bytes, socket::held_between())
+            }),
         request,
         plan,
         local,
@@ -229,19 +290,47 @@ fn test(
     })
 }
 
+/// How far short of what it asked for a test the client ended falls, where it falls
+/// far short: no bytes at all, under 90% of its time, or under 90% of its bytes in a
+/// direction. iperf3's client ends a test at its own clock or its own count, so a
+/// test it ended early is not one it ran.
+fn short_of_plan(request: &TestRequest, local: &SideReport) -> Option<String> {
+    if local.streams.iter().all(|s| s.bytes == 0) {
+        return Some("no bytes crossed in the test".into());
+    }
+    let short = |what: String, of: String| {
+        Some(format!(
+            "the client ended the test after {what} of the {of} it asked for"
+        ))
+    };
+    match (request.duration_ms, request.bytes_per_stream) {
+        (Some(ms), _) if local.wall_seconds < 0.9 * ms as f64 / 1000.0 => short(
+            format!("{:.3} s", local.wall_seconds),
+            format!("{} s", ms as f64 / 1000.0),
+        ),
+        (None, Some(per_stream)) => [Role::Send, Role::Receive].into_iter().find_map(|role| {
+            let streams = local.streams.iter().filter(|s| s.role == role).count() as u64;
+            let asked = per_stream.saturating_mul(streams);
+            let moved = local.moved(role);
+            if (moved as f64) < 0.9 * asked as f64 {
+                short(
+                    crate::vocab::units::format_bytes(moved),
+                    crate::vocab::units::format_bytes(asked),
+                )
+            } else {
+                None
+            }
+        }),
+        _ => None,
+    }
+}
+
 /// Takes the client's credentials as `iperf3 -s` does when it has a private key and
-/// authorized users; with ratelab's --key-file and no iperf3 credentials set up, an
-/// iperf3 client cannot prove anything and is refused.
-fn authorize(state: &State, params: &Params) -> Result<(), Refusal> {
+/// authorized users; says whether it checked any (with none set up, there are none to
+/// check: a server with --key-file and no iperf3 credentials refused the client at once).
+fn authorize(state: &State, params: &Params) -> Result<bool, Refusal> {
     let Some(authority) = &state.config.iperf3_authority else {
-        if state.config.key.is_some() {
-            return Err(refused(
-                code::AUTH,
-                "an iperf3 client cannot prove the key of --key-file (give iperf3 credentials: \
-                 --rsa-private-key-path and --authorized-users-path)",
-            ));
-        }
-        return Ok(());
+        return Ok(false);
     };
     let Some(token) = params.authtoken.as_deref() else {
         return Err(refused(
@@ -251,8 +340,10 @@ fn authorize(state: &State, params: &Params) -> Result<(), Refusal> {
     };
     match authority.check(token, crate::workload::net::iperf3::auth::now_s()) {
         Ok(user) => {
-            (state.log)(&format!("iperf3 user {user:?} authenticated"));
-            Ok(())
+            state
+                .journal
+                .say(&format!("iperf3 user {user:?} authenticated"));
+            Ok(true)
         }
         Err(why) => {
             let hint = match why {

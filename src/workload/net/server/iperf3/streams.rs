@@ -18,7 +18,7 @@ use crate::workload::net::options::{self, OptionError};
 use crate::workload::net::protocol::TestRequest;
 use crate::workload::net::report::SideReport;
 use crate::workload::net::server::exchange::Closed;
-use crate::workload::net::server::{Arrival, State};
+use crate::workload::net::server::{Arrival, Route, State};
 use crate::workload::net::session::{self, Connection, Crossed, GRACE};
 use crate::workload::net::stream::{Ending, Handover};
 
@@ -33,7 +33,11 @@ pub(super) fn gather(
     admitted: &Admitted,
 ) -> Result<Vec<Connection>, Refusal> {
     let timeout = state.config.idle_timeout;
-    let (route, arrivals) = std::sync::mpsc::channel();
+    let (to, arrivals) = std::sync::mpsc::channel();
+    let route = Route {
+        to,
+        client: peer.ip(),
+    };
     state.routes().insert(cookie.to_string(), route);
     let request = &admitted.request;
     let wanted = request.direction.connections(request.streams);
