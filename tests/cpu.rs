@@ -518,7 +518,7 @@ fn a_thread_that_cannot_start_stops_the_test_instead_of_hanging_it() {
     .unwrap();
     let binary = dir.path().join("ratelab");
     std::fs::copy(assert_cmd::cargo::cargo_bin!("ratelab"), &binary).unwrap();
-    let child = std::process::Command::new("setpriv")
+    let child = common::isolated(&mut std::process::Command::new("setpriv"))
         .args([
             "--reuid=65534",
             "--regid=65534",

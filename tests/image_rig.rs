@@ -411,10 +411,7 @@ fn refusals_name_the_cause_and_make_nothing() {
         return;
     }
     // The environment: exit 3 before anything is made.
-    let mut nobody = Command::new("setpriv");
-    nobody
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(&bin);
+    let nobody = common::as_nobody(&bin);
     let open = tempfile::tempdir_in(target.parent().unwrap()).unwrap();
     std::fs::set_permissions(
         open.path(),
@@ -440,7 +437,7 @@ fn refusals_name_the_cause_and_make_nothing() {
         std::os::unix::fs::symlink(path, tools.path().join(tool)).unwrap();
     }
     let mut without_daemon = Command::new(&bin);
-    without_daemon.env("PATH", tools.path());
+    common::isolated(&mut without_daemon).env("PATH", tools.path());
     refused(without_daemon, target, &[], 3, "qemu-utils");
     refused(
         ratelab(),

@@ -354,7 +354,7 @@ fn a_receiver_held_to_a_cpu_quota_is_limited_by_its_cpu() {
     let quota = Quota::new(0.02);
     // nsenter, not ip netns exec: the server keeps this machine's /sys, so it sees its
     // cgroup and can name the quota.
-    let mut server = Command::new("nsenter")
+    let mut server = common::isolated(&mut Command::new("nsenter"))
         .arg(format!("--net=/run/netns/{}", link_server(&link)))
         .arg(common::bin())
         .args([

@@ -188,6 +188,10 @@ fn baseline(
     asked: Option<i64>,
     cpus: &Option<Vec<usize>>,
 ) -> anyhow::Result<Option<Baseline>> {
+    // With --no-store no database is opened, unless --baseline asks to read one.
+    if output.no_store && asked.is_none() {
+        return Ok(None);
+    }
     let at = Address::of(output.db.path.as_deref())?;
     if !at.exists() {
         return match asked {
@@ -197,7 +201,7 @@ fn baseline(
             None => Ok(None),
         };
     }
-    let store = at.open()?;
+    let store = at.open_to_read()?;
     let cores = |cpus: &Option<Vec<usize>>| match cpus {
         Some(list) => format!("cpus {list:?}"),
         None => "all cpus".to_string(),

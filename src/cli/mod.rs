@@ -165,6 +165,15 @@ impl MeasureArgs {
         }
         Ok(Some(Address::of(self.db.path.as_deref())?.open()?))
     }
+
+    /// The database to look up earlier runs in, read only: none with --no-store (no
+    /// database is opened, checked or created then), nor where none exists or opens.
+    pub(super) fn history(&self) -> Option<Store> {
+        if self.no_store {
+            return None;
+        }
+        Store::open_existing(self.db.path.as_deref())
+    }
 }
 
 /// Runs workloads as one stored run, in the order `schedule` gives, prints the report

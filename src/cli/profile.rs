@@ -21,7 +21,7 @@ use crate::document::RunDocument;
 use crate::exit::{Exit, UsageError};
 use crate::report::layout::Detail;
 use crate::run::{Member, Schedule};
-use crate::store::{Address, RunQuery, Store};
+use crate::store::{Address, RunQuery};
 use crate::workload::Error;
 use crate::workload::Workload;
 use crate::workload::cpu::kernels::DEFAULT_TESTS;
@@ -235,7 +235,7 @@ pub(super) fn thread_counts(cpus: usize) -> Vec<usize> {
 
 /// The newest complete profile of this machine (by host name) in the database.
 fn last_profile(output: &MeasureArgs) -> Option<RunDocument> {
-    let store = Store::open_existing(output.db.path.as_deref())?;
+    let store = output.history()?;
     let query = RunQuery {
         hostname: Some(crate::platform::probe_machine().hostname),
         limit: Some(1),

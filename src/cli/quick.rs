@@ -9,7 +9,7 @@ use super::MeasureArgs;
 use crate::analysis::stats::Stats;
 use crate::exit::Exit;
 use crate::run::Schedule;
-use crate::store::{RunQuery, Store};
+use crate::store::RunQuery;
 use crate::workload::disk::DiskKind;
 use crate::workload::disk::quick::QuickWorkload;
 use crate::workload::disk::stored::QuickBaseline;
@@ -50,7 +50,7 @@ pub fn run(args: QuickArgs) -> anyhow::Result<Exit> {
 /// none (or no database to look in).
 fn baseline(output: &MeasureArgs, target: &Path) -> Option<QuickBaseline> {
     let target = std::fs::canonicalize(target).ok()?.display().to_string();
-    let store = Store::open_existing(output.db.path.as_deref())?;
+    let store = output.history()?;
     let query = RunQuery {
         target: Some(target),
         limit: Some(BASELINE_RUNS),

@@ -11,7 +11,7 @@ use crate::document::RunStatus;
 use crate::exit::{Exit, UsageError};
 use crate::platform::cores;
 use crate::run::Schedule;
-use crate::store::{RunQuery, Store};
+use crate::store::RunQuery;
 use crate::workload::disk::{DiskKind, streaming_rate};
 use crate::workload::task::{
     Codec, Direction, DiskRead, DiskRuns, DiskWrite, TaskPlan, TaskWorkload,
@@ -178,7 +178,7 @@ fn compress(args: CompressArgs) -> anyhow::Result<Exit> {
 /// What the newest stored disk runs of the folders a task reads and writes measured,
 /// each part absent when no run covers it; `None` when no run covers either.
 pub fn disk_runs(output: &MeasureArgs, read_folder: Option<&Path>, out: &Path) -> Option<DiskRuns> {
-    let store = Store::open_existing(output.db.path.as_deref())?;
+    let store = output.history()?;
     let read_folder = read_folder
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));

@@ -165,7 +165,7 @@ impl DelayLine {
     /// `program` to be run in `namespace`.
     pub fn run_in(&self, namespace: &str, program: impl AsRef<std::path::Path>) -> Command {
         let mut command = Command::new("ip");
-        command
+        super::isolated(&mut command)
             .args(["netns", "exec", namespace])
             .arg(program.as_ref());
         command

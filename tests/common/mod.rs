@@ -15,9 +15,26 @@ pub mod ssh_hosts;
 use std::path::Path;
 use std::process::Command;
 
-/// The ratelab binary built for these tests.
+/// The ratelab binary built for these tests, kept off the user's results.
 pub fn ratelab() -> Command {
-    Command::new(assert_cmd::cargo::cargo_bin!("ratelab"))
+    let mut command = Command::new(assert_cmd::cargo::cargo_bin!("ratelab"));
+    isolated(&mut command);
+    command
+}
+
+/// Where every ratelab the tests start keeps its default results: a folder of the
+/// suite's own, never the user's (`$XDG_DATA_HOME` or `~/.local/share`). Tests give
+/// `--db` or `--no-store`, so nothing should appear here.
+pub fn data_home() -> std::path::PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("data-home")
+}
+
+/// `command`, and whatever it starts, with the suite's data folder and no RATELAB_DB
+/// from the user's environment: every helper that starts a program goes through it.
+pub fn isolated(command: &mut Command) -> &mut Command {
+    command
+        .env("XDG_DATA_HOME", data_home())
+        .env_remove("RATELAB_DB")
 }
 
 /// The path of the ratelab binary, for wrappers that start it (a cgroup, a namespace).
@@ -102,7 +119,7 @@ pub fn nobody_tempdir(mode: u32) -> tempfile::TempDir {
 /// `program` run as the user nobody (uid and gid 65534, no other groups).
 pub fn as_nobody(program: impl AsRef<std::ffi::OsStr>) -> Command {
     let mut command = Command::new("setpriv");
-    command
+    isolated(&mut command)
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .arg(program);
     command

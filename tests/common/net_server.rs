@@ -45,7 +45,7 @@ impl Server {
         if wrapper.get_args().next().is_none() {
             wrapper.args(["-c", "exec \"$@\"", "sh"]);
         }
-        let mut child = wrapper
+        let mut child = super::isolated(&mut wrapper)
             .arg(ratelab().get_program())
             .args(["net", "serve", "--port", "0", "--bind", &bind.to_string()])
             .args(extra)

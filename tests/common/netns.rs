@@ -29,7 +29,7 @@ fn ip(args: &[&str]) {
 /// Starts `ratelab net serve` with `extra` options in `namespace`, bound to `address`,
 /// and waits until it listens; its log is drained so it never blocks on a full pipe.
 pub fn serve_ratelab_in(namespace: &str, address: &str, port: u16, extra: &[&str]) -> Child {
-    let mut child = Command::new("ip")
+    let mut child = super::isolated(&mut Command::new("ip"))
         .args(["netns", "exec", namespace])
         .arg(assert_cmd::cargo::cargo_bin!("ratelab"))
         .args(["net", "serve", "--bind", address])
@@ -175,7 +175,7 @@ impl Link {
     /// `program` to be run in the client's namespace.
     pub fn in_client(&self, program: impl AsRef<Path>) -> Command {
         let mut command = Command::new("ip");
-        command
+        super::isolated(&mut command)
             .args(["netns", "exec", &self.client])
             .arg(program.as_ref());
         command

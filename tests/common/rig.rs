@@ -197,7 +197,7 @@ impl Throttle {
     /// `program args...` started inside the cgroup, so its I/O is throttled.
     pub fn command(&self, program: impl AsRef<Path>) -> Command {
         let mut command = Command::new("sh");
-        command
+        super::isolated(&mut command)
             .arg("-c")
             .arg("echo $$ > \"$1\" && shift && exec \"$@\"")
             .arg("sh")
