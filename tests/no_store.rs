@@ -25,12 +25,24 @@ fn home_with_roots_database() -> (tempfile::TempDir, PathBuf) {
     }
     let db = folder.join("results.db");
     let made = common::ratelab()
-        .args(["cpu", "--test", "int", "--threads", "1", "--seconds", "100ms"])
+        .args([
+            "cpu",
+            "--test",
+            "int",
+            "--threads",
+            "1",
+            "--seconds",
+            "100ms",
+        ])
         .args(["-q", "--db"])
         .arg(&db)
         .output()
         .unwrap();
-    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
     std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
     (home, db)
 }
@@ -55,8 +67,23 @@ fn no_store_runs_as_a_user_whose_default_database_is_another_users() {
     let server = Server::start(&["--no-store"]);
     let port = server.address().port().to_string();
     let verbs: [&[&str]; 4] = [
-        &["cpu", "--test", "int", "--threads", "1", "--seconds", "200ms"],
-        &["disk", target.path().to_str().unwrap(), "--sizes", "1M", "--repeat", "1"],
+        &[
+            "cpu",
+            "--test",
+            "int",
+            "--threads",
+            "1",
+            "--seconds",
+            "200ms",
+        ],
+        &[
+            "disk",
+            target.path().to_str().unwrap(),
+            "--sizes",
+            "1M",
+            "--repeat",
+            "1",
+        ],
         &[
             "iops",
             target.path().to_str().unwrap(),
@@ -98,10 +125,23 @@ fn the_suites_ratelab_keeps_its_results_apart_from_the_users() {
     // HOME at the folder holding root's database: it goes to the suite's own folder.
     let stored = common::ratelab()
         .env("HOME", home.path())
-        .args(["cpu", "--test", "int", "--threads", "1", "--seconds", "100ms", "-q"])
+        .args([
+            "cpu",
+            "--test",
+            "int",
+            "--threads",
+            "1",
+            "--seconds",
+            "100ms",
+            "-q",
+        ])
         .output()
         .unwrap();
-    assert!(stored.status.success(), "{}", String::from_utf8_lossy(&stored.stderr));
+    assert!(
+        stored.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stored.stderr)
+    );
     assert!(fingerprint(&db) == before, "the user's database changed");
     assert!(common::data_home().join("ratelab/results.db").exists());
     // And the user's RATELAB_DB does not reach it either.
