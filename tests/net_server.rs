@@ -173,7 +173,18 @@ fn send(stream: &mut TcpStream, bytes: &[u8]) {
 /// the answer this kind deserves.
 fn bad_connection(server: &Server, i: usize) {
     let kind = Bad::of(i);
-    let mut stream = connect(server);
+    // Each from an address of its own: the server sums up what one address does again
+    // and again, and here every connection's reason is to be read in the log.
+    let source = [127, 1, (i / 250) as u8, (i % 250) as u8 + 1];
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket
+        .bind(&std::net::SocketAddr::from((source, 0)).into())
+        .unwrap();
+    socket
+        .connect_timeout(&server.address().into(), PATIENCE)
+        .unwrap_or_else(|e| panic!("cannot connect to the server: {e}"));
+    let mut stream: TcpStream = socket.into();
+    stream.set_nodelay(true).unwrap();
     let mut seed = 0x9e37_79b9_7f4a_7c15 ^ (i as u64 + 1);
     match kind {
         Bad::Garbage => {

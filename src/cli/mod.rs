@@ -146,7 +146,7 @@ pub struct MeasureArgs {
     /// A label stored with the run, to find and compare it later.
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
-    /// Do not store the run in the results database.
+    /// Do not store the run: no results database is opened, checked or created.
     #[arg(long)]
     pub no_store: bool,
     /// No progress display on stderr.

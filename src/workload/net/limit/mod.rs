@@ -269,7 +269,13 @@ fn cause(figures: &Figures, rate: f64, ceilings: &[Ceiling]) -> (Option<Cause>, 
         // CPU time: the peer.
         let explains =
             ceiling(ceilings, "window").is_some_and(|c| rate >= REACHED * c && rate <= c / REACHED);
-        let behind = figures.window_shut >= 0.5 || !explains;
+        // Left unread at the end: more than four of the windows it advertised. A small
+        // buffer read promptly holds about two windows' worth (the rest of its space
+        // is overhead); a full one whose reader fell behind holds far more.
+        let queued = figures
+            .window_bytes
+            .is_some_and(|w| figures.unread_bytes > w.saturating_mul(4));
+        let behind = figures.window_shut >= 0.5 || !explains || queued;
         if behind && figures.peer_side == figures.sender.map(Side::other) {
             return (Some(Cause::Peer), Some(rwnd));
         }
