@@ -146,19 +146,12 @@ pub fn set_window(socket: &TcpStream, bytes: u64) -> std::io::Result<()> {
 /// receive buffer at this machine's largest, twice (the peer's are not known here), and
 /// never under 64 MiB.
 pub fn held_between() -> u64 {
-    let field = |path: &str, index: usize| -> Option<u64> {
-        std::fs::read_to_string(path)
-            .ok()?
-            .split_whitespace()
-            .nth(index)?
-            .parse()
-            .ok()
-    };
+    let here = super::host::BufferLimits::here();
     let largest = [
-        field("/proc/sys/net/ipv4/tcp_rmem", 2),
-        field("/proc/sys/net/ipv4/tcp_wmem", 2),
-        field("/proc/sys/net/core/rmem_max", 0),
-        field("/proc/sys/net/core/wmem_max", 0),
+        here.tcp_rmem_max,
+        here.tcp_wmem_max,
+        here.rmem_max,
+        here.wmem_max,
     ]
     .into_iter()
     .flatten()
