@@ -228,6 +228,13 @@ fn enospc_mid_run_stops_cleans_up_and_keeps_the_run_incomplete() {
     let message = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(3), "{message}");
     assert!(message.contains("No space left on device"), "{message}");
+    // Named as the full filesystem it is, at its byte, not as a short write.
+    assert!(
+        message.contains("the filesystem is full (ENOSPC)")
+            && message.contains("at byte")
+            && !message.contains("short write"),
+        "{message}"
+    );
     assert!(message.contains("stored as incomplete"), "{message}");
     std::fs::remove_file(&filler).unwrap();
     let left = entries(disk.path());

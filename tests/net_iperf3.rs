@@ -98,18 +98,21 @@ fn net_iperf3_agrees_with_iperf3_c_on_a_shaped_link() {
                 );
                 eprintln!("{line}");
                 // Beside other work on two cores the link is not what limits: ratelab's own
-                // account says so, or the peer falls short of the link on the same rig.
+                // account says so. Where the peer itself fell short of the link on the same
+                // rig, the rig did not give its rate and the peer's figure is the one to
+                // meet; otherwise both the link's and the peer's.
                 common::check(common::disturbed(&doc), || {
-                    if theirs / limit_bits < 0.97 {
-                        return common::Try::Disturbed(format!(
-                            "a disturbed rig: iperf3 itself fell short of the link: {line}"
-                        ));
-                    }
+                    let peer_met_the_link = theirs / limit_bits >= 0.97;
+                    assert!((ours / theirs - 1.0).abs() <= 0.03, "{line}");
                     assert!(
-                        (ours / theirs - 1.0).abs() <= 0.03
-                            && (0.97..=1.03).contains(&(ours / limit_bits)),
+                        !peer_met_the_link || (0.97..=1.03).contains(&(ours / limit_bits)),
                         "{line}"
                     );
+                    if !peer_met_the_link {
+                        common::say(&format!(
+                            "{test}: iperf3 itself fell short of the link, so ratelab was held to iperf3's figure: {line}"
+                        ));
+                    }
                     common::Try::Checked
                 })
             });

@@ -164,18 +164,21 @@ fn in_memory(file: &File) -> bool {
     })
 }
 
-/// Reads the file through the page cache without timing, so it is resident.
+/// Reads the file through the page cache without timing, so it is resident: its first
+/// `size` bytes, or all it has.
 pub fn warm(file: &File, path: &Path, size: u64) -> Result<(), Error> {
+    use crate::storage::request::{self, Op, Request};
+    let has = file
+        .metadata()
+        .map_err(|e| Error::io("stat", path, e))?
+        .len();
+    let size = size.min(has);
     let mut buf = vec![0u8; 1 << 20];
     let mut offset = 0u64;
     while offset < size {
         let want = (size - offset).min(buf.len() as u64) as usize;
-        match rustix::io::pread(file, &mut buf[..want], offset) {
-            Ok(0) => break,
-            Ok(n) => offset += n as u64,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(Error::io("read", path, e)),
-        }
+        let read = Request::whole(Op::Read, file, offset, buf.as_mut_ptr(), want);
+        offset += request::once(path, &read)? as u64;
     }
     Ok(())
 }

@@ -25,17 +25,15 @@ const SECTOR: usize = 512;
 /// Smallest pool per slot: longer than the records of compressing filesystems.
 pub const MIN_POOL: usize = 1 << 20;
 
-/// Write data for `slots` buffers in flight at once, each up to `block_size` bytes.
+/// Write data for `slots` buffers in flight at once, each up to `block_size` bytes:
+/// one pool per slot, all in one mapping.
 pub struct Pattern {
-    slots: Vec<Slot>,
+    pools: AlignedBuf,
+    pool_bytes: usize,
+    next_window: Vec<usize>,
     block_size: usize,
     seed: u64,
     blocks: u64,
-}
-
-struct Slot {
-    pool: AlignedBuf,
-    next_window: usize,
 }
 
 impl Pattern {
@@ -52,18 +50,18 @@ impl Pattern {
         block_size: usize,
         seed: u64,
     ) -> std::io::Result<Pattern> {
-        let slots = (0..slots.max(1))
-            .map(|index| {
-                let mut pool = AlignedBuf::new(pool_bytes)?;
-                fill_random(pool.as_mut_slice(), seed ^ mix(index as u64 + 1));
-                Ok(Slot {
-                    pool,
-                    next_window: 0,
-                })
-            })
-            .collect::<std::io::Result<_>>()?;
+        let slots = slots.max(1);
+        let mut pools = AlignedBuf::new(slots * pool_bytes)?;
+        for (index, pool) in pools.as_mut_slice()[..slots * pool_bytes]
+            .chunks_mut(pool_bytes)
+            .enumerate()
+        {
+            fill_random(pool, seed ^ mix(index as u64 + 1));
+        }
         Ok(Pattern {
-            slots,
+            pools,
+            pool_bytes,
+            next_window: vec![0; slots],
             block_size,
             seed,
             blocks: 0,
@@ -78,25 +76,32 @@ impl Pattern {
     ///
     /// [`block`]: Pattern::block
     pub fn for_in_flight(slots: usize, block_size: usize, seed: u64) -> std::io::Result<Pattern> {
+        let block_size = block_size.next_multiple_of(rustix::param::page_size());
         Pattern::with_pools(slots.max(1), 2 * block_size, block_size, seed)
+    }
+
+    /// Bytes of memory `slots` slots of `block_size`-byte blocks in flight take
+    /// ([`for_in_flight`](Pattern::for_in_flight)).
+    pub fn in_flight_bytes(slots: usize, block_size: usize) -> u64 {
+        2 * slots.max(1) as u64 * block_size.next_multiple_of(rustix::param::page_size()) as u64
     }
 
     /// The data of the next block written through slot `slot`: `len` bytes (at most
     /// the block size). They stay valid and unchanged until this slot is asked again.
-    pub fn block(&mut self, slot: usize, len: usize) -> &[u8] {
+    pub fn block(&mut self, slot: usize, len: usize) -> &mut [u8] {
         assert!(
             len <= self.block_size,
             "a block larger than the pattern's block size"
         );
         let key = block_key(self.seed, self.blocks);
         self.blocks += 1;
-        let block_size = self.block_size;
-        let slot = &mut self.slots[slot];
-        let windows = slot.pool.len() / block_size;
-        let start = (slot.next_window % windows) * block_size;
-        slot.next_window += 1;
-        stamp(&mut slot.pool.as_mut_slice()[start..start + len], key);
-        &slot.pool.as_slice()[start..start + len]
+        let windows = self.pool_bytes / self.block_size;
+        let window = self.next_window[slot] % windows;
+        self.next_window[slot] += 1;
+        let start = slot * self.pool_bytes + window * self.block_size;
+        let bytes = &mut self.pools.as_mut_slice()[start..start + len];
+        stamp(bytes, key);
+        bytes
     }
 }
 

@@ -3,6 +3,7 @@
 //! target. It sits below the workloads (disk, task, image, readdir) and imports none of
 //! them; a new storage kind builds on these and never on another kind's folder.
 
+pub mod align;
 pub mod buffer;
 pub mod cache;
 pub mod data;
@@ -11,6 +12,7 @@ pub mod item;
 pub mod layers;
 pub mod rates;
 pub mod read;
+pub mod request;
 pub mod ring;
 pub mod workdir;
 

@@ -271,16 +271,18 @@ impl WorkDir {
 
 /// Refuses a target whose filesystem does not take O_DIRECT, before anything is
 /// created there. Probes with an unnamed O_TMPFILE, which leaves nothing behind;
-/// filesystems without O_TMPFILE are left to the first real open.
-pub fn check_direct(target: &Path) -> Result<(), Error> {
+/// filesystems without O_TMPFILE are left to the first real open. `instead` is what the
+/// kind's user can give instead, naming its flags.
+pub fn check_direct(target: &Path, instead: &str) -> Result<(), Error> {
     let probe = std::fs::OpenOptions::new()
         .write(true)
         .custom_flags(libc::O_TMPFILE | libc::O_DIRECT)
         .open(target);
     match probe {
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-            Err(direct_error(e, "open", target, true))
-        }
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Err(Error::Unsupported(format!(
+            "the filesystem of {} does not support O_DIRECT (direct I/O): {instead}",
+            target.display()
+        ))),
         _ => Ok(()),
     }
 }
@@ -331,7 +333,7 @@ pub fn open_for_tail(path: &Path) -> Result<File, Error> {
 fn direct_error(e: std::io::Error, op: &'static str, path: &Path, direct: bool) -> Error {
     if direct && e.raw_os_error() == Some(libc::EINVAL) {
         Error::Unsupported(format!(
-            "the filesystem of {} does not support O_DIRECT: use --read flushed, and writes without --direct",
+            "the filesystem of {} does not support O_DIRECT (direct I/O)",
             path.display()
         ))
     } else {

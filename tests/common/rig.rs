@@ -47,6 +47,12 @@ pub fn less_one_slice(size: f64, bytes_per_sec: f64) -> f64 {
 impl SlowDisk {
     /// A loop device of `size_bytes` with an ext4 filesystem, mounted, unthrottled.
     pub fn new(size_bytes: u64) -> SlowDisk {
+        SlowDisk::with_sector_size(size_bytes, 512)
+    }
+
+    /// The same with logical sectors of `sector` bytes (4096: a 4Kn disk).
+    #[allow(dead_code)]
+    pub fn with_sector_size(size_bytes: u64, sector: u32) -> SlowDisk {
         let dir = super::disk_tempdir();
         let image = dir.path().join("disk.img");
         std::fs::File::create(&image)
@@ -54,7 +60,14 @@ impl SlowDisk {
             .expect("create the backing file");
         let device = run(
             "losetup",
-            &["--direct-io=on", "-f", "--show", image.to_str().unwrap()],
+            &[
+                "--direct-io=on",
+                "--sector-size",
+                &sector.to_string(),
+                "-f",
+                "--show",
+                image.to_str().unwrap(),
+            ],
         );
         let mut disk = SlowDisk {
             major_minor: String::new(),

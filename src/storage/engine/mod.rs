@@ -7,6 +7,7 @@ mod sync;
 mod uring;
 
 use std::fs::File;
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::control::{Cancel, Progress};
 use crate::error::Error;
+use crate::storage::request::{Op, Request, Source};
 
 /// Alignment of O_DIRECT offsets, lengths and buffers: the largest logical block
 /// size in common use, so one value serves every device.
@@ -236,6 +238,83 @@ fn blocks(start: u64, end: u64, block: usize, tail: bool) -> impl Iterator<Item 
 }
 
 pub use crate::storage::short_file;
+
+/// A file's chunks as requests of the storage core's request engine: each chunk's bytes
+/// come from `buffer` (given its slot and length), and what completes is counted.
+pub struct FileChunks<'a, I, B> {
+    chunks: I,
+    /// Whether its requests read or write.
+    pub op: Op,
+    file: &'a File,
+    tail_file: Option<&'a File>,
+    direct: bool,
+    path: &'a Path,
+    buffer: B,
+    progress: &'a Progress,
+    /// Bytes moved so far.
+    pub moved: u64,
+}
+
+impl<'a, B: FnMut(usize, usize) -> *mut u8> FileChunks<'a, Box<dyn Iterator<Item = Chunk>>, B> {
+    /// The write calls of `job` in blocks of `block`, their data from `buffer`.
+    pub fn writes(job: &'a WriteJob<'a>, block: usize, buffer: B) -> Self {
+        FileChunks {
+            chunks: Box::new(job.chunks(block)),
+            op: Op::Write,
+            file: job.file,
+            tail_file: job.tail_file,
+            direct: job.direct,
+            path: job.path,
+            buffer,
+            progress: job.progress,
+            moved: 0,
+        }
+    }
+
+    /// The read calls of `job` in blocks of `block`, into `buffer`.
+    pub fn reads(job: &'a ReadJob<'a>, block: usize, buffer: B) -> Self {
+        FileChunks {
+            chunks: Box::new(job.chunks(block)),
+            op: Op::Read,
+            file: job.file,
+            tail_file: None,
+            direct: job.direct,
+            path: job.path,
+            buffer,
+            progress: job.progress,
+            moved: 0,
+        }
+    }
+}
+
+impl<I: Iterator<Item = Chunk>, B: FnMut(usize, usize) -> *mut u8> Source for FileChunks<'_, I, B> {
+    fn path(&self) -> &Path {
+        self.path
+    }
+
+    fn next(&mut self, slot: usize, _since: Instant) -> Option<Request> {
+        let chunk = self.chunks.next()?;
+        let file = match (chunk.tail, self.tail_file) {
+            (true, Some(tail)) => tail,
+            _ => self.file,
+        };
+        Some(Request {
+            op: self.op,
+            fd: file.as_raw_fd(),
+            offset: chunk.offset,
+            buf: (self.buffer)(slot, chunk.len),
+            len: chunk.len,
+            expect: chunk.expect,
+            // A direct read's rest would be unaligned: short, it is the file's end.
+            short_ends: self.op == Op::Read && self.direct,
+        })
+    }
+
+    fn done(&mut self, _slot: usize, request: &Request, _moved: usize, _reaped: Instant) {
+        self.progress.add(request.expect as u64);
+        self.moved += request.expect as u64;
+    }
+}
 
 /// Syncs a written file as the job asks; part of the timed span.
 pub fn sync_file(job: &WriteJob) -> Result<(), Error> {

@@ -6,10 +6,11 @@ use std::time::Instant;
 
 use super::data_ahead::{Ahead, Feed};
 use super::{
-    Engine, ReadJob, Transfer, WriteJob, buffers_error, short_file, sync_file, write_calls,
+    Engine, FileChunks, ReadJob, Transfer, WriteJob, buffers_error, sync_file, write_calls,
 };
 use crate::error::Error;
 use crate::storage::buffer::AlignedBuf;
+use crate::storage::request;
 
 /// pread/pwrite in a loop, one block per call.
 pub struct SyncEngine {
@@ -60,81 +61,31 @@ impl Engine for SyncEngine {
     }
 
     fn read(&mut self, job: &ReadJob) -> Result<Transfer, Error> {
-        let chunks = job.chunks(self.block_size);
-        let buf = self.read_buf.as_mut_slice();
-        let mut bytes = 0;
+        let buf = &mut self.read_buf;
+        let mut reads = FileChunks::reads(job, self.block_size, |_, _| buf.as_mut_ptr());
         let start = Instant::now();
-        for chunk in chunks {
-            if job.cancel.is_set() {
-                return Err(Error::Interrupted);
-            }
-            let mut done = 0;
-            while done < chunk.expect {
-                // A direct read must keep its full aligned length; past the end of the
-                // file the kernel returns only what is there.
-                let want = if job.direct {
-                    chunk.len
-                } else {
-                    chunk.expect - done
-                };
-                match rustix::io::pread(
-                    job.file,
-                    &mut buf[done..done + want],
-                    chunk.offset + done as u64,
-                ) {
-                    Ok(0) => return Err(short_file("read", job.path, chunk.offset + done as u64)),
-                    Ok(n) => done += n,
-                    Err(rustix::io::Errno::INTR) => {}
-                    Err(e) => return Err(Error::io("read", job.path, e)),
-                }
-                if job.direct && done < chunk.expect {
-                    return Err(short_file("read", job.path, chunk.offset + done as u64));
-                }
-            }
-            job.progress.add(chunk.expect as u64);
-            bytes += chunk.expect as u64;
-        }
+        request::Engine::sync().run(&mut reads, job.cancel)?;
         Ok(Transfer {
             elapsed: start.elapsed(),
-            bytes,
+            bytes: reads.moved,
         })
     }
 }
 
 /// Writes the job's file from `feed`'s blocks and syncs it: the timed span.
 fn write_blocks(job: &WriteJob, block_size: usize, feed: &mut Feed) -> Result<Transfer, Error> {
-    let chunks = job.chunks(block_size);
-    let mut bytes = 0;
-    let start = Instant::now();
-    for chunk in chunks {
-        if job.cancel.is_set() {
-            return Err(Error::Interrupted);
-        }
-        let fd = match (chunk.tail, job.tail_file) {
-            (true, Some(tail)) => tail,
-            _ => job.file,
-        };
-        let buf = feed
-            .next(chunk.len)
+    let mut writes = FileChunks::writes(job, block_size, |_, len| {
+        let block = feed
+            .next(len)
             .expect("the write data covers every write call of the file");
-        let mut done = 0;
-        while done < chunk.len {
-            let bytes = &buf[done..];
-            match rustix::io::pwrite(fd, bytes, chunk.offset + done as u64) {
-                Ok(0) => {
-                    return Err(Error::io("write", job.path, std::io::ErrorKind::WriteZero));
-                }
-                Ok(n) => done += n,
-                Err(rustix::io::Errno::INTR) => {}
-                Err(e) => return Err(Error::io("write", job.path, e)),
-            }
-        }
-        job.progress.add(chunk.len as u64);
-        bytes += chunk.len as u64;
-    }
+        // A write only reads its buffer; the block stays as it is until the next call.
+        block.as_ptr().cast_mut()
+    });
+    let start = Instant::now();
+    request::Engine::sync().run(&mut writes, job.cancel)?;
     sync_file(job)?;
     Ok(Transfer {
         elapsed: start.elapsed(),
-        bytes,
+        bytes: writes.moved,
     })
 }

@@ -220,7 +220,18 @@ impl Workload for DiskWorkload {
     fn prepare(&mut self) -> Result<(), Error> {
         self.target = workdir::check_target(&self.plan.target)?;
         if self.plan.uses_direct() {
-            workdir::check_direct(&self.target)?;
+            workdir::check_direct(
+                &self.target,
+                "use --read flushed, and writes without --direct",
+            )?;
+            if let Some(align) = crate::storage::align::DirectAlign::of(&self.target) {
+                align.check(&self.target, "the series", engine::DIRECT_ALIGN as u64)?;
+                align.check(
+                    &self.target,
+                    &format!("--block-size {}", self.plan.block_size_bytes),
+                    self.plan.block_size_bytes as u64,
+                )?;
+            }
         }
         self.chain = platform::probe_path(&self.target).ok();
         if let Some(priority) = self.plan.ioprio {

@@ -2,7 +2,6 @@
 //! written at once by several threads, each timed as a whole, and compared with earlier
 //! checks of the same target.
 
-use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
@@ -16,6 +15,7 @@ use super::{DiskKind, DiskPlan, DiskWorkload, Phase, SyncMode, flagged};
 use crate::storage::data::Pattern;
 use crate::storage::engine::Transfer;
 use crate::storage::item::{DiskItem, Op};
+use crate::storage::request::{self, Request};
 use crate::storage::workdir;
 use crate::workload::{Context, Error, Kind, Workload};
 
@@ -124,14 +124,21 @@ fn write_small(
         }
         let path = folder.join(format!("small-{index:04}.dat"));
         created.push(path.clone());
-        let mut file = std::fs::OpenOptions::new()
+        let file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o644)
             .open(&path)
             .map_err(|e| Error::io("create", &path, e))?;
-        file.write_all(data.block(0, SMALL_BYTES as usize))
-            .map_err(|e| Error::io("write", &path, e))?;
+        let block = data.block(0, SMALL_BYTES as usize);
+        let write = Request::whole(
+            request::Op::Write,
+            &file,
+            0,
+            block.as_mut_ptr(),
+            block.len(),
+        );
+        request::once(&path, &write)?;
         rustix::fs::fsync(&file).map_err(|e| Error::io("sync", &path, e))?;
         ctx.sink.progress().add(SMALL_BYTES);
     }

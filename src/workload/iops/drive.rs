@@ -1,26 +1,24 @@
 //! The measuring loop of one block I/O test on one thread: requests of one block size
 //! at offsets one after another or shuffled, `depth` in flight (pread and pwrite at
-//! depth 1, io_uring above it, as fio's psync and io_uring engines), first for a ramp
-//! that is not counted, then for the timed span. Each request's latency runs from the
-//! moment its slot was free to take it (the call, at depth 1) to the moment its
-//! completion is reaped, so a wait to be submitted while other completions are handled
-//! counts, as in fio's total latency (lat), and the mean is depth / IOPS.
+//! depth 1, io_uring above it, as fio's psync and io_uring engines, both through the
+//! storage core's one request engine), first for a ramp that is not counted, then for
+//! the timed span. Each request's latency runs from the moment its slot was free to take
+//! it (the call, at depth 1) to the moment its completion is reaped, so a wait to be
+//! submitted while other completions are handled counts, as in fio's total latency
+//! (lat), and the mean is depth / IOPS.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
-
-use io_uring::{IoUring, opcode, types};
 
 use super::latency::{Intervals, Latency};
 use super::test::{BlockTest, Order, Rw};
 use crate::control::Controls;
 use crate::error::Error;
-use crate::storage::buffer::AlignedBuf;
+use crate::storage::buffer::SlotBufs;
 use crate::storage::data::Pattern;
-use crate::storage::ring::one_thread_ring;
-use crate::storage::short_file;
+use crate::storage::engine::buffers_error;
+use crate::storage::request::{Engine, Op, Request, Source};
 
 /// One thread's share of a test.
 pub struct ThreadJob<'a> {
@@ -48,6 +46,25 @@ pub struct ThreadJob<'a> {
     pub intervals: &'a [Intervals; 2],
 }
 
+/// Bytes of buffers every thread of `test` doing `rw` holds together: a block a slot to
+/// read into, two a slot of write data.
+pub fn buffer_bytes(test: BlockTest, rw: Rw) -> u64 {
+    let [reads, writes] = rw.ops();
+    let slots = test.queue_depth as usize;
+    let block = test.block_bytes as usize;
+    let read = if reads {
+        (slots * SlotBufs::stride(block)) as u64
+    } else {
+        0
+    };
+    let write = if writes {
+        Pattern::in_flight_bytes(slots, block)
+    } else {
+        0
+    };
+    u64::from(test.threads) * (read + write)
+}
+
 impl ThreadJob<'_> {
     /// Runs the thread's requests: `start` is the instant the ramp began.
     pub fn run(&self, start: Instant) -> Result<(), Error> {
@@ -55,224 +72,86 @@ impl ThreadJob<'_> {
             counted_from: start + self.ramp,
             until: start + self.ramp + self.span,
         };
-        let mut tally = Tally {
-            window,
-            intervals: self.intervals,
-            index: 0,
-            interval_ends: window.counted_from + self.intervals[0].length(),
-            latency: [Latency::new(), Latency::new()],
+        let depth = self.test.queue_depth as usize;
+        let [reads, writes] = self.rw.ops();
+        let block = self.test.block_bytes as usize;
+        let mut requests = Requests {
+            job: self,
+            offsets: Offsets::new(self.test, self.file_bytes, self.thread, self.seed),
+            chooser: Chooser::new(self.rw, self.thread_seed()),
+            data: writes
+                .then(|| Pattern::for_in_flight(depth, block, self.thread_seed()))
+                .transpose()
+                .map_err(buffers_error)?,
+            bufs: reads
+                .then(|| SlotBufs::new(depth, block))
+                .transpose()
+                .map_err(buffers_error)?,
+            submitted: vec![start; depth],
+            tally: Tally {
+                window,
+                intervals: self.intervals,
+                index: 0,
+                interval_ends: window.counted_from + self.intervals[0].length(),
+                latency: [Latency::new(), Latency::new()],
+            },
         };
-        let offsets = Offsets::new(self.test, self.file_bytes, self.thread, self.seed);
-        let chooser = Chooser::new(self.rw, self.thread_seed());
-        let ran = if self.test.queue_depth == 1 {
-            self.run_sync(offsets, chooser, &mut tally)
-        } else {
-            self.run_uring(offsets, chooser, &mut tally)
-        };
-        tally.flush();
+        let mut engine = Engine::for_depth(depth, &self.test.to_string())?;
+        let ran = engine.run(&mut requests, self.controls.cancel);
+        requests.tally.flush();
         ran
     }
 
     fn thread_seed(&self) -> u64 {
         self.seed ^ u64::from(self.thread).wrapping_mul(0x9e37_79b9_7f4a_7c15)
     }
-
-    fn block(&self) -> usize {
-        self.test.block_bytes as usize
-    }
-
-    /// Makes the write data and the read buffers (those it needs) for `slots` requests
-    /// in flight.
-    fn buffers(&self, slots: usize) -> Result<(Option<Pattern>, Vec<AlignedBuf>), Error> {
-        let [reads, writes] = self.rw.ops();
-        let data = writes
-            .then(|| Pattern::for_in_flight(slots, self.block(), self.thread_seed()))
-            .transpose()
-            .map_err(crate::storage::engine::buffers_error)?;
-        let bufs = (0..if reads { slots } else { 0 })
-            .map(|_| AlignedBuf::new(self.block()))
-            .collect::<std::io::Result<Vec<_>>>()
-            .map_err(crate::storage::engine::buffers_error)?;
-        Ok((data, bufs))
-    }
-
-    /// One request at a time, with pread and pwrite.
-    fn run_sync(
-        &self,
-        mut offsets: Offsets,
-        mut chooser: Chooser,
-        tally: &mut Tally,
-    ) -> Result<(), Error> {
-        let (mut data, mut bufs) = self.buffers(1)?;
-        let block = self.block();
-        loop {
-            if self.controls.cancel.is_set() {
-                return Err(Error::Interrupted);
-            }
-            let offset = offsets.next();
-            let write = chooser.writes();
-            let submitted = Instant::now();
-            if submitted >= tally.window.until {
-                return Ok(());
-            }
-            let moved = match data.as_mut().filter(|_| write) {
-                Some(data) => rustix::io::pwrite(self.file, data.block(0, block), offset),
-                None => rustix::io::pread(self.file, bufs[0].as_mut_slice(), offset),
-            }
-            .map_err(|e| Error::io(op_words(write), self.path, e))?;
-            let done = Instant::now();
-            if moved != block {
-                return Err(short_file(op(write), self.path, offset + moved as u64));
-            }
-            self.controls.progress.add(block as u64);
-            tally.count(write, submitted, done);
-        }
-    }
-
-    /// `depth` requests in flight through one io_uring. On an error or a cancel it stops
-    /// submitting and reaps every request in flight before the buffers go.
-    fn run_uring(
-        &self,
-        offsets: Offsets,
-        chooser: Chooser,
-        tally: &mut Tally,
-    ) -> Result<(), Error> {
-        let depth = self.test.queue_depth as usize;
-        let (data, bufs) = self.buffers(depth)?;
-        let ring = one_thread_ring(depth.next_power_of_two() as u32).map_err(|e| {
-            Error::Unsupported(format!(
-                "cannot set up io_uring with {depth} entries for {}: {e}",
-                self.test
-            ))
-        })?;
-        let mut slots = InFlight {
-            job: self,
-            ring,
-            data,
-            bufs,
-            offsets,
-            chooser,
-            submitted: vec![Instant::now(); depth],
-            at: vec![0; depth],
-            writes: vec![false; depth],
-            count: 0,
-        };
-        let mut failed: Option<Error> = None;
-        for slot in 0..depth {
-            slots.queue(slot, Instant::now());
-        }
-        while slots.count > 0 {
-            match slots.ring.submit_and_wait(1) {
-                Ok(_) => {}
-                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-                Err(e) => {
-                    // Requests may still be in flight: their buffers must never be freed.
-                    std::mem::forget(slots);
-                    return Err(Error::io("wait for io_uring on", self.path, e));
-                }
-            }
-            let reaped = Instant::now();
-            let done: Vec<(usize, i32)> = slots
-                .ring
-                .completion()
-                .map(|cqe| (cqe.user_data() as usize, cqe.result()))
-                .collect();
-            let stop = reaped >= tally.window.until || self.controls.cancel.is_set();
-            for (slot, result) in done {
-                slots.count -= 1;
-                let write = slots.writes[slot];
-                if result < 0 {
-                    let e = std::io::Error::from_raw_os_error(-result);
-                    failed.get_or_insert(Error::io(op_words(write), self.path, e));
-                } else if result as usize != self.block() {
-                    let at = slots.at[slot] + result as u64;
-                    failed.get_or_insert(short_file(op(write), self.path, at));
-                } else {
-                    self.controls.progress.add(self.test.block_bytes);
-                    tally.count(write, slots.submitted[slot], reaped);
-                }
-                if !stop && failed.is_none() {
-                    // Its time runs from the moment its slot was freed: the wait while
-                    // the batch is handled is the request's too (as fio's lat counts
-                    // it), so the mean keeps Little's law (depth / IOPS).
-                    slots.queue(slot, reaped);
-                }
-            }
-        }
-        if let Some(e) = failed {
-            return Err(e);
-        }
-        if self.controls.cancel.is_set() {
-            return Err(Error::Interrupted);
-        }
-        Ok(())
-    }
 }
 
-/// A request's operation as messages name it.
-fn op(write: bool) -> &'static str {
-    if write { "write" } else { "read" }
-}
-
-/// The same, with the preposition a message puts before the file.
-fn op_words(write: bool) -> &'static str {
-    if write { "write to" } else { "read from" }
-}
-
-/// A ring's requests in flight: one per slot, each with its buffer, offset and the
-/// instant it was queued.
-struct InFlight<'a, 'j> {
+/// One thread's requests: the next offset and operation for each free slot, the slot's
+/// buffer, and the tally of what completed.
+struct Requests<'a, 'j> {
     job: &'a ThreadJob<'j>,
-    ring: IoUring,
-    data: Option<Pattern>,
-    bufs: Vec<AlignedBuf>,
     offsets: Offsets,
     chooser: Chooser,
+    data: Option<Pattern>,
+    bufs: Option<SlotBufs>,
+    /// When each slot's request was free to go: its latency runs from there.
     submitted: Vec<Instant>,
-    at: Vec<u64>,
-    writes: Vec<bool>,
-    count: usize,
+    tally: Tally<'a>,
 }
 
-impl InFlight<'_, '_> {
-    /// Queues slot `slot`'s next request, its latency counted from `since`.
-    fn queue(&mut self, slot: usize, since: Instant) {
+impl Source for Requests<'_, '_> {
+    fn path(&self) -> &Path {
+        self.job.path
+    }
+
+    fn next(&mut self, slot: usize, since: Instant) -> Option<Request> {
+        if since >= self.tally.window.until {
+            return None;
+        }
+        let block = self.job.test.block_bytes as usize;
         let offset = self.offsets.next();
-        let fd = types::Fd(self.job.file.as_raw_fd());
-        let block = self.job.block();
-        let write = self.chooser.writes();
-        let entry = match self.data.as_mut().filter(|_| write) {
-            Some(data) => {
-                let bytes = data.block(slot, block);
-                opcode::Write::new(fd, bytes.as_ptr(), block as u32)
-                    .offset(offset)
-                    .build()
-            }
+        let (op, buf) = match self.data.as_mut().filter(|_| self.chooser.writes()) {
+            Some(data) => (Op::Write, data.block(slot, block).as_mut_ptr()),
             None => {
-                let buf = self.bufs[slot].as_mut_slice().as_mut_ptr();
-                opcode::Read::new(fd, buf, block as u32)
-                    .offset(offset)
-                    .build()
+                let bufs = self
+                    .bufs
+                    .as_mut()
+                    .expect("a test that reads has read buffers");
+                (Op::Read, bufs.slot(slot).as_mut_ptr())
             }
         };
-        // SAFETY: the slot's buffer, or its write data (unchanged until the slot asks for
-        // more), outlives the request: every request is reaped before the buffers are
-        // dropped, or they are never dropped.
-        unsafe {
-            self.ring
-                .submission()
-                .push(&entry.user_data(slot as u64))
-                .expect("the ring has a free entry for every slot");
-        }
-        self.at[slot] = offset;
-        self.writes[slot] = write;
+        // Its time runs from the moment its slot was freed: the wait while a batch of
+        // completions is handled is the request's too (as fio's lat counts it), so the
+        // mean keeps Little's law (depth / IOPS).
         self.submitted[slot] = since;
-        self.count += 1;
-        // Submitted at once, as fio submits each request (iodepth_batch_submit=1): held
-        // back until the batch of completions is handled, requests leave the device's
-        // queue short (here 76k IOPS against 90k at depth 32). A submission that fails
-        // leaves the request queued: the next wait submits it and says what went wrong.
-        let _ = self.ring.submit();
+        Some(Request::whole(op, self.job.file, offset, buf, block))
+    }
+
+    fn done(&mut self, slot: usize, request: &Request, _moved: usize, reaped: Instant) {
+        self.job.controls.progress.add(self.job.test.block_bytes);
+        let write = request.op == Op::Write;
+        self.tally.count(write, self.submitted[slot], reaped);
     }
 }
 

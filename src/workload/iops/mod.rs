@@ -25,6 +25,7 @@ pub use test::{BlockTest, Order, Rw};
 use self::drive::ThreadJob;
 use self::latency::Intervals;
 use crate::platform::{self, StorageChain};
+use crate::storage::align::DirectAlign;
 use crate::storage::cache::{self, Eviction};
 use crate::storage::engine::{self, EngineKind, SyncMode, WriteJob};
 use crate::storage::workdir::{self, WorkDir};
@@ -134,13 +135,13 @@ impl IopsWorkload {
             .workdir
             .as_mut()
             .expect("the work folder is made first");
-        let (path, file) = workdir.create_file("iops-test-file", true)?;
+        let (path, file) = workdir.create_file("iops-test-file", self.plan.direct)?;
         let mut writer = engine::make(EngineKind::Sync, 1 << 20, 1, self.plan.seed)?;
         // Not counted: the runner's clock has not started.
         let untimed = crate::control::Progress::default();
         writer.write(&WriteJob {
             file: &file,
-            direct: true,
+            direct: self.plan.direct,
             tail_file: None,
             path: &path,
             size: self.plan.size_bytes,
@@ -203,6 +204,11 @@ impl IopsWorkload {
                 .collect()
         });
         outcomes.into_iter().collect::<Result<(), Error>>()?;
+        if writes && !self.plan.direct {
+            // As fio's end_fsync, outside the counted span: a writeback error fails the
+            // test by name instead of passing unseen.
+            rustix::fs::fsync(&file).map_err(|e| Error::io("sync", path, e))?;
+        }
         let seconds = span.as_secs_f64();
         let mut items = Vec::new();
         for ((op, does), intervals) in ["read", "write"].into_iter().zip(rw.ops()).zip(intervals) {
@@ -272,8 +278,17 @@ impl Workload for IopsWorkload {
     fn prepare(&mut self) -> Result<(), Error> {
         self.target = workdir::check_target(&self.plan.target)?;
         if self.plan.direct {
-            workdir::check_direct(&self.target)?;
+            workdir::check_direct(&self.target, "give --buffered")?;
+            if let Some(align) = DirectAlign::of(&self.target) {
+                for test in &self.plan.tests {
+                    align.check(&self.target, &test.to_string(), test.block_bytes)?;
+                }
+            }
         }
+        check_memory(
+            &self.plan,
+            crate::platform::machine::available_memory_bytes(),
+        )?;
         workdir::check_space_for(&self.target, self.plan.size_bytes, 1, &SPACE_HINT)?;
         self.chain = platform::probe_path(&self.target).ok();
         Ok(())
@@ -309,6 +324,36 @@ impl Workload for IopsWorkload {
             Some(workdir) => workdir.remove_all(),
             None => Ok(()),
         }
+    }
+}
+
+/// Refuses a plan whose buffers would take more than a quarter of the memory
+/// `available` (MemAvailable), naming the test and the figure.
+fn check_memory(plan: &IopsPlan, available: Option<u64>) -> Result<(), Error> {
+    let Some(available) = available else {
+        return Ok(());
+    };
+    let largest = plan
+        .tests
+        .iter()
+        .flat_map(|&test| {
+            plan.rw
+                .iter()
+                .map(move |&rw| (test, drive::buffer_bytes(test, rw)))
+        })
+        .max_by_key(|&(_, bytes)| bytes);
+    match largest {
+        Some((test, bytes)) if bytes > available / 4 => Err(Error::Unsupported(format!(
+            "{test} would hold {} of I/O buffers ({} threads × {} requests in flight × {} \
+             blocks, with their write data), more than a quarter of the {} of memory \
+             available: give fewer threads, a shallower queue or smaller blocks",
+            format_size(bytes),
+            test.threads,
+            test.queue_depth,
+            format_size(test.block_bytes),
+            format_size(available)
+        ))),
+        _ => Ok(()),
     }
 }
 

@@ -390,7 +390,7 @@ impl Write for Behind {
 /// the write step alone does, and gives it back; syncs the file once the output is
 /// whole. Gives the file's path.
 fn write_behind(
-    mut file: File,
+    file: File,
     path: PathBuf,
     full: Receiver<Block>,
     free: Sender<Vec<u8>>,
@@ -399,9 +399,7 @@ fn write_behind(
     loop {
         match full.recv() {
             Ok(Block::Data(mut buf)) => {
-                file.write_all(&buf)
-                    .map_err(|e| Error::io("write", &path, e))?;
-                writeback.wrote(&file, buf.len());
+                writeback.write(&file, &path, &buf)?;
                 buf.clear();
                 // The codec has stopped when it takes no more buffers.
                 let _ = free.send(buf);

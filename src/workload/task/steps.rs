@@ -15,6 +15,7 @@ use crate::storage::buffer::AlignedBuf;
 use crate::storage::cache::{self, Eviction};
 use crate::storage::layers::LayerResidency;
 use crate::storage::layers::{Layer, evict_and_measure};
+use crate::storage::request::{self, Op, Request};
 use crate::storage::workdir::{self, WorkDir};
 use crate::workload::Cancel;
 use crate::workload::{Context, Error};
@@ -34,6 +35,19 @@ pub(super) struct Writeback {
 }
 
 impl Writeback {
+    /// Writes `bytes` at the end of what was written to `file` (at `path`), through the
+    /// storage core's request engine, and counts them.
+    pub(super) fn write(&mut self, file: &File, path: &Path, bytes: &[u8]) -> Result<(), Error> {
+        // A write only reads its buffer.
+        let buf = bytes.as_ptr().cast_mut();
+        request::once(
+            path,
+            &Request::whole(Op::Write, file, self.written, buf, bytes.len()),
+        )?;
+        self.wrote(file, bytes.len());
+        Ok(())
+    }
+
     /// Counts `bytes` more written to `file`, and starts their writeback when enough
     /// have gathered. An error of the device shows at the fsync.
     pub(super) fn wrote(&mut self, file: &File, bytes: usize) {
@@ -136,18 +150,17 @@ impl Uncached {
     }
 
     /// Reads `buf.len()` bytes (a multiple of the page size) at `offset`, or what is
-    /// left of the file; retries interrupted calls.
+    /// left of the file, through the storage core's request engine.
     pub(super) fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize, Error> {
-        loop {
-            match rustix::io::pread(&self.file, &mut *buf, offset) {
-                Ok(0) if offset < self.size => {
-                    return Err(crate::storage::short_file("read", &self.path, offset));
-                }
-                Ok(n) => return Ok(n.min((self.size - offset) as usize)),
-                Err(rustix::io::Errno::INTR) => {}
-                Err(e) => return Err(Error::io("read", &self.path, e)),
-            }
-        }
+        let left = self.size.saturating_sub(offset);
+        let request = Request {
+            expect: buf.len().min(usize::try_from(left).unwrap_or(usize::MAX)),
+            // A direct read's rest would be unaligned: short, it is the file's end.
+            short_ends: self.direct,
+            ..Request::whole(Op::Read, &self.file, offset, buf.as_mut_ptr(), buf.len())
+        };
+        let moved = request::once(&self.path, &request)?;
+        Ok(moved.min(request.expect))
     }
 
     /// The file's path.
@@ -314,7 +327,7 @@ pub fn transform<W: Write + 'static>(
 
 /// Times writing `data` to a new file `name` in `dir`, synced; removes it after.
 pub fn write(ctx: &Context, dir: &mut WorkDir, name: &str, data: &[u8]) -> Result<f64, Error> {
-    let (path, mut file) = dir.create_file(name, false)?;
+    let (path, file) = dir.create_file(name, false)?;
     let progress = ctx.sink.progress();
     let mut writeback = Writeback::default();
     let started = Instant::now();
@@ -322,9 +335,7 @@ pub fn write(ctx: &Context, dir: &mut WorkDir, name: &str, data: &[u8]) -> Resul
         if ctx.cancel.is_set() {
             return Err(Error::Interrupted);
         }
-        file.write_all(piece)
-            .map_err(|e| Error::io("write", &path, e))?;
-        writeback.wrote(&file, piece.len());
+        writeback.write(&file, &path, piece)?;
         progress.add(piece.len() as u64);
     }
     file.sync_all().map_err(|e| Error::io("sync", &path, e))?;
