@@ -126,7 +126,14 @@ fn containers_on_a_slow_disk_stay_under_its_limit_and_prove_every_layer_evicted(
         .arg("image")
         .arg(disk.path())
         .args(["--format", "raw-sparse,qcow2", "--cluster-size", "64K"])
-        .args(["--sizes", "1M,128M", "--repeat", "2", "--image-size", "1G"])
+        .args([
+            "--sizes",
+            "1M,128M,256M",
+            "--repeat",
+            "2",
+            "--image-size",
+            "1G",
+        ])
         // Direct writes: a blkio throttle (v1) holds back what a process submits, and
         // buffered writes are submitted by the kernel's flusher threads.
         .args([
@@ -148,8 +155,8 @@ fn containers_on_a_slow_disk_stay_under_its_limit_and_prove_every_layer_evicted(
         let items = record["items"].as_array().unwrap();
         assert_eq!(
             items.len(),
-            2 * 2 * 3,
-            "{label}: 2 rounds of 2 writes and 4 reads"
+            2 * 3 * 3,
+            "{label}: 2 rounds of 3 writes and 6 reads"
         );
         for item in items {
             let rate = item["bytes_per_sec"].as_f64().unwrap();

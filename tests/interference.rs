@@ -166,7 +166,7 @@ fn quiet_runs_raise_no_false_alarm() {
     let server = common::net_server::Server::start(&[]);
     let mut alarms = Vec::new();
     let mut judged = 0;
-    for round in 0..10 {
+    for round in 0..6 {
         let cpu = run_json(
             ratelab()
                 .args(["cpu", "--test", "int", "--threads", "2", "--seconds", "1"])

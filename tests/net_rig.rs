@@ -98,18 +98,23 @@ fn net_reaches_the_goodput_limit_of_a_shaped_link_and_reports_the_mss() {
             });
             eprintln!("{line}");
             // Beside other work on two cores the link is not what limits: ratelab's own
-            // account says so, or the peer falls short of the link on the same rig.
+            // account says so. Where the peer itself fell short of the link on the same
+            // rig, the rig did not give its rate: ratelab is held to at least the peer's
+            // figure and at most the link's; otherwise to the link's.
             common::check(common::disturbed(&doc), || {
                 if let Some(peer_share) = peer_share {
-                    if peer_share < 0.97 {
-                        return common::Try::Disturbed(format!(
-                            "a disturbed rig: iperf3 itself fell short: {line}"
-                        ));
-                    }
                     assert!(
                         share >= peer_share * 0.97,
                         "ratelab is below iperf3 on the same link: {line}"
                     );
+                    if peer_share < 0.97 {
+                        // Not below the peer (above), and not above the link (here).
+                        assert!(share <= 1.03, "{line}");
+                        common::say(&format!(
+                            "{test}: iperf3 itself fell short of the link, so ratelab was held to iperf3's figure: {line}"
+                        ));
+                        return common::Try::Checked;
+                    }
                 }
                 assert!((0.97..=1.03).contains(&share), "{line}");
                 common::Try::Checked

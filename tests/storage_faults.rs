@@ -173,3 +173,232 @@ fn a_job_whose_buffers_would_not_fit_in_memory_is_refused_with_its_figure() {
     eprintln!("{message}");
     assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
 }
+
+/// A qcow2 image whose data requests fail with EIO once ratelab starts writing: qemu's
+/// blkdebug driver between the image and its file (qcow2 -> blkdebug -> file), exported
+/// by qemu-storage-daemon over FUSE, on a loop device, ext4. The filesystem is made in a
+/// first daemon without rules; in the second, the first new cluster (ratelab's fill)
+/// moves blkdebug to state 2, where every `event` request (`read_aio` or `write_aio`)
+/// fails with EIO.
+struct FaultyDisk {
+    dir: tempfile::TempDir,
+    daemon: Option<std::process::Child>,
+    device: Option<String>,
+}
+
+impl FaultyDisk {
+    fn new(event: &str) -> FaultyDisk {
+        let dir = common::disk_tempdir();
+        let mut disk = FaultyDisk {
+            dir,
+            daemon: None,
+            device: None,
+        };
+        let image = disk.path("disk.qcow2");
+        assert!(
+            std::process::Command::new("qemu-img")
+                .args(["create", "-q", "-f", "qcow2"])
+                .arg(&image)
+                .arg("256M")
+                .status()
+                .unwrap()
+                .success()
+        );
+        std::fs::create_dir(disk.path("mnt")).unwrap();
+        disk.attach(None);
+        let device = disk.device.clone().unwrap();
+        sh(&format!(
+            "mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 {device}"
+        ));
+        disk.detach();
+        let rules = disk.path("rules.conf");
+        std::fs::write(
+            &rules,
+            format!(
+                "[set-state]\nevent = \"cluster_alloc\"\nstate = \"1\"\nnew_state = \"2\"\n\n\
+                 [inject-error]\nevent = \"{event}\"\nstate = \"2\"\nerrno = \"5\"\n"
+            ),
+        )
+        .unwrap();
+        disk.attach(Some(&rules));
+        let mnt = disk.path("mnt");
+        sh(&format!(
+            "mount {} {}",
+            disk.device.as_ref().unwrap(),
+            mnt.display()
+        ));
+        disk
+    }
+
+    fn path(&self, name: &str) -> std::path::PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Starts the daemon (with blkdebug's `rules`, if any) and a loop device on its export.
+    fn attach(&mut self, rules: Option<&Path>) {
+        let export = self.path("export");
+        std::fs::write(&export, b"").unwrap();
+        let image = self.path("disk.qcow2");
+        let mut nodes = vec![format!(
+            "driver=file,node-name=f0,filename={}",
+            image.display()
+        )];
+        let file = match rules {
+            Some(rules) => {
+                nodes.push(format!(
+                    "driver=blkdebug,node-name=dbg,image=f0,config={}",
+                    rules.display()
+                ));
+                "dbg"
+            }
+            None => "f0",
+        };
+        nodes.push(format!("driver=qcow2,node-name=q0,file={file}"));
+        let mut command = std::process::Command::new("qemu-storage-daemon");
+        for node in &nodes {
+            command.arg("--blockdev").arg(node);
+        }
+        command
+            .arg("--export")
+            .arg(format!(
+                "type=fuse,id=e0,node-name=q0,mountpoint={},writable=on",
+                export.display()
+            ))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        self.daemon = Some(command.spawn().expect("start qemu-storage-daemon"));
+        let started = std::time::Instant::now();
+        while std::fs::metadata(&export).map_or(0, |m| m.len()) == 0 {
+            assert!(
+                started.elapsed().as_secs() < 20,
+                "the FUSE export did not appear"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let device = sh(&format!("losetup -f --show {}", export.display()));
+        self.device = Some(device.trim().to_string());
+    }
+
+    /// Unmounts, removes the loop device and stops the daemon.
+    fn detach(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.path("mnt"))
+            .stderr(Stdio::null())
+            .status();
+        if let Some(device) = self.device.take() {
+            let _ = std::process::Command::new("losetup")
+                .args(["-d", &device])
+                .status();
+        }
+        if let Some(mut daemon) = self.daemon.take() {
+            // SIGTERM: the daemon takes its FUSE mount down as it ends.
+            let pid = rustix::process::Pid::from_raw(daemon.id() as i32).unwrap();
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            let _ = daemon.wait();
+        }
+        let _ = std::process::Command::new("umount")
+            .arg(self.path("export"))
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+impl Drop for FaultyDisk {
+    fn drop(&mut self) {
+        self.detach();
+    }
+}
+
+/// Runs `command` with sh, which must succeed; its output.
+fn sh(command: &str) -> String {
+    let output = std::process::Command::new("sh")
+        .args(["-c", command])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{command}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn an_io_error_under_a_read_and_under_a_write_is_named_with_its_errno_and_byte() {
+    let test = "an_io_error_under_a_read_and_under_a_write_is_named_with_its_errno_and_byte";
+    if !root_or_skip(test, RIG_NEEDS) || !common::have_or_skip(test, "qemu-storage-daemon") {
+        return;
+    }
+    let _lock = rig::exclusive();
+    for (event, verb, args, op) in [
+        (
+            "read_aio",
+            "iops",
+            &["--size", "32M", "--tests", "SEQ1M-Q1T1", "--rw", "read"][..],
+            "read",
+        ),
+        (
+            "write_aio",
+            "iops",
+            &["--size", "32M", "--tests", "SEQ1M-Q1T1", "--rw", "read"][..],
+            "write",
+        ),
+        (
+            "read_aio",
+            "disk",
+            &["--sizes", "16M", "--read", "direct"][..],
+            "read",
+        ),
+        (
+            "write_aio",
+            "disk",
+            &["--sizes", "16M", "--direct", "--read", "direct"][..],
+            "write",
+        ),
+        (
+            "read_aio",
+            "task",
+            &["--make-file", "16M", "--threads", "1"][..],
+            "read",
+        ),
+    ] {
+        let disk = FaultyDisk::new(event);
+        let target = disk.path("mnt");
+        let db = disk.path("results.db");
+        let mut command = common::ratelab();
+        command.arg(verb);
+        if verb == "task" {
+            command
+                .arg("compress")
+                .arg(target.join("input"))
+                .arg("--out")
+                .arg(&target);
+        } else {
+            command.arg(&target);
+        }
+        let output = command
+            .args(args)
+            .args(
+                ["--seconds", "0.3", "--ramp", "0"]
+                    .iter()
+                    .filter(|_| verb == "iops"),
+            )
+            .arg("--db")
+            .arg(&db)
+            .arg("-q")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        eprintln!("{verb}, {event}: {stderr}");
+        assert_eq!(output.status.code(), Some(3), "{verb}, {event}: {stderr}");
+        assert!(
+            stderr.contains(&format!("cannot {op} "))
+                && stderr.contains("at byte ")
+                && stderr.contains("the device reported an I/O error (EIO)"),
+            "{verb}, {event}: {stderr}"
+        );
+        let runs = common::stored_runs(&db);
+        assert_eq!(runs[0]["status"], "incomplete", "{runs}");
+        assert!(left(&target, "").is_empty(), "{:?}", entries(&target));
+    }
+}

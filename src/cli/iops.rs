@@ -25,7 +25,12 @@ and M are KiB and MiB) runs each direction of --rw for a ramp that is not counte
 --seconds; mix:70 draws each request's direction at random, 70% reads, and shows its reads \
 and writes apart, as fio's randrw. Random offsets are aligned to the block and uniform over the file, each block once \
 per pass. Depth 1 uses pread and pwrite, deeper queues io_uring; requests bypass the page cache \
-(O_DIRECT) unless --buffered. A request's latency runs from the moment its slot was free to \
+(O_DIRECT) unless --buffered, which also fills the file through the page cache and ends each \
+write test with an fsync outside the counted span (fio's end_fsync), so a writeback error fails \
+the test. What direct I/O takes is asked of the filesystem (statx) or the device: a test whose \
+block it does not take (512-byte blocks on a 4Kn disk) is refused before anything is written, \
+and so is one whose buffers (threads x depth x block, twice that for writes) would take more \
+than a quarter of the memory available. A request's latency runs from the moment its slot was free to \
 take it to its completion, as fio's total latency (lat): the mean is depth / IOPS. The file is \
 removed at the end, on error and on Ctrl-C."
 )]

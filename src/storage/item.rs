@@ -66,6 +66,10 @@ pub struct DiskItem {
     /// For an item that stands for many small files written at once, how many.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files: Option<u64>,
+    /// For a write: the share of its timed span the writer waited for its unique data
+    /// to be made (none where it never waited).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_wait_fraction: Option<f64>,
 }
 
 impl DiskItem {
@@ -88,6 +92,8 @@ impl DiskItem {
             pass,
             file: file.to_string(),
             files: None,
+            data_wait_fraction: (!transfer.data_wait.is_zero())
+                .then(|| transfer.data_wait.as_secs_f64() / seconds.max(1e-9)),
         }
     }
 }
@@ -139,6 +145,7 @@ pub(crate) mod tests {
             pass: 1,
             file: "f".into(),
             files: None,
+            data_wait_fraction: None,
         }
     }
 }

@@ -128,6 +128,7 @@ impl Ahead {
                 spent: Vec::new(),
                 batch: (count / 2).max(1),
                 block_size: self.block_size,
+                waited: std::time::Duration::ZERO,
             };
             let result = write(&mut feed);
             // The writer is done: close the way back so the helper ends, then gather
@@ -208,6 +209,8 @@ pub struct Feed {
     /// Pools given back at once.
     batch: usize,
     block_size: usize,
+    /// How long the writer waited for a pool to be stamped.
+    waited: std::time::Duration,
 }
 
 impl Feed {
@@ -234,7 +237,10 @@ impl Feed {
                 Err(_) => {
                     // The helper may be waiting for these: never sleep holding them.
                     self.give_back();
-                    self.ready.recv().ok()?
+                    let waiting = std::time::Instant::now();
+                    let next = self.ready.recv().ok();
+                    self.waited += waiting.elapsed();
+                    next?
                 }
             };
             self.current = Some(next);
@@ -244,6 +250,11 @@ impl Feed {
         self.window += 1;
         let pool = &self.current.as_ref()?.pool;
         Some(&pool.as_slice()[start..start + len])
+    }
+
+    /// How long the writer has waited for its data so far.
+    pub fn waited(&self) -> std::time::Duration {
+        self.waited
     }
 
     fn give_back(&mut self) {

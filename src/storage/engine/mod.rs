@@ -129,6 +129,8 @@ pub struct Transfer {
     pub elapsed: Duration,
     /// Bytes moved: the file's size, or less when a deadline cut it short.
     pub bytes: u64,
+    /// Of `elapsed`, the time a writer waited for its unique data to be made.
+    pub data_wait: Duration,
 }
 
 /// Moves a file's bytes and says how long it took.

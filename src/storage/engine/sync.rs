@@ -2,7 +2,7 @@
 //! write data is made ahead of the writer ([`Ahead`]), so the timed span holds the
 //! write calls and the sync, nothing else.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::data_ahead::{Ahead, Feed};
 use super::{
@@ -68,6 +68,7 @@ impl Engine for SyncEngine {
         Ok(Transfer {
             elapsed: start.elapsed(),
             bytes: reads.moved,
+            data_wait: Duration::ZERO,
         })
     }
 }
@@ -84,8 +85,12 @@ fn write_blocks(job: &WriteJob, block_size: usize, feed: &mut Feed) -> Result<Tr
     let start = Instant::now();
     request::Engine::sync().run(&mut writes, job.cancel)?;
     sync_file(job)?;
+    let elapsed = start.elapsed();
+    let bytes = writes.moved;
+    drop(writes);
     Ok(Transfer {
-        elapsed: start.elapsed(),
-        bytes: writes.moved,
+        elapsed,
+        bytes,
+        data_wait: feed.waited(),
     })
 }

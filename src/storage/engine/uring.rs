@@ -2,7 +2,7 @@
 //! fio's io_uring engine without registered files or buffers, through the storage
 //! core's one request engine.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{Engine, FileChunks, ReadJob, Transfer, WriteJob, buffers_error, sync_file};
 use crate::error::Error;
@@ -45,6 +45,8 @@ impl Engine for UringEngine {
         Ok(Transfer {
             elapsed: start.elapsed(),
             bytes: writes.moved,
+            // Its data is stamped as each request is queued, on this thread.
+            data_wait: Duration::ZERO,
         })
     }
 
@@ -58,6 +60,7 @@ impl Engine for UringEngine {
         Ok(Transfer {
             elapsed: start.elapsed(),
             bytes: reads.moved,
+            data_wait: Duration::ZERO,
         })
     }
 }

@@ -106,6 +106,7 @@ impl QuickWorkload {
         outcome.map(|()| Transfer {
             elapsed,
             bytes: SMALL_FILES * SMALL_BYTES,
+            data_wait: std::time::Duration::ZERO,
         })
     }
 }

@@ -20,6 +20,7 @@ pub fn verdicts(w: &Stored<DiskKind>) -> Vec<Verdict> {
     out.extend(physics(w));
     out.extend(not_evicted(w));
     out.extend(memory_modes(&w.items));
+    out.extend(data_limited(&w.items));
     if let Some(folder) = &w.context.kept_folder {
         out.push((
             "files_kept",
@@ -125,6 +126,40 @@ fn not_evicted(w: &Stored<DiskKind>) -> Vec<Said> {
                     worst * 100.0
                 ),
             ))
+        })
+        .collect()
+}
+
+/// Share of a write's span spent waiting for its data past which the data, not the
+/// storage, is named as a limit.
+const DATA_WAIT_NAMED: f64 = 0.05;
+
+/// Writes whose writer waited for its unique data to be made: where the median wait is
+/// a share worth naming, the data, not the storage, limited that much of the figure.
+fn data_limited(items: &[DiskItem]) -> Vec<Said> {
+    groups(items)
+        .into_iter()
+        .filter(|((op, _), _)| *op != Op::Read)
+        .filter_map(|((op, mode), group)| {
+            let mut shares: Vec<f64> = group
+                .iter()
+                .map(|i| i.data_wait_fraction.unwrap_or(0.0))
+                .collect();
+            shares.sort_by(f64::total_cmp);
+            let median = shares[shares.len() / 2];
+            (median >= DATA_WAIT_NAMED).then(|| {
+                (
+                    "data_limited",
+                    Severity::Warning,
+                    format!(
+                        "{} ({mode}) waited {} of their time (median) for their data, unique in \
+                         every sector, to be made on another core: that share of these figures \
+                         is this machine's CPU, not the storage",
+                        plural(op),
+                        percent(median)
+                    ),
+                )
+            })
         })
         .collect()
 }
@@ -296,6 +331,27 @@ pub fn link_words(context: &DiskContext) -> String {
 mod tests {
     use super::*;
     use crate::storage::item::tests::item;
+
+    #[test]
+    fn writes_that_waited_for_their_data_name_it_and_others_do_not() {
+        let waited = |share: Option<f64>| DiskItem {
+            data_wait_fraction: share,
+            ..item(Op::Write, "fsync", 1 << 30, 1e9, None)
+        };
+        let quiet = [waited(None), waited(Some(0.01)), waited(None)];
+        assert!(data_limited(&quiet).is_empty());
+        let limited = [waited(Some(0.2)), waited(Some(0.3)), waited(None)];
+        let said = data_limited(&limited);
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert_eq!(said[0].0, "data_limited");
+        assert!(
+            said[0]
+                .2
+                .starts_with("writes (fsync) waited 20% of their time (median)"),
+            "{}",
+            said[0].2
+        );
+    }
 
     #[test]
     fn small_files_verdict_names_the_sizes() {

@@ -167,6 +167,7 @@ mod tests {
             pass,
             file: "f".into(),
             files: None,
+            data_wait_fraction: None,
         }
     }
 

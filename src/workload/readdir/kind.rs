@@ -237,6 +237,7 @@ mod tests {
         let transfer = Transfer {
             elapsed: std::time::Duration::from_millis(10),
             bytes: size,
+            data_wait: std::time::Duration::ZERO,
         };
         DiskItem::timed(Op::Read, "direct", transfer, 1, "f")
     }
