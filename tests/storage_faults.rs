@@ -195,21 +195,30 @@ impl FaultyDisk {
             device: None,
         };
         let image = disk.path("disk.qcow2");
-        assert!(
-            std::process::Command::new("qemu-img")
-                .args(["create", "-q", "-f", "qcow2"])
-                .arg(&image)
-                .arg("256M")
-                .status()
-                .unwrap()
-                .success()
+        rig::run(
+            "qemu-img",
+            &[
+                "create",
+                "-q",
+                "-f",
+                "qcow2",
+                image.to_str().unwrap(),
+                "256M",
+            ],
         );
         std::fs::create_dir(disk.path("mnt")).unwrap();
         disk.attach(None);
         let device = disk.device.clone().unwrap();
-        sh(&format!(
-            "mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 {device}"
-        ));
+        rig::run(
+            "mkfs.ext4",
+            &[
+                "-q",
+                "-F",
+                "-E",
+                "lazy_itable_init=0,lazy_journal_init=0",
+                &device,
+            ],
+        );
         disk.detach();
         let rules = disk.path("rules.conf");
         std::fs::write(
@@ -222,11 +231,10 @@ impl FaultyDisk {
         .unwrap();
         disk.attach(Some(&rules));
         let mnt = disk.path("mnt");
-        sh(&format!(
-            "mount {} {}",
-            disk.device.as_ref().unwrap(),
-            mnt.display()
-        ));
+        rig::run(
+            "mount",
+            &[disk.device.as_ref().unwrap(), mnt.to_str().unwrap()],
+        );
         disk
     }
 
@@ -275,31 +283,34 @@ impl FaultyDisk {
             );
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        let device = sh(&format!("losetup -f --show {}", export.display()));
+        let device = rig::run("losetup", &["-f", "--show", export.to_str().unwrap()]);
         self.device = Some(device.trim().to_string());
     }
 
     /// Unmounts, removes the loop device and stops the daemon.
     fn detach(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg(self.path("mnt"))
-            .stderr(Stdio::null())
-            .status();
+        rig::quiet("umount", &[self.path("mnt").to_str().unwrap()]);
         if let Some(device) = self.device.take() {
-            let _ = std::process::Command::new("losetup")
-                .args(["-d", &device])
-                .status();
+            rig::quiet("losetup", &["-d", &device]);
         }
         if let Some(mut daemon) = self.daemon.take() {
             // SIGTERM: the daemon takes its FUSE mount down as it ends.
             let pid = rustix::process::Pid::from_raw(daemon.id() as i32).unwrap();
             let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-            let _ = daemon.wait();
+            // It may hang flushing an image whose file fails: then it is killed.
+            let asked = std::time::Instant::now();
+            while daemon.try_wait().ok().flatten().is_none() {
+                if asked.elapsed().as_secs() >= 5 {
+                    let _ = daemon.kill();
+                    let _ = daemon.wait();
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
         }
-        let _ = std::process::Command::new("umount")
-            .arg(self.path("export"))
-            .stderr(Stdio::null())
-            .status();
+        if !rig::quiet("umount", &[self.path("export").to_str().unwrap()]) {
+            rig::quiet("umount", &["-l", self.path("export").to_str().unwrap()]);
+        }
     }
 }
 
@@ -307,20 +318,6 @@ impl Drop for FaultyDisk {
     fn drop(&mut self) {
         self.detach();
     }
-}
-
-/// Runs `command` with sh, which must succeed; its output.
-fn sh(command: &str) -> String {
-    let output = std::process::Command::new("sh")
-        .args(["-c", command])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{command}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 #[test]

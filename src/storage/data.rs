@@ -18,7 +18,7 @@
 //! as fast as writing unstamped data. [`Pattern`] stamps each block as it is asked
 //! for: the uring engine does so as it queues a request, while others are in flight.
 
-use super::buffer::AlignedBuf;
+use super::buffer::{AlignedBuf, SlotBufs};
 
 /// Bytes between stamps: the smallest sector a device deduplicates.
 const SECTOR: usize = 512;
@@ -76,14 +76,14 @@ impl Pattern {
     ///
     /// [`block`]: Pattern::block
     pub fn for_in_flight(slots: usize, block_size: usize, seed: u64) -> std::io::Result<Pattern> {
-        let block_size = block_size.next_multiple_of(rustix::param::page_size());
-        Pattern::with_pools(slots.max(1), 2 * block_size, block_size, seed)
+        let stride = SlotBufs::stride(block_size);
+        Pattern::with_pools(slots.max(1), 2 * stride, stride, seed)
     }
 
     /// Bytes of memory `slots` slots of `block_size`-byte blocks in flight take
     /// ([`for_in_flight`](Pattern::for_in_flight)).
     pub fn in_flight_bytes(slots: usize, block_size: usize) -> u64 {
-        2 * slots.max(1) as u64 * block_size.next_multiple_of(rustix::param::page_size()) as u64
+        (slots.max(1) * 2 * SlotBufs::stride(block_size)) as u64
     }
 
     /// The data of the next block written through slot `slot`: `len` bytes (at most

@@ -258,7 +258,8 @@ fn write(path: &Path, text: &str) {
 }
 
 /// Runs a set-up command and returns its stdout; panics with its stderr on failure.
-fn run(program: &str, args: &[&str]) -> String {
+/// Runs `program args...`, which must succeed; its output.
+pub fn run(program: &str, args: &[&str]) -> String {
     let output = Command::new(program)
         .args(args)
         .output()
@@ -271,7 +272,8 @@ fn run(program: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-fn quiet(program: &str, args: &[&str]) -> bool {
+/// Runs `program args...` quietly; whether it succeeded.
+pub fn quiet(program: &str, args: &[&str]) -> bool {
     Command::new(program)
         .args(args)
         .output()

@@ -243,10 +243,9 @@ pub use crate::storage::short_file;
 
 /// A file's chunks as requests of the storage core's request engine: each chunk's bytes
 /// come from `buffer` (given its slot and length), and what completes is counted.
-pub struct FileChunks<'a, I, B> {
-    chunks: I,
-    /// Whether its requests read or write.
-    pub op: Op,
+pub struct FileChunks<'a, B> {
+    chunks: Box<dyn Iterator<Item = Chunk>>,
+    op: Op,
     file: &'a File,
     tail_file: Option<&'a File>,
     direct: bool,
@@ -257,7 +256,7 @@ pub struct FileChunks<'a, I, B> {
     pub moved: u64,
 }
 
-impl<'a, B: FnMut(usize, usize) -> *mut u8> FileChunks<'a, Box<dyn Iterator<Item = Chunk>>, B> {
+impl<'a, B: FnMut(usize, usize) -> *mut u8> FileChunks<'a, B> {
     /// The write calls of `job` in blocks of `block`, their data from `buffer`.
     pub fn writes(job: &'a WriteJob<'a>, block: usize, buffer: B) -> Self {
         FileChunks {
@@ -289,7 +288,7 @@ impl<'a, B: FnMut(usize, usize) -> *mut u8> FileChunks<'a, Box<dyn Iterator<Item
     }
 }
 
-impl<I: Iterator<Item = Chunk>, B: FnMut(usize, usize) -> *mut u8> Source for FileChunks<'_, I, B> {
+impl<B: FnMut(usize, usize) -> *mut u8> Source for FileChunks<'_, B> {
     fn path(&self) -> &Path {
         self.path
     }

@@ -8,7 +8,7 @@ use super::{Engine, FileChunks, ReadJob, Transfer, WriteJob, buffers_error, sync
 use crate::error::Error;
 use crate::storage::buffer::SlotBufs;
 use crate::storage::data::Pattern;
-use crate::storage::request::{self, Op};
+use crate::storage::request;
 
 /// io_uring reads and writes, `queue_depth` at a time.
 pub struct UringEngine {
@@ -56,7 +56,6 @@ impl Engine for UringEngine {
             FileChunks::reads(job, self.block_size, |slot, _| bufs.slot(slot).as_mut_ptr());
         let start = Instant::now();
         self.engine.run(&mut reads, job.cancel)?;
-        debug_assert_eq!(reads.op, Op::Read);
         Ok(Transfer {
             elapsed: start.elapsed(),
             bytes: reads.moved,

@@ -41,7 +41,5 @@ pub fn short(op: Op, path: &Path, at: u64) -> Error {
 pub fn device_of(path: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let dev = std::fs::metadata(path).ok()?.dev();
-    let (major, minor) = (libc::major(dev), libc::minor(dev));
-    let link = std::fs::read_link(format!("/sys/dev/block/{major}:{minor}")).ok()?;
-    Some(link.file_name()?.to_string_lossy().into_owned())
+    crate::platform::fds::block_device_name((libc::major(dev), libc::minor(dev)))
 }

@@ -24,6 +24,14 @@ pub struct UringBackend {
     slots: usize,
 }
 
+/// What a completion leaves of its slot's request.
+enum Settled {
+    /// Its rest, or the same request after a failure for now, is in flight again.
+    Again,
+    /// It is over: whole or dropped as the run stops (`None`), or failed.
+    Over(Option<Error>),
+}
+
 /// A slot's request in flight: the request, the bytes it has moved, and the completions
 /// in a row that failed for now.
 #[derive(Clone, Copy)]
@@ -60,12 +68,7 @@ impl UringBackend {
         let started = Instant::now();
         for slot in 0..self.slots {
             if let Some(request) = source.next(slot, started) {
-                self.push(slot, &request);
-                slots[slot] = Some(InFlight {
-                    request,
-                    done: 0,
-                    transient_tries: 0,
-                });
+                self.start(&mut slots, slot, request);
                 in_flight += 1;
             }
         }
@@ -90,45 +93,21 @@ impl UringBackend {
                     .map(|cqe| (cqe.user_data(), cqe.result())),
             );
             let stopping = failure.is_some() || cancel.is_set();
-            for &(slot, result) in &completed {
-                let Some(flight) = usize::try_from(slot)
+            for &(user_data, result) in &completed {
+                let Some((slot, flight)) = usize::try_from(user_data)
                     .ok()
-                    .and_then(|slot| slots.get_mut(slot)?.as_mut())
+                    .and_then(|slot| Some((slot, slots.get_mut(slot)?.as_mut()?)))
                 else {
                     // A cancel request's own completion.
                     continue;
                 };
-                let slot = slot as usize;
-                let request = flight.request;
-                match Reaped::of(&request, flight.done, i64::from(result)) {
-                    Reaped::Partial(moved) if !stopping => {
-                        flight.done = moved;
-                        flight.transient_tries = 0;
-                        self.push(slot, &request.rest(moved));
-                        continue;
-                    }
-                    Reaped::Failed(errno)
-                        if transient(errno)
-                            && !stopping
-                            && flight.transient_tries < TRANSIENT_TRIES =>
-                    {
-                        flight.transient_tries += 1;
-                        self.push(slot, &request.rest(flight.done));
-                        continue;
-                    }
-                    Reaped::Whole(moved) => source.done(slot, &request, moved, reaped),
-                    Reaped::Partial(_) => {}
-                    Reaped::Short(at) => {
-                        failure.get_or_insert(fault::short(
-                            request.op,
-                            source.path(),
-                            request.offset + at as u64,
-                        ));
-                    }
-                    Reaped::Failed(errno) => {
-                        let at = request.offset + flight.done as u64;
-                        failure.get_or_insert(fault::failed(request.op, source.path(), at, errno));
-                    }
+                let Settled::Over(error) =
+                    self.settle(slot, flight, result, stopping, source, reaped)
+                else {
+                    continue;
+                };
+                if let Some(error) = error {
+                    failure.get_or_insert(error);
                 }
                 slots[slot] = None;
                 in_flight -= 1;
@@ -136,12 +115,7 @@ impl UringBackend {
                     && !cancel.is_set()
                     && let Some(next) = source.next(slot, reaped)
                 {
-                    self.push(slot, &next);
-                    slots[slot] = Some(InFlight {
-                        request: next,
-                        done: 0,
-                        transient_tries: 0,
-                    });
+                    self.start(&mut slots, slot, next);
                     in_flight += 1;
                 }
             }
@@ -150,6 +124,61 @@ impl UringBackend {
             Some(e) => Err(e),
             None if cancel.is_set() => Err(Error::Interrupted),
             None => Ok(()),
+        }
+    }
+
+    /// Puts `request` in flight in slot `slot`.
+    fn start(&mut self, slots: &mut [Option<InFlight>], slot: usize, request: Request) {
+        self.push(slot, &request);
+        slots[slot] = Some(InFlight {
+            request,
+            done: 0,
+            transient_tries: 0,
+        });
+    }
+
+    /// What slot `slot`'s completion `result` leaves of `flight`: its rest asked for (or
+    /// the same request asked again, after a failure for now) while the run goes on, or
+    /// the request over: whole (told to `source`), or failed with its error in words.
+    fn settle(
+        &mut self,
+        slot: usize,
+        flight: &mut InFlight,
+        result: i32,
+        stopping: bool,
+        source: &mut dyn Source,
+        reaped: Instant,
+    ) -> Settled {
+        let request = flight.request;
+        match Reaped::of(&request, flight.done, i64::from(result)) {
+            Reaped::Partial(moved) if !stopping => {
+                flight.done = moved;
+                flight.transient_tries = 0;
+                self.push(slot, &request.rest(moved));
+                Settled::Again
+            }
+            Reaped::Failed(errno)
+                if transient(errno) && !stopping && flight.transient_tries < TRANSIENT_TRIES =>
+            {
+                flight.transient_tries += 1;
+                self.push(slot, &request.rest(flight.done));
+                Settled::Again
+            }
+            Reaped::Whole(moved) => {
+                source.done(slot, &request, moved, reaped);
+                Settled::Over(None)
+            }
+            // The run stops: the rest is not asked for, and what moved is not counted.
+            Reaped::Partial(_) => Settled::Over(None),
+            Reaped::Short(at) => Settled::Over(Some(fault::short(
+                request.op,
+                source.path(),
+                request.offset + at as u64,
+            ))),
+            Reaped::Failed(errno) => {
+                let at = request.offset + flight.done as u64;
+                Settled::Over(Some(fault::failed(request.op, source.path(), at, errno)))
+            }
         }
     }
 

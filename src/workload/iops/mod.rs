@@ -285,10 +285,7 @@ impl Workload for IopsWorkload {
                 }
             }
         }
-        check_memory(
-            &self.plan,
-            crate::platform::machine::available_memory_bytes(),
-        )?;
+        check_memory(&self.plan, platform::machine::available_memory_bytes())?;
         workdir::check_space_for(&self.target, self.plan.size_bytes, 1, &SPACE_HINT)?;
         self.chain = platform::probe_path(&self.target).ok();
         Ok(())

@@ -50,7 +50,7 @@ impl Writeback {
 
     /// Counts `bytes` more written to `file`, and starts their writeback when enough
     /// have gathered. An error of the device shows at the fsync.
-    pub(super) fn wrote(&mut self, file: &File, bytes: usize) {
+    fn wrote(&mut self, file: &File, bytes: usize) {
         self.written += bytes as u64;
         let gathered = self.written - self.started;
         if gathered >= WRITEBACK {
