@@ -1,7 +1,10 @@
 //! The storage core's one request engine meeting what devices do: a 4Kn disk whose
 //! direct I/O takes 4096-byte steps (what does not fit is refused before a byte is
 //! written, naming the device), a filesystem that fills up midway (named ENOSPC with
-//! its byte, the run stored incomplete and nothing left), and a job whose buffers would not fit in memory (refused with its figure).
+//! its byte, the run stored incomplete and nothing left), a job whose buffers would not
+//! fit in memory (refused with its figure), an I/O error under a read and a write (named
+//! with its errno and byte), and a signal arriving while a read or a write waits on a
+//! network-like filesystem (EINTR, asked again: the run goes on).
 
 mod common;
 
@@ -398,4 +401,132 @@ fn an_io_error_under_a_read_and_under_a_write_is_named_with_its_errno_and_byte()
         assert_eq!(runs[0]["status"], "incomplete", "{runs}");
         assert!(left(&target, "").is_empty(), "{:?}", entries(&target));
     }
+}
+
+/// A signal's handler that does nothing: its arrival is what the test is about.
+extern "C" fn noted(_: libc::c_int) {}
+
+/// `len` bytes, text-like and random in turn, for a codec to work on.
+fn mixed_bytes(len: usize) -> Vec<u8> {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    (0..len)
+        .map(|i| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            if (i >> 16) % 2 == 0 {
+                b"the quick brown fox "[i % 20]
+            } else {
+                (state >> 33) as u8
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_signal_during_a_read_or_a_write_is_asked_again_not_fatal() {
+    let test = "a_signal_during_a_read_or_a_write_is_asked_again_not_fatal";
+    if !root_or_skip(test, "it mounts a FUSE filesystem of its own") {
+        return;
+    }
+    use common::fuse::{Event, Fuse};
+    use ratelab::storage::request::{self, Op, Request};
+
+    // The binary: Ctrl-Z and `fg` while task's reader waits on a network filesystem
+    // (SIGSTOP, then SIGCONT): the filesystem answers the interrupted read EINTR.
+    let input = mixed_bytes(8 * MIB as usize);
+    let fuse = Fuse::mount(input.clone(), Some(MIB), false);
+    let out = tempfile::tempdir().unwrap();
+    let child = common::ratelab()
+        .args(["task", "compress"])
+        .arg(fuse.file())
+        .args([
+            "--threads",
+            "1",
+            "--no-what-if",
+            "--no-store",
+            "-q",
+            "--out",
+        ])
+        .arg(out.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let held = fuse.event(60);
+    let Some(Event::Held("read", _, at)) = held else {
+        let output = child.wait_with_output().unwrap();
+        panic!(
+            "no read was held: {held:?}; {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    // SAFETY: signals to the child this test started.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let interrupted = fuse.event(10);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    eprintln!("{stderr}");
+    assert!(
+        matches!(interrupted, Some(Event::Interrupted("read", _))),
+        "{interrupted:?}"
+    );
+    assert!(output.status.success(), "{:?}: {stderr}", output.status);
+    let log = fuse.log.lock().unwrap().clone();
+    let first = log.iter().position(|&r| r == ("read", at)).unwrap();
+    assert!(
+        log[first + 1..].contains(&("read", at)),
+        "the interrupted read at byte {at} was asked again: {log:?}"
+    );
+    eprintln!(
+        "task: the read at byte {at} was interrupted (EINTR), asked again, and the task ran to its end"
+    );
+    drop(fuse);
+
+    // The engine's write, in this process: a signal with a handler arrives while the
+    // write waits on the filesystem.
+    let fuse = Fuse::mount(vec![0; 2 * MIB as usize], None, true);
+    // SAFETY: a handler that does nothing, for a signal nothing else here uses.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = noted as *const () as usize;
+        libc::sigaction(libc::SIGUSR1, &action, std::ptr::null_mut());
+    }
+    let path = fuse.file();
+    let data = mixed_bytes(MIB as usize);
+    let writer = {
+        let (path, mut data) = (path.clone(), data.clone());
+        std::thread::spawn(move || {
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path)
+                .unwrap();
+            let write = Request::whole(Op::Write, &file, 0, data.as_mut_ptr(), data.len());
+            request::once(&path, &write)
+        })
+    };
+    let held = fuse.event(30);
+    assert!(matches!(held, Some(Event::Held("write", _, 0))), "{held:?}");
+    use std::os::unix::thread::JoinHandleExt;
+    // SAFETY: the writer thread is alive: its write is held.
+    unsafe { libc::pthread_kill(writer.as_pthread_t(), libc::SIGUSR1) };
+    let interrupted = fuse.event(10);
+    assert!(
+        matches!(interrupted, Some(Event::Interrupted("write", _))),
+        "{interrupted:?}"
+    );
+    let moved = writer.join().unwrap();
+    assert_eq!(moved.map_err(|e| e.to_string()), Ok(MIB as usize));
+    assert!(fuse.content.lock().unwrap()[..MIB as usize] == data[..]);
+    let log = fuse.log.lock().unwrap().clone();
+    assert_eq!(
+        log.iter().filter(|&&r| r == ("write", 0)).count(),
+        2,
+        "{log:?}"
+    );
+    eprintln!("engine: the write at byte 0 was interrupted (EINTR) and asked again whole");
 }

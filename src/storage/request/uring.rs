@@ -168,8 +168,12 @@ impl UringBackend {
                 source.done(slot, &request, moved, reaped);
                 Settled::Over(None)
             }
-            // The run stops: the rest is not asked for, and what moved is not counted.
+            // The run stops: the rest is not asked for, and what moved is not counted; a
+            // request that failed only for now (or was cancelled) is no fault of its own.
             Reaped::Partial(_) => Settled::Over(None),
+            Reaped::Failed(errno) if stopping && (transient(errno) || errno == libc::ECANCELED) => {
+                Settled::Over(None)
+            }
             Reaped::Short(at) => Settled::Over(Some(fault::short(
                 request.op,
                 source.path(),

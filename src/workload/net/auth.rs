@@ -155,7 +155,8 @@ fn variety_bits(key: &[u8]) -> f64 {
             -p * p.log2()
         })
         .sum();
-    per_byte * n
+    // One byte repeated gives -0.0 (a sum of -1 × log2 1), which prints as "-0".
+    (per_byte * n).abs()
 }
 
 /// 32 fresh random bytes in hex.
@@ -225,6 +226,7 @@ mod tests {
         for weak in ["aaaaaaaaaaaaaaaa", "abcdabcdabcdabcd", &"11".repeat(32)] {
             let said = error(weak, 0o600);
             assert!(said.contains("too little variety"), "{weak}: {said}");
+            assert!(!said.contains("-0 bits"), "{said}");
         }
         write(&hex(&rand::random::<[u8; 8]>()), 0o600);
         assert!(Key::read(&path).is_ok());
