@@ -9,7 +9,10 @@ fn main() -> ExitCode {
     match ratelab::run(cli) {
         Ok(code) => code.into(),
         Err(err) => {
-            eprintln!("ratelab: {err:#}");
+            eprint!(
+                "{}",
+                ratelab::report::terminal::for_stderr("ratelab: ", &format!("{err:#}"))
+            );
             ratelab::exit::code_for(&err).into()
         }
     }

@@ -43,12 +43,14 @@ fn bad_size_is_a_usage_error_quoting_the_text() {
 fn missing_target_is_refused_with_its_path() {
     let dir = disk_tempdir();
     let missing = dir.path().join("not-here");
-    disk_refused(
+    let message = disk_refused(
         &missing,
         &[],
         3,
         &[missing.to_str().unwrap(), "no such file"],
     );
+    // Checks come before plans: no word of what would be written.
+    assert!(!message.contains("in all"), "{message}");
 }
 
 #[test]
@@ -80,8 +82,13 @@ fn block_device_is_refused() {
 #[test]
 fn a_series_that_does_not_fit_is_refused_with_the_figures() {
     let dir = disk_tempdir();
-    let expect = ["not enough free space", "3.30 TB", "is free"];
-    disk_refused(dir.path(), &["--sizes", "1T,1T,1T"], 3, &expect);
+    // Sizes in binary units, as the plan line's "GiB free" says them.
+    let expect = ["not enough free space", "needs 3 TiB", "iB is free"];
+    let message = disk_refused(dir.path(), &["--sizes", "1T,1T,1T"], 3, &expect);
+    assert!(
+        !message.contains(" GB") && !message.contains(" TB"),
+        "{message}"
+    );
     assert!(entries(dir.path()).is_empty());
 }
 
@@ -615,4 +622,143 @@ fn disk_says_what_it_will_write_before_it_starts() {
         "{}",
         stderr(&output)
     );
+}
+
+#[test]
+fn a_db_in_a_missing_folder_or_a_folder_is_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nowhere/sub/r.db");
+    let cpu = common::QUICK_CPU;
+    let folder = format!(
+        "its folder {} does not exist",
+        missing.parent().unwrap().display()
+    );
+    // As --db, and as RATELAB_DB: the message names the path and what is wrong, nothing
+    // runs (stdout stays empty), and no folder is made.
+    common::refused(
+        common::ratelab().args(cpu).arg("--db").arg(&missing),
+        2,
+        &[&missing.display().to_string(), &folder, "never its folders"],
+    );
+    common::refused(
+        common::ratelab().args(cpu).env("RATELAB_DB", &missing),
+        2,
+        &[&folder],
+    );
+    assert!(!dir.path().join("nowhere").exists());
+    // Before a word of the plan.
+    let said = common::refused(
+        common::ratelab()
+            .arg("disk")
+            .arg(dir.path())
+            .args(["--sizes", "1M", "--db"])
+            .arg(&missing),
+        2,
+        &[&folder],
+    );
+    assert!(!said.contains("in all"), "{said}");
+    let message = common::refused(
+        common::ratelab().args(cpu).arg("--db").arg(dir.path()),
+        2,
+        &["it is a folder", "results.db"],
+    );
+    assert!(!message.contains("Error code"), "{message}");
+    // Reading one is refused the same way.
+    common::refused(
+        common::ratelab()
+            .args(["results", "list", "--db"])
+            .arg(&missing),
+        2,
+        &[&folder],
+    );
+    // A file in a folder that exists is made, as before.
+    let made = dir.path().join("r.db");
+    let output = common::ratelab()
+        .args(cpu)
+        .args(["-q", "--db"])
+        .arg(&made)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(made.exists());
+}
+
+#[test]
+fn a_skip_is_said_on_the_terminal_even_where_the_harness_captures_output() {
+    let test = "a_skip_is_said_on_the_terminal_even_where_the_harness_captures_output";
+    if std::env::var_os("RATELAB_TEST_SKIP_PROBE").is_some() {
+        common::skip("the probe", "it was asked to skip");
+        return;
+    }
+    // This test binary, running this test alone as `cargo test` does: output captured.
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([test, "--exact", "--test-threads", "1"])
+        .env("RATELAB_TEST_SKIP_PROBE", "1")
+        .env_remove("CI")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("skipping the probe: it was asked to skip"),
+        "stderr: {}\nstdout: {}",
+        stderr(&output),
+        String::from_utf8_lossy(&output.stdout)
+    );
+}
+
+#[test]
+fn results_show_and_report_without_an_id_take_the_latest_run() {
+    let dir = disk_tempdir();
+    let db = dir.path().join("r.db");
+    for label in ["first", "second"] {
+        let output = null_run(dir.path(), &db, &["-q", "--label", label]);
+        assert!(output.status.success(), "{}", stderr(&output));
+    }
+    let shown = run_json(
+        ratelab()
+            .args(["results", "show", "--json", "--db"])
+            .arg(&db),
+    );
+    assert_eq!(shown["run_id"], 2, "{shown}");
+    assert_eq!(shown["label"], "second");
+    let page = ratelab()
+        .args(["results", "report", "--out", "-", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(page.status.success(), "{}", stderr(&page));
+    assert!(String::from_utf8_lossy(&page.stdout).contains("second"));
+}
+
+#[test]
+fn an_error_on_an_80_column_terminal_wraps_between_words() {
+    let test = "an_error_on_an_80_column_terminal_wraps_between_words";
+    if !common::have_or_skip(test, "script") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("a-folder-that-is-not-here");
+    // On a terminal of 80 columns (script's pseudo-terminal, sized by stty).
+    let line = format!(
+        "stty cols 80 rows 24; exec {} disk {} --no-store",
+        common::bin().display(),
+        missing.display()
+    );
+    let output = common::isolated(&mut std::process::Command::new("script"))
+        .args(["-qec", &line, "/dev/null"])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&output.stdout).replace('\r', "");
+    let lines: Vec<&str> = shown.lines().filter(|l| !l.is_empty()).collect();
+    assert!(lines.len() >= 2, "the message fits one line: {shown:?}");
+    for l in &lines {
+        assert!(l.chars().count() <= 80, "a line over 80 columns: {l:?}");
+    }
+    assert!(lines[0].starts_with("ratelab: cannot use"), "{shown}");
+    // Later lines sit under the message's first word.
+    assert!(lines[1].starts_with("         ") && !lines[1].starts_with("          "));
+    // Joined at the breaks, it is the one-line message a pipe gets.
+    let joined = lines.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ");
+    let piped = disk_refused(&missing, &[], 3, &[]);
+    assert_eq!(joined, piped.trim(), "{shown}");
 }

@@ -331,7 +331,9 @@ fn check_halved_and_equal(db: &Path, text: &str, comparison: &Value) -> common::
             .any(|r| r["run_id"] == id && r["disturbed"] == true)
     };
     if disturbed(1) || disturbed(2) {
-        eprintln!("run 1 or 2 was disturbed by other work: the change is set aside");
+        common::say(
+            "results_compare: run 1 or 2 was disturbed by other work: the change is set aside",
+        );
         assert_eq!(halved["finding"], "disturbed", "{write:#}");
         assert_eq!(halved["beyond_noise"], false, "{write:#}");
         return common::Try::Checked;

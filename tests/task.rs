@@ -505,3 +505,47 @@ fn a_file_of_odd_size_on_a_disk_reads_direct_and_decompresses() {
     left.sort();
     assert_eq!(left, ["odd.dat"]);
 }
+
+#[test]
+fn an_unreadable_file_is_named_before_the_folder_its_outputs_go_to() {
+    let test = "an_unreadable_file_is_named_before_the_folder_its_outputs_go_to";
+    if !common::root_or_skip(test, "another user to run as (setpriv)") {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    // A folder this user may read but not write, as /etc is: a secret file in it, and
+    // one anyone may read.
+    let dir = common::nobody_tempdir(0o755);
+    let secret = dir.path().join("secret.bin");
+    let open = dir.path().join("open.bin");
+    for (file, mode) in [(&secret, 0o600), (&open, 0o644)] {
+        std::fs::write(file, vec![7u8; 1 << 20]).unwrap();
+        std::fs::set_permissions(file, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let said = |file: &std::path::Path| {
+        let output = common::as_nobody(common::bin())
+            .args(["task", "compress"])
+            .arg(file)
+            .args(["--threads", "1", "--no-store", "-q"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(3));
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let message = said(&secret);
+    assert!(
+        message.contains("secret.bin") && message.contains("permission denied"),
+        "{message}"
+    );
+    assert!(!message.contains("--out folder"), "{message}");
+    // Readable, but no --out and a folder it cannot write: the folder is named as the
+    // file's, with the flag that chooses another.
+    let message = said(&open);
+    assert!(
+        message.contains("the file's folder") && message.contains("--out DIR"),
+        "{message}"
+    );
+    let mut left = common::entries(dir.path());
+    left.sort();
+    assert_eq!(left, ["open.bin", "secret.bin"]);
+}

@@ -143,8 +143,11 @@ pub fn run(args: DiskArgs) -> anyhow::Result<Exit> {
         .iter()
         .map(|target| args.plan(target.clone(), seed))
         .collect::<Result<Vec<_>, UsageError>>()?;
+    // Checks come before plans: a bad database is refused first, and a target that is
+    // not a folder gets no plan, only the workload's refusal naming it.
+    args.output.check_db()?;
     if !args.output.quiet {
-        for plan in &plans {
+        for plan in plans.iter().filter(|plan| plan.target.is_dir()) {
             if let Some(words) = plan.writes_in_words() {
                 eprintln!(
                     "{}: {words}{}",

@@ -166,6 +166,15 @@ impl MeasureArgs {
         Ok(Some(Address::of(self.db.path.as_deref())?.open()?))
     }
 
+    /// Refuses a `--db` (or RATELAB_DB) that names no usable place, before anything is
+    /// said of the run: a folder, or a file in a folder that does not exist.
+    pub(super) fn check_db(&self) -> anyhow::Result<()> {
+        if !self.no_store {
+            Address::of(self.db.path.as_deref())?;
+        }
+        Ok(())
+    }
+
     /// The database to look up earlier runs in, read only: none with --no-store (no
     /// database is opened, checked or created then), nor where none exists or opens.
     pub(super) fn history(&self) -> Option<Store> {

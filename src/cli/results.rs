@@ -41,9 +41,9 @@ pub enum Action {
     },
     /// One run's tables and verdicts.
     Show {
-        /// The run id (see `results list`).
+        /// The run id (see `results list`) [default: the latest run].
         #[arg(value_name = "ID")]
-        run_id: i64,
+        run_id: Option<i64>,
         /// The run's JSON document instead.
         #[arg(long)]
         json: bool,
@@ -81,9 +81,9 @@ corrections beyond."
     },
     /// One run as a self-contained HTML page: charts (inline SVG), tables and verdicts.
     Report {
-        /// The run id (see `results list`).
+        /// The run id (see `results list`) [default: the latest run].
         #[arg(value_name = "ID")]
-        run_id: i64,
+        run_id: Option<i64>,
         /// Write to this file (FILE.html), or `-` for stdout [default:
         /// reports/run-ID.html beside the database].
         #[arg(long, value_name = "FILE")]
@@ -273,6 +273,21 @@ fn split_offset(text: &str) -> Option<(&str, i64)> {
     Some((&text[..sign_at], sign * seconds))
 }
 
+/// The run `run_id` names, or the latest stored when it names none.
+fn chosen_or_latest(store: &Store, run_id: Option<i64>) -> anyhow::Result<i64> {
+    if let Some(id) = run_id {
+        return Ok(id);
+    }
+    match store.list_runs()?.first() {
+        Some(latest) => Ok(latest.run_id),
+        None => Err(crate::exit::UsageError(format!(
+            "no run is stored in {} yet: give a run id once there is one",
+            store.address()
+        ))
+        .into()),
+    }
+}
+
 /// Runs `ratelab results`.
 pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
     let at = Address::of(args.db.path.as_deref())?;
@@ -305,6 +320,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
                 (false, true) => Format::Table(Detail::Brief),
                 (false, false) => Format::Table(Detail::Full),
             };
+            let run_id = chosen_or_latest(&store, run_id)?;
             (report::render(&store.load_run(run_id)?, format)?, None)
         }
         Action::Compare {
@@ -317,6 +333,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
             (compared(&store, &run_ids, format)?, out)
         }
         Action::Report { run_id, out } => {
+            let run_id = chosen_or_latest(&store, run_id)?;
             let page = report::html::render(&store.load_run(run_id)?)?;
             let path = match out {
                 Some(path) if path.as_os_str() == "-" => None,

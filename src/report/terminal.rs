@@ -100,8 +100,33 @@ pub fn head(doc: &RunDocument) -> Result<String, DecodeError> {
 /// `text` after `head`, wrapped to [`WIDTH`] columns with later lines indented under
 /// its first word, ending in a newline.
 fn hanging(head: &str, text: &str) -> String {
+    hanging_at(head, text, WIDTH)
+}
+
+/// A message for stderr, `head` then `text`: wrapped at spaces to the terminal's width,
+/// later lines under its first word, where stderr is a terminal (which would otherwise
+/// break lines inside words); one line where it is a pipe or a log.
+pub fn for_stderr(head: &str, text: &str) -> String {
+    use std::io::IsTerminal as _;
+    let stderr = std::io::stderr();
+    let width = if stderr.is_terminal() {
+        rustix::termios::tcgetwinsize(&stderr)
+            .ok()
+            .map(|size| usize::from(size.ws_col))
+    } else {
+        None
+    };
+    match width {
+        // A window too narrow to indent in gets the text as it is.
+        Some(width) if width >= 40 => hanging_at(head, text, width),
+        _ => format!("{head}{text}\n"),
+    }
+}
+
+/// [`hanging`] at `width` columns.
+fn hanging_at(head: &str, text: &str, width: usize) -> String {
     let indent = " ".repeat(textwrap::core::display_width(head));
-    let options = textwrap::Options::new(WIDTH)
+    let options = textwrap::Options::new(width)
         .initial_indent(head)
         .subsequent_indent(&indent)
         .break_words(false)

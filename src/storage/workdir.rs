@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
-use crate::vocab::units::format_bytes;
+use crate::vocab::units::format_size;
 
 /// Prefix of every work folder's name.
 const WORK_PREFIX: &str = "ratelab-";
@@ -98,9 +98,9 @@ pub fn check_space_for(
         return Err(Error::Space {
             about,
             path: target.to_path_buf(),
-            needed: format_bytes(needed_bytes),
-            margin: format_bytes(margin),
-            available: format_bytes(available),
+            needed: format_size(needed_bytes),
+            margin: format_size(margin),
+            available: format_size(available),
         });
     }
     if vfs.f_files > 0 && vfs.f_favail < files + 16 {

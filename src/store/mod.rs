@@ -170,8 +170,34 @@ impl Address {
                     text: postgres::redacted(url),
                     reason,
                 }),
-            None => Ok(Address::File(chosen.to_path_buf())),
+            None => Address::chosen_file(chosen),
         }
+    }
+
+    /// A database file named by `--db` (or RATELAB_DB): refused when it is a folder, or
+    /// when its folder does not exist, since a mistyped path would start a new history
+    /// in silence. Only the default folder is made.
+    fn chosen_file(path: &Path) -> Result<Address, Error> {
+        let refused = |reason: String| Error::Address {
+            text: path.display().to_string(),
+            reason,
+        };
+        if path.is_dir() {
+            return Err(refused(format!(
+                "it is a folder; --db names the database file, for example {}",
+                path.join("results.db").display()
+            )));
+        }
+        if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty())
+            && !folder.is_dir()
+        {
+            return Err(refused(format!(
+                "its folder {} does not exist: --db makes the database file, never its folders (mkdir -p {} first)",
+                folder.display(),
+                folder.display()
+            )));
+        }
+        Ok(Address::File(path.to_path_buf()))
     }
 
     /// Whether the database is there to be read: a file that exists, or any server

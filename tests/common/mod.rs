@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod delay_line;
+pub mod fuse;
 pub mod golden;
 pub mod iperf3_peers;
 pub mod net_server;
@@ -57,7 +58,7 @@ pub fn skip(test: &str, why: &str) {
     if std::env::var_os("CI").is_some() && is_root() {
         panic!("{test} would be skipped, which CI as root does not allow: {why}");
     }
-    eprintln!("skipping {test}: {why}");
+    say(&format!("skipping {test}: {why}"));
 }
 
 /// True when the test may go on; otherwise says why it is skipped (see [`skip`]).

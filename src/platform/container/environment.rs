@@ -7,7 +7,7 @@ use std::path::Path;
 use super::spec::{ContainerSpec, Filesystem, Format};
 use super::tools::on_path;
 use crate::error::Error;
-use crate::vocab::units::format_bytes;
+use crate::vocab::units::format_size;
 
 /// What the space refusal says needs the room, and what the user can change.
 const SPACE_ABOUT: &(&str, &str) = &(
@@ -106,9 +106,9 @@ fn check_space(specs: &[ContainerSpec], dir: &Path, written_bytes: u64) -> Resul
         return Err(Error::Space {
             about: SPACE_ABOUT,
             path: dir.to_path_buf(),
-            needed: format_bytes(needed),
-            margin: format_bytes(margin),
-            available: format_bytes(available),
+            needed: format_size(needed),
+            margin: format_size(margin),
+            available: format_size(available),
         });
     }
     Ok(())

@@ -26,7 +26,7 @@ figure{margin:8px 0;overflow-x:auto}figure svg{width:100%;min-width:600px;height
 .table{overflow-x:auto}table{border-collapse:collapse;font-size:.9em;margin:6px 0}
 th,td{padding:3px 8px;border-bottom:1px solid #e4e7eb;text-align:left;white-space:nowrap}
 td.n{text-align:right;font-variant-numeric:tabular-nums}caption{text-align:left;font-weight:600;padding:4px 0}
-ul.verdicts{list-style:none;padding:0}ul.verdicts li{padding:6px 10px;margin:6px 0;border-left:4px solid #8c959f;background:#f6f8fa;overflow-wrap:anywhere}
+ul.verdicts{list-style:none;padding:0}ul.verdicts code{font-family:ui-monospace,monospace;font-size:.92em;background:#e8ebef;padding:0 .25em;border-radius:3px}ul.verdicts li{padding:6px 10px;margin:6px 0;border-left:4px solid #8c959f;background:#f6f8fa;overflow-wrap:anywhere}
 li.warning{border-color:#d4a72c!important}li.error{border-color:#cf222e!important}
 li.unmeasured{color:#57606a}
 table.summary{font-size:1em;margin:0}table.summary th{padding:4px 12px 4px 0;vertical-align:top;border:none}
@@ -142,11 +142,11 @@ fn verdicts(page: &mut String, doc: &RunDocument) -> Result<(), DecodeError> {
             page,
             "<li class=\"{class}\"><b>{}</b>{about}: {}</li>",
             escape(&verdict.code),
-            escape(&verdict.message)
+            with_code(&verdict.message)
         );
     }
     if let Some(line) = &listing.unmeasured {
-        let _ = write!(page, "<li class=\"unmeasured\">{}</li>", escape(line));
+        let _ = write!(page, "<li class=\"unmeasured\">{}</li>", with_code(line));
     }
     page.push_str("</ul></section>");
     Ok(())
@@ -280,6 +280,30 @@ fn html_table(table: &Table) -> String {
 }
 
 /// Text made safe for HTML content and attribute values.
+/// `text` escaped, with each span between two backticks (a command, a flag, a value to
+/// type) set as code: `--seconds 60` reads as code, not as quoted marks.
+fn with_code(text: &str) -> String {
+    let spans: Vec<&str> = text.split('`').collect();
+    // An odd count of backticks leaves the last one as it is.
+    let closed = if spans.len().is_multiple_of(2) {
+        spans.len() - 2
+    } else {
+        spans.len() - 1
+    };
+    let mut out = String::with_capacity(text.len() + 16);
+    for (index, span) in spans.iter().enumerate() {
+        if index % 2 == 1 && index <= closed {
+            let _ = write!(out, "<code>{}</code>", escape(span));
+        } else {
+            if index % 2 == 1 {
+                out.push('`');
+            }
+            out.push_str(&escape(span));
+        }
+    }
+    out
+}
+
 fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -298,6 +322,15 @@ fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spans_in_backticks_are_code_and_a_lone_backtick_stays() {
+        assert_eq!(
+            with_code("give `--seconds 60` or `<x>`, not `this"),
+            "give <code>--seconds 60</code> or <code>&lt;x&gt;</code>, not `this"
+        );
+        assert_eq!(with_code("plain & simple"), "plain &amp; simple");
+    }
 
     #[test]
     fn text_is_escaped() {

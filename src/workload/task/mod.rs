@@ -236,7 +236,28 @@ impl Workload for TaskWorkload {
     }
 
     fn prepare(&mut self) -> Result<(), Error> {
+        // The file to read is checked first: an unreadable one is named as itself, not
+        // as the folder the outputs would go to.
+        let input_size = match (&self.plan.file, self.plan.make_file_bytes) {
+            (Some(file), None) => Some(source_size(file)?),
+            _ => None,
+        };
+        let by_default = self
+            .plan
+            .file
+            .as_ref()
+            .map(|file| match file.parent() {
+                Some(folder) if !folder.as_os_str().is_empty() => folder,
+                _ => Path::new("."),
+            })
+            .is_some_and(|folder| folder == self.plan.out);
         self.plan.out = workdir::check_target(&self.plan.out).map_err(|e| match e {
+            Error::Target { path, reason } if by_default => Error::Target {
+                path,
+                reason: format!(
+                    "{reason} (the file's folder, where the outputs go: give --out DIR for another)"
+                ),
+            },
             Error::Target { path, reason } => Error::Target {
                 path,
                 reason: format!("{reason} (the --out folder)"),
@@ -263,7 +284,7 @@ impl Workload for TaskWorkload {
                 size
             }
             (Some(file), None) => {
-                let size = source_size(file)?;
+                let size = input_size.expect("checked above");
                 self.plan.file =
                     Some(std::fs::canonicalize(file).map_err(|e| Error::io("resolve", file, e))?);
                 size
