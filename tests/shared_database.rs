@@ -34,7 +34,10 @@ fn processes_started_together_on_a_new_database_all_store_their_runs() {
     let target = dir.path().join("target");
     std::fs::create_dir(&target).expect("create the target");
     for burst in 0..BURSTS {
-        let db = dir.path().join(format!("new-{burst}/results.db"));
+        // A new database in a folder of its own (`--db` makes the file, not its folder).
+        let folder = dir.path().join(format!("new-{burst}"));
+        std::fs::create_dir(&folder).expect("create the database's folder");
+        let db = folder.join("results.db");
         let labels: Vec<String> = (0..PROCESSES).map(|p| format!("b{burst}p{p}")).collect();
         let children: Vec<Child> = labels.iter().map(|l| start(&target, &db, l)).collect();
         for (label, child) in labels.iter().zip(children) {
