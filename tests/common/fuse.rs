@@ -1,7 +1,7 @@
 //! A filesystem of the test's own, served over /dev/fuse from a thread of the test: one
 //! file, `data`, held in memory. Its first read from a chosen byte, and its first write,
 //! are held until the kernel says the caller was interrupted by a signal, and are then
-//! answered EINTR, as a network filesystem (sshfs, a FUSE-mounted object store) does
+//! answered EINTR, as a FUSE filesystem (sshfs, a mounted object store) may answer
 //! when its user presses Ctrl-Z. Root only: it mounts with mount(2).
 
 use std::fs::{File, OpenOptions};
