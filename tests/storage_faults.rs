@@ -406,21 +406,11 @@ fn an_io_error_under_a_read_and_under_a_write_is_named_with_its_errno_and_byte()
 /// A signal's handler that does nothing: its arrival is what the test is about.
 extern "C" fn noted(_: libc::c_int) {}
 
-/// `len` bytes, text-like and random in turn, for a codec to work on.
-fn mixed_bytes(len: usize) -> Vec<u8> {
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    (0..len)
-        .map(|i| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            if (i >> 16) % 2 == 0 {
-                b"the quick brown fox "[i % 20]
-            } else {
-                (state >> 33) as u8
-            }
-        })
-        .collect()
+/// `len` bytes of text, for a codec to work on.
+fn text_bytes(len: usize) -> Vec<u8> {
+    let mut bytes = common::text(len).into_bytes();
+    bytes.truncate(len);
+    bytes
 }
 
 #[test]
@@ -434,7 +424,7 @@ fn a_signal_during_a_read_or_a_write_is_asked_again_not_fatal() {
 
     // The binary: Ctrl-Z and `fg` while task's reader waits on a network filesystem
     // (SIGSTOP, then SIGCONT): the filesystem answers the interrupted read EINTR.
-    let input = mixed_bytes(8 * MIB as usize);
+    let input = text_bytes(8 * MIB as usize);
     let fuse = Fuse::mount(input.clone(), Some(MIB), false);
     let out = tempfile::tempdir().unwrap();
     let child = common::ratelab()
@@ -496,7 +486,7 @@ fn a_signal_during_a_read_or_a_write_is_asked_again_not_fatal() {
         libc::sigaction(libc::SIGUSR1, &action, std::ptr::null_mut());
     }
     let path = fuse.file();
-    let data = mixed_bytes(MIB as usize);
+    let data = text_bytes(MIB as usize);
     let writer = {
         let (path, mut data) = (path.clone(), data.clone());
         std::thread::spawn(move || {

@@ -278,7 +278,11 @@ fn chosen_or_latest(store: &Store, run_id: Option<i64>) -> anyhow::Result<i64> {
     if let Some(id) = run_id {
         return Ok(id);
     }
-    match store.list_runs()?.first() {
+    let newest = RunQuery {
+        limit: Some(1),
+        ..RunQuery::default()
+    };
+    match store.find_runs(&newest)?.first() {
         Some(latest) => Ok(latest.run_id),
         None => Err(crate::exit::UsageError(format!(
             "no run is stored in {} yet: give a run id once there is one",

@@ -14,7 +14,7 @@ use crate::run::Schedule;
 use crate::store::RunQuery;
 use crate::workload::disk::{DiskKind, streaming_rate};
 use crate::workload::task::{
-    Codec, Direction, DiskRead, DiskRuns, DiskWrite, TaskPlan, TaskWorkload,
+    Codec, Direction, DiskRead, DiskRuns, DiskWrite, TaskPlan, TaskWorkload, folder_of,
 };
 use crate::workload::{At, Kind, Stored};
 
@@ -139,10 +139,7 @@ fn compress(args: CompressArgs) -> anyhow::Result<Exit> {
     let out = args
         .out
         .clone()
-        .unwrap_or_else(|| match args.file.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        });
+        .unwrap_or_else(|| folder_of(&args.file).to_path_buf());
     // Decompressing reads the compressed copy ratelab makes in the output folder.
     let read_folder = if args.decompress {
         Some(out.as_path())

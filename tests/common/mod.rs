@@ -357,6 +357,12 @@ pub fn key_file(dir: &Path, name: &str, key: &str) -> std::path::PathBuf {
 /// Writes a compressible text of `bytes` bytes or a few more to `path`: lines of
 /// words and numbers, as logs are.
 pub fn write_text(path: &Path, bytes: usize) {
+    std::fs::write(path, text(bytes)).expect("write the test file");
+}
+
+/// A compressible text of `bytes` bytes or a few more: lines of words and numbers, as
+/// logs are.
+pub fn text(bytes: usize) -> String {
     let words = [
         "rate", "limit", "step", "disk", "wait", "thread", "core", "link",
     ];
@@ -371,7 +377,7 @@ pub fn write_text(path: &Path, bytes: usize) {
         text.push_str(&(n >> 48).to_string());
         text.push(' ');
     }
-    std::fs::write(path, text).expect("write the test file");
+    text
 }
 
 /// `yes > /dev/null` processes keeping cores busy, killed when dropped, however the

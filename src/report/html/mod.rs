@@ -279,23 +279,19 @@ fn html_table(table: &Table) -> String {
     out
 }
 
-/// Text made safe for HTML content and attribute values.
 /// `text` escaped, with each span between two backticks (a command, a flag, a value to
 /// type) set as code: `--seconds 60` reads as code, not as quoted marks.
 fn with_code(text: &str) -> String {
     let spans: Vec<&str> = text.split('`').collect();
-    // An odd count of backticks leaves the last one as it is.
-    let closed = if spans.len().is_multiple_of(2) {
-        spans.len() - 2
-    } else {
-        spans.len() - 1
-    };
     let mut out = String::with_capacity(text.len() + 16);
     for (index, span) in spans.iter().enumerate() {
-        if index % 2 == 1 && index <= closed {
+        // A span after an odd count of backticks is code where another closes it; the
+        // last backtick of an odd count stays as it is.
+        let opened = index % 2 == 1;
+        if opened && index + 1 < spans.len() {
             let _ = write!(out, "<code>{}</code>", escape(span));
         } else {
-            if index % 2 == 1 {
+            if opened {
                 out.push('`');
             }
             out.push_str(&escape(span));
@@ -304,6 +300,7 @@ fn with_code(text: &str) -> String {
     out
 }
 
+/// Text made safe for HTML content and attribute values.
 fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {

@@ -149,6 +149,15 @@ impl TaskWorkload {
 }
 
 /// Refuses a source that is not a readable, non-empty regular file; gives its size.
+/// The folder `file` is in: where its outputs go without --out, and where --make-file
+/// makes it (`.` for a bare name).
+pub fn folder_of(file: &Path) -> &Path {
+    match file.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => Path::new("."),
+    }
+}
+
 fn source_size(path: &Path) -> Result<u64, Error> {
     let refuse = |reason: String| Error::Target {
         path: path.to_path_buf(),
@@ -246,11 +255,7 @@ impl Workload for TaskWorkload {
             .plan
             .file
             .as_ref()
-            .map(|file| match file.parent() {
-                Some(folder) if !folder.as_os_str().is_empty() => folder,
-                _ => Path::new("."),
-            })
-            .is_some_and(|folder| folder == self.plan.out);
+            .is_some_and(|file| folder_of(file) == self.plan.out);
         self.plan.out = workdir::check_target(&self.plan.out).map_err(|e| match e {
             Error::Target { path, reason } if by_default => Error::Target {
                 path,
@@ -272,11 +277,7 @@ impl Workload for TaskWorkload {
                         reason: "it exists, and --make-file makes a new file: give a path that does not exist, or drop --make-file to compress it".into(),
                     });
                 }
-                let parent = match file.parent() {
-                    Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-                    _ => PathBuf::from("."),
-                };
-                let parent = workdir::check_target(&parent)?;
+                let parent = workdir::check_target(folder_of(file))?;
                 if !platform::same_filesystem(&parent, &self.plan.out) {
                     workdir::check_space_for(&parent, size, 1, &SPACE_HINT)?;
                 }
