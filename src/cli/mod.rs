@@ -89,7 +89,7 @@ verbs! {
     Run(run::RunArgs) => run::run;
     /// Block I/O as disk benchmarks show it: SEQ1M-Q8T1, RND4K-Q32T1..., IOPS and latency.
     Iops(iops::IopsArgs) => iops::run, scenario iops::SCENARIO;
-    /// Destination check: one 50 MB file, then 500 files of 4 KiB written at once.
+    /// Destination check: one 50 MiB file, then 500 files of 4 KiB written at once.
     Quick(quick::QuickArgs) => quick::run;
     /// In-core loop tests at 1..N threads, by scheduling class and affinity.
     Cpu(cpu::CpuArgs) => cpu::run;

@@ -21,7 +21,7 @@ const BASELINE_RUNS: usize = 10;
 /// Options of `ratelab quick`.
 #[derive(Debug, Args)]
 #[command(
-    after_long_help = "Writes one 50 MB file, then 500 files of 4 KiB from 16 threads at \
+    after_long_help = "Writes one 50 MiB file, then 500 files of 4 KiB from 16 threads at \
 once, each file synced, and times each part as a whole. A verdict says when either part ran at \
 less than half the median of earlier checks of the same target."
 )]

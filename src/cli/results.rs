@@ -434,24 +434,45 @@ pub(super) fn comparison_of(runs: &[RunDocument]) -> anyhow::Result<Comparison> 
     Ok(compare(&sampled))
 }
 
+/// An RFC 3339 UTC time to the minute, as a listing shows it: `2026-11-30 01:50`.
+fn minutes(rfc3339: &str) -> String {
+    match rfc3339.get(..16) {
+        Some(head) if rfc3339.ends_with('Z') => head.replacen('T', " ", 1),
+        _ => rfc3339.to_string(),
+    }
+}
+
 /// The table of `results list`.
 fn list_table(title: String, runs: &[RunListing]) -> Table {
     Table {
         title,
         header: [
-            "id", "started", "machine", "verb", "targets", "label", "status",
+            "id",
+            "started (UTC)",
+            "machine",
+            "verb",
+            "targets",
+            "label",
+            "status",
         ]
         .map(String::from)
         .to_vec(),
         rows: runs
             .iter()
             .map(|r| {
+                // A target measured by several workloads (a profile's) is named once.
+                let mut targets: Vec<&str> = Vec::new();
+                for target in &r.targets {
+                    if !targets.contains(&target.as_str()) {
+                        targets.push(target);
+                    }
+                }
                 vec![
                     r.run_id.to_string(),
-                    r.started_at.clone(),
+                    minutes(&r.started_at),
                     r.machine.clone(),
                     r.verb.clone(),
-                    r.targets.join(", "),
+                    targets.join(", "),
                     r.label.clone().unwrap_or_default(),
                     r.status.as_str().to_string(),
                 ]

@@ -346,7 +346,7 @@ fn skipped(comparison: &Comparison) -> Vec<String> {
             .collect();
         if !too_short.is_empty() {
             lines.push(format!(
-                "left out: {} · {}: items too short to time well (flag small): {}",
+                "left out: {} · {}: items with no figure (an interval in which nothing completed): {}",
                 workload.kind,
                 targets(comparison, workload),
                 too_short.join(", ")

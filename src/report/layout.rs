@@ -161,7 +161,7 @@ pub fn run_line(doc: &RunDocument) -> String {
     )
 }
 
-/// `machine: host · CPU · 2 CPUs · 25.3 GB memory · Linux 6.1`.
+/// `machine: host · CPU · 2 CPUs · 23.5 GiB memory · Linux 6.1`.
 pub fn machine_line(doc: &RunDocument) -> String {
     format!("machine: {}", machine_parts(doc).join(" · "))
 }

@@ -90,11 +90,11 @@ fn line(
 fn with_knees(mut text: String, series: &Series, unit: RateUnit) -> String {
     for knee in series.knees.iter().flatten() {
         text.push_str(&format!(
-            "\nknee at {}: {} → {} after {} MB",
+            "\nknee at {}: {} → {} after {}",
             format_seconds(knee.t_s),
             unit.format(knee.before_bytes_per_sec),
             unit.format(knee.after_bytes_per_sec),
-            knee.bytes_before / 1_000_000
+            crate::vocab::units::format_bytes(knee.bytes_before)
         ));
     }
     text

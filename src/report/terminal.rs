@@ -192,7 +192,7 @@ fn output_width() -> Option<usize> {
 fn drawn_text(table: &Table, detail: Detail) -> String {
     let width = output_width();
     let (fitted, left_out) = fit(table, detail, width);
-    let drawn = drawn(&fitted, detail);
+    let drawn = drawn(&fitted, detail, width);
     let mut title = fitted.title.clone();
     if !left_out.is_empty() {
         title.push_str(&format!(
@@ -218,8 +218,9 @@ fn drawn_text(table: &Table, detail: Detail) -> String {
     }
 }
 
-/// The table as comfy-table draws it, each cell on one line.
-fn drawn(table: &Table, detail: Detail) -> String {
+/// The table as comfy-table draws it, each cell on one line; where it is still wider
+/// than `width` with only its key columns left, their cells wrap between words.
+fn drawn(table: &Table, detail: Detail, width: Option<usize>) -> String {
     let mut drawn = comfy_table::Table::new();
     drawn
         .load_style(match detail {
@@ -229,6 +230,13 @@ fn drawn(table: &Table, detail: Detail) -> String {
         .set_content_arrangement(ContentArrangement::Disabled)
         .force_no_tty()
         .set_header(&table.header);
+    if let Some(width) = width
+        && widest(&drawn_once(table, detail)) > width
+    {
+        drawn
+            .set_content_arrangement(ContentArrangement::Dynamic)
+            .set_width(u16::try_from(width).unwrap_or(u16::MAX));
+    }
     for row in &table.rows {
         drawn.add_row(row);
     }
@@ -240,26 +248,69 @@ fn drawn(table: &Table, detail: Detail) -> String {
     drawn.to_string()
 }
 
+/// The widest line of `drawn`.
+fn widest(drawn: &str) -> usize {
+    drawn
+        .lines()
+        .map(|l| textwrap::core::display_width(l.trim_end()))
+        .max()
+        .unwrap_or(0)
+}
+
+/// `table` drawn with every cell on one line, whatever its width.
+fn drawn_once(table: &Table, detail: Detail) -> String {
+    drawn(table, detail, None)
+}
+
+/// The columns no table leaves out to fit a width, by name, besides its first (what a
+/// row is about): which row it is (a size, a band, a thread count), what a comparison
+/// concludes (`p (3)` and `run 3 vs 1` where it has several runs), what a listing
+/// lists, where threads ran and what limits a task. Where the key columns alone are
+/// too wide, their cells wrap between words instead.
+const KEY_COLUMNS: [&str; 12] = [
+    "size",
+    "size band",
+    "threads",
+    "change",
+    "p",
+    "verdict",
+    "started (UTC)",
+    "verb",
+    "targets",
+    "status",
+    "cpus seen",
+    "limit",
+];
+
+/// Whether the column named `name` is a key column.
+fn is_key(name: &str) -> bool {
+    KEY_COLUMNS.contains(&name)
+        || name.starts_with("p (")
+        || name.starts_with("verdict (")
+        || name.contains(" vs ")
+}
+
 /// The table with as few columns left out as fit it in `width`, and the names of those
-/// left out (a column with one value in every row as `name value`).
+/// left out (a column with one value in every row as `name value`): constant columns
+/// first, then from the right, a key column never.
 fn fit(table: &Table, detail: Detail, width: Option<usize>) -> (Table, Vec<String>) {
     let mut fitted = table.clone();
     let mut left_out = Vec::new();
     let Some(width) = width else {
         return (fitted, left_out);
     };
-    let widest = |t: &Table| {
-        drawn(t, detail)
-            .lines()
-            .map(|l| textwrap::core::display_width(l.trim_end()))
-            .max()
-            .unwrap_or(0)
-    };
-    while fitted.header.len() > 1 && widest(&fitted) > width {
+    let key = |t: &Table, c: usize| is_key(&t.header[c]);
+    while widest(&drawn_once(&fitted, detail)) > width {
         let constant = (1..fitted.header.len()).find(|&c| {
-            fitted.rows.len() > 1 && fitted.rows.iter().all(|r| r[c] == fitted.rows[0][c])
+            !key(&fitted, c)
+                && fitted.rows.len() > 1
+                && fitted.rows.iter().all(|r| r[c] == fitted.rows[0][c])
         });
-        let column = constant.unwrap_or(fitted.header.len() - 1);
+        let Some(column) =
+            constant.or_else(|| (1..fitted.header.len()).rev().find(|&c| !key(&fitted, c)))
+        else {
+            break;
+        };
         let name = match constant {
             // A column of empty cells loses nothing.
             Some(c) if fitted.rows[0][c].is_empty() => String::new(),

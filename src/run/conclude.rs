@@ -99,9 +99,20 @@ mod tests {
             }
             conclude(&mut again, together(listed.run_id)).unwrap();
             for (index, (a, b)) in stored.workloads.iter().zip(&again.workloads).enumerate() {
+                // Readdir's size bands moved to binary edges on purpose (one unit system
+                // on every screen): its bands are concluded anew, the rest must match.
+                let without_bands = |record: &crate::document::WorkloadRecord| {
+                    let mut summary = record.summary.clone();
+                    if record.kind == "readdir"
+                        && let Some(map) = summary.as_object_mut()
+                    {
+                        map.remove("by_band");
+                    }
+                    summary
+                };
                 assert_eq!(
-                    a.summary,
-                    b.summary,
+                    without_bands(a),
+                    without_bands(b),
                     "run {}, workload {}: summary",
                     listed.run_id,
                     index + 1

@@ -111,11 +111,6 @@ impl DiskItem {
             .chain(unread)
             .reduce(f64::max)
     }
-
-    /// Its rate as compared across runs; `None` when it is flagged too short to time well.
-    pub fn timed_rate(&self) -> Option<f64> {
-        (!self.flags.contains(&Flag::Small)).then_some(self.bytes_per_sec)
-    }
 }
 
 #[cfg(test)]

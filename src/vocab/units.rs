@@ -1,5 +1,6 @@
 //! Scaling for display: stored figures are bytes and seconds; people read decimal
-//! MB/s and GB/s (as fio and the field do) and binary file sizes (as they typed them).
+//! MB/s and GB/s (as fio and the field do) and binary sizes (KiB, MiB, GiB: as they
+//! type them), one unit system on every screen.
 
 /// A rate in words: `412 MB/s`, `2.30 GB/s`, `850 kB/s`.
 pub fn format_rate(bytes_per_sec: f64) -> String {
@@ -71,10 +72,22 @@ pub fn format_loops_short(loops_per_sec: f64) -> String {
         .to_string()
 }
 
-/// A byte count in decimal units: `2.15 GB`.
+/// A byte count in binary units to three figures, as sizes are shown everywhere:
+/// `2.00 GiB`, `134 MiB`, `999 B`.
 pub fn format_bytes(bytes: u64) -> String {
-    let (value, unit) = decimal(bytes as f64);
-    format!("{} {unit}B", three_digits(value))
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut unit = 0;
+    let mut value = bytes as f64;
+    // A value that would print as 1024 of a unit is shown as 1.00 of the next.
+    while value >= 1023.5 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{} {}", three_digits(value), UNITS[unit])
+    }
 }
 
 /// A file size as people type it: `10 KiB`, `256 MiB`, `1.18 GiB`, `999 B`.
@@ -160,7 +173,10 @@ mod tests {
     fn rates_and_sizes() {
         assert_eq!(format_rate(412.3e6), "412 MB/s");
         assert_eq!(format_rate(2.3e9), "2.30 GB/s");
-        assert_eq!(format_bytes(2_150_000_000), "2.15 GB");
+        assert_eq!(format_bytes(2_150_000_000), "2.00 GiB");
+        assert_eq!(format_bytes(134_000_000), "128 MiB");
+        assert_eq!(format_bytes(1_048_575), "1.00 MiB");
+        assert_eq!(format_bytes(999), "999 B");
         assert_eq!(format_size(10 << 10), "10 KiB");
         assert_eq!(format_size(256 << 20), "256 MiB");
         assert_eq!(format_size(999), "999 B");

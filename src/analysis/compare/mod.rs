@@ -51,8 +51,8 @@ pub struct RunSample {
     pub workload: Option<usize>,
     /// Rates of the items, in the group's unit.
     pub rates: Vec<f64>,
-    /// Items left out as too short to time well (flag `small`): their figures are
-    /// timer noise, which a test would take for a change.
+    /// Items with no figure to compare, left out: an iops interval in which no request
+    /// completed has no latency.
     pub too_short: usize,
     /// Their median; `None` when there are none.
     pub median: Option<f64>,

@@ -66,9 +66,9 @@ pub fn ensure(host: &Host, say: &dyn Fn(&str)) -> Result<Binary, String> {
         return Ok(binary);
     }
     say(&format!(
-        "{}: copying ratelab ({:.1} MB) to its cache folder as {}",
+        "{}: copying ratelab ({}) to its cache folder as {}",
         host.name,
-        bytes.len() as f64 / 1e6,
+        crate::vocab::units::format_bytes(bytes.len() as u64),
         binary.name
     ));
     let copy = format!(

@@ -39,14 +39,29 @@ pub fn summary_lines(w: &Stored<CpuKind>) -> Vec<SummaryLine> {
     let speedup =
         |first: &ScalingPoint, last: &ScalingPoint| last.loops_per_sec / first.loops_per_sec;
     text.push_str(&format!(
-        ", {} {} ({:.2}x)",
+        ", {} {} ({:.2}x{})",
         format_loops_short(last.loops_per_sec),
         on(last.threads),
-        speedup(first, last)
+        speedup(first, last),
+        if last.beyond_linear() {
+            ", beyond linear: not a scaling result"
+        } else {
+            ""
+        }
     ));
-    let others: Vec<(f64, &str)> = ends[1..]
+    let comparable: Vec<_> = ends[1..]
         .iter()
         .filter(|(_, f, l)| f.threads == first.threads && l.threads == last.threads)
+        .collect();
+    // A speedup beyond what the threads can give is named, never put in the range.
+    let beyond: Vec<&str> = comparable
+        .iter()
+        .filter(|(_, _, l)| l.beyond_linear())
+        .map(|(s, _, _)| s.test.as_str())
+        .collect();
+    let others: Vec<(f64, &str)> = comparable
+        .iter()
+        .filter(|(_, _, l)| !l.beyond_linear())
         .map(|(s, f, l)| (speedup(f, l), s.test.as_str()))
         .collect();
     let least = others.iter().min_by(|a, b| a.0.total_cmp(&b.0));
@@ -62,6 +77,12 @@ pub fn summary_lines(w: &Stored<CpuKind>) -> Vec<SummaryLine> {
         )),
         (Some(only), _) => text.push_str(&format!("; {} {:.2}x", only.1, only.0)),
         _ => {}
+    }
+    if !beyond.is_empty() {
+        text.push_str(&format!(
+            "; {} beyond linear (a slowed one-thread run, see its verdict)",
+            beyond.join(", ")
+        ));
     }
     vec![SummaryLine::new("cores", text).covering(&["poor_scaling"])]
 }
@@ -124,7 +145,7 @@ pub fn brief_tables(w: &Stored<CpuKind>) -> Vec<Table> {
                 Some(p) => row.extend([
                     format_loops(p.loops_per_sec),
                     format!("{:.2}x", p.speedup),
-                    format!("{:.0}%", p.efficiency * 100.0),
+                    p.efficiency_cell(),
                 ]),
                 None => row.extend(["-".to_string(), "-".to_string(), "-".to_string()]),
             }

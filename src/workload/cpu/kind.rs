@@ -8,15 +8,12 @@ use serde::{Deserialize, Serialize};
 use super::context::{CpuContext, PowerSource, UnavailableTest};
 use super::item::CpuItem;
 use super::scaling::{Scaling, scaling};
-use super::{CpuPlan, brief, charts, tables};
+use super::{CpuPlan, brief, charts, physics, tables};
 use crate::document::{Severity, Verdict};
 use crate::platform::cores::CoreType;
-use crate::vocab::units::format_speedup;
 use crate::vocab::{Chart, GroupKey, RateUnit, Samples, SummaryLine, Table, Unmeasured};
 use crate::workload::{DecodeError, Kind, Stored};
 
-/// Efficiency under which scaling is called out.
-const POOR_SCALING: f64 = 0.75;
 /// Share of the baseline under which a rate is called slower.
 const SLOWER_THAN_BASELINE: f64 = 0.9;
 
@@ -70,26 +67,7 @@ impl Kind for CpuKind {
             })
             .collect();
         for scaling in scaling(&w.items, w.params.baseline.as_ref()) {
-            // Scaling is judged from two threads on; a test run on one is left unjudged,
-            // its baseline included, as it always was.
-            let Some(last) = scaling.points.last().filter(|p| p.threads > 1) else {
-                continue;
-            };
-            if last.efficiency < POOR_SCALING {
-                out.push(verdict(
-                    "poor_scaling",
-                    Severity::Info,
-                    format!(
-                        "{} ({}) ran {} on {} threads than on one: {:.0}% of linear; \
-                         the threads share a core or a unit, or were not all given a core",
-                        scaling.test,
-                        scaling.class,
-                        format_speedup(last.speedup),
-                        last.threads,
-                        last.efficiency * 100.0
-                    ),
-                ));
-            }
+            out.extend(physics::verdicts(w, &scaling));
             if let Some(baseline) = &w.params.baseline {
                 // A slower figure is not put down to the machine when other work took
                 // the CPUs from either run.
@@ -177,10 +155,11 @@ fn slower_than_baseline(scaling: &Scaling, run_id: i64) -> impl Iterator<Item = 
             .share_of_baseline
             .filter(|s| *s < SLOWER_THAN_BASELINE)?;
         Some(format!(
-            "{} ({}, {} threads) ran at {:.0}% of run {run_id}",
+            "{} ({}, {} thread{}) ran at {:.0}% of run {run_id}",
             scaling.test,
             scaling.class,
             point.threads,
+            if point.threads == 1 { "" } else { "s" },
             share * 100.0,
         ))
     })
@@ -198,6 +177,16 @@ mod tests {
     /// A stored item of `op` at `threads`, with `loops_per_sec` left once the empty loop
     /// is taken off.
     fn item(op: &str, threads: usize, loops_per_sec: Option<f64>) -> Value {
+        item_on(op, threads, loops_per_sec, (0..threads).collect())
+    }
+
+    /// As [`item`], its threads seen on `cpus_seen`.
+    fn item_on(
+        op: &str,
+        threads: usize,
+        loops_per_sec: Option<f64>,
+        cpus_seen: Vec<usize>,
+    ) -> Value {
         let item = CpuItem {
             op: op.into(),
             threads,
@@ -209,7 +198,7 @@ mod tests {
             raw_loops_per_sec: 6.0,
             work_ns_per_loop: 1.0,
             empty_ns_per_loop: 0.1,
-            cpus_seen: vec![0],
+            cpus_seen,
             migrations: 0,
             started_at_s: 0.0,
             seconds: 1.0,
@@ -267,6 +256,103 @@ mod tests {
             "{}",
             poor.message
         );
+    }
+
+    /// The verdicts of `doc`'s cpu workload, by code.
+    fn codes(doc: &RunDocument) -> Vec<(String, String)> {
+        StoredKind::verdicts(&CpuKind, At::new(doc, 0))
+            .unwrap()
+            .into_iter()
+            .map(|v| (v.code, v.message))
+            .collect()
+    }
+
+    #[test]
+    fn a_speedup_beyond_what_the_threads_can_give_is_a_slowed_one_thread_run_not_scaling() {
+        // Seen in `profile --quick` on 2 cores: fma 2.59x, "efficiency 130%".
+        let doc = run(vec![item("int", 1, Some(10.0)), item("int", 2, Some(26.0))]);
+        let verdicts = codes(&doc);
+        let beyond = verdicts
+            .iter()
+            .find(|(code, _)| code == "beyond_linear")
+            .map(|(_, m)| m)
+            .expect("a beyond_linear verdict");
+        assert!(
+            beyond.starts_with("int (normal) ran 2.60x on 2 threads (130% of linear), more than 2 threads can give: each thread went 1.30x as fast as the one thread alone, so the one-thread run was slowed"),
+            "{beyond}"
+        );
+        assert!(beyond.ends_with("not a scaling result"), "{beyond}");
+        assert!(verdicts.iter().all(|(code, _)| code != "poor_scaling"));
+        // The summary and both tables do not show it as a scaling result.
+        let lines = StoredKind::summary_lines(&CpuKind, At::new(&doc, 0)).unwrap();
+        assert!(
+            lines[0]
+                .text
+                .contains("(2.60x, beyond linear: not a scaling result)"),
+            "{}",
+            lines[0].text
+        );
+        let tables = StoredKind::tables(&CpuKind, At::new(&doc, 0)).unwrap();
+        let efficiency = tables[0]
+            .header
+            .iter()
+            .position(|h| h == "efficiency")
+            .unwrap();
+        assert_eq!(tables[0].rows[1][efficiency], "130%?");
+        let brief = StoredKind::brief_tables(&CpuKind, At::new(&doc, 0)).unwrap();
+        assert_eq!(brief[0].rows[0].last().unwrap(), "130%?");
+    }
+
+    #[test]
+    fn the_other_tests_range_leaves_out_one_beyond_linear_and_names_it() {
+        let doc = run(vec![
+            item("int", 1, Some(10.0)),
+            item("int", 2, Some(19.9)),
+            item("fma", 1, Some(10.0)),
+            item("fma", 2, Some(25.9)),
+            item("dot", 1, Some(10.0)),
+            item("dot", 2, Some(19.0)),
+            item("spmv", 1, Some(10.0)),
+            item("spmv", 2, Some(19.5)),
+        ]);
+        let lines = StoredKind::summary_lines(&CpuKind, At::new(&doc, 0)).unwrap();
+        assert!(
+            lines[0].text.ends_with(
+                "; the other 2 tests 1.90x (dot) to 1.95x (spmv); fma beyond linear (a slowed one-thread run, see its verdict)"
+            ),
+            "{}",
+            lines[0].text
+        );
+    }
+
+    #[test]
+    fn threads_that_shared_a_cpu_are_named_and_not_called_poor_scaling() {
+        let doc = run(vec![
+            item("int", 1, Some(10.0)),
+            item_on("int", 2, Some(9.9), vec![1]),
+        ]);
+        let verdicts = codes(&doc);
+        let shared = verdicts
+            .iter()
+            .find(|(code, _)| code == "threads_shared_cpus")
+            .map(|(_, m)| m)
+            .expect("a threads_shared_cpus verdict");
+        assert_eq!(
+            shared,
+            "int (normal) ran its 2 threads on 1 CPU (1): they took turns on it, so this figure says nothing of 2 cores"
+        );
+        assert!(verdicts.iter().all(|(code, _)| code != "poor_scaling"));
+    }
+
+    #[test]
+    fn a_disturbed_run_is_not_called_poor_scaling() {
+        let mut doc = run(vec![item("int", 1, Some(10.0)), item("int", 2, Some(8.7))]);
+        doc.verdicts.push(Verdict::about(None)(
+            interference::DISTURBED,
+            Severity::Warning,
+            "other work used this machine during the run".into(),
+        ));
+        assert!(codes(&doc).iter().all(|(code, _)| code != "poor_scaling"));
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod item;
 pub mod kernels;
 mod kind;
 mod measure;
+mod physics;
 mod scaling;
 mod tables;
 

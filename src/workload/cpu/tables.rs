@@ -87,7 +87,7 @@ impl Columns {
             item.loops_per_sec_per_thread
                 .map_or("-".into(), format_loops),
             point.map_or("-".into(), |p| format!("{:.2}x", p.speedup)),
-            point.map_or("-".into(), |p| format!("{:.0}%", p.efficiency * 100.0)),
+            point.map_or("-".into(), ScalingPoint::efficiency_cell),
             format!("{:.2}", item.work_ns_per_loop),
             join(&item.cpus_seen),
             item.migrations.to_string(),

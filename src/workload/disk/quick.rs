@@ -1,4 +1,4 @@
-//! The destination check backup tools make: one 50 MB file, then 500 files of 4 KiB
+//! The destination check backup tools make: one 50 MiB file, then 500 files of 4 KiB
 //! written at once by several threads, each timed as a whole, and compared with earlier
 //! checks of the same target.
 
@@ -19,8 +19,8 @@ use crate::storage::request::{self, Request};
 use crate::storage::workdir;
 use crate::workload::{Context, Error, Kind, Workload};
 
-/// The large file: 50 MB, as the check is usually described.
-pub const LARGE_BYTES: u64 = 50_000_000;
+/// The large file: 50 MiB (the check is usually described as 50 MB).
+pub const LARGE_BYTES: u64 = 50 << 20;
 /// The small files.
 pub const SMALL_FILES: u64 = 500;
 /// Each small file's size.
@@ -191,7 +191,7 @@ impl Workload for QuickWorkload {
     }
 
     fn run(&mut self, ctx: &Context) -> Result<(), Error> {
-        ctx.sink.status("write one 50 MB file");
+        ctx.sink.status("write one 50 MiB file");
         self.large.run(ctx)?;
         ctx.sink
             .status(format!("write {SMALL_FILES} files of 4 KiB at once"));

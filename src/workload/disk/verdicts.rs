@@ -227,7 +227,7 @@ fn slower_than_before(w: &Stored<DiskKind>) -> Vec<String> {
     let mut out = Vec::new();
     for (part, before, now) in [
         (
-            "the 50 MB file",
+            "the 50 MiB file",
             baseline.large_bytes_per_sec,
             w.items.iter().find(|i| i.files.is_none()),
         ),

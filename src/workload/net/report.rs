@@ -315,8 +315,7 @@ mod tests {
         let sent = end(&[(0, Send, 3_500_000_000)]);
         let claim = disagreement(&sent, &end(&[(0, Receive, 1)]), 0, 64 << 20).unwrap();
         assert!(
-            claim
-                .contains("this end sent 3.50 GB and the other end received 1.00 B, further apart")
+            claim.contains("this end sent 3.26 GiB and the other end received 1 B, further apart")
                 && claim.contains("(64 MiB at most)"),
             "{claim}"
         );

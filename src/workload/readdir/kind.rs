@@ -14,13 +14,13 @@ use crate::vocab::units::{format_bytes, format_rate, mb_per_sec};
 use crate::vocab::{Chart, GroupKey, LinkLimit, RateUnit, Samples, Table};
 use crate::workload::{Kind, Stored};
 
-/// Upper edges of the size bands, in decimal units as people write "10 KB".
-const BANDS: [u64; 5] = [100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000];
+/// Upper edges of the size bands, in the binary units sizes are shown in.
+const BANDS: [u64; 5] = [100 << 10, 1 << 20, 10 << 20, 100 << 20, 1 << 30];
 
 /// One size band's figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Band {
-    /// The band in words (`1 MB to 10 MB`).
+    /// The band in words (`1.00 MiB to 10.0 MiB`).
     pub band: String,
     /// Smallest size in the band.
     pub from_bytes: u64,
@@ -201,10 +201,10 @@ impl Kind for ReaddirKind {
 
     /// Files by the size bands the run's summary holds (`summary.by_band`).
     fn samples(&self, w: &Stored<Self>) -> Option<Samples> {
-        let bands: Vec<(u64, Option<u64>)> = w
-            .summary
+        // The bands the table shows, not the stored summary's: a run stored with other
+        // edges compares on today's.
+        let bands: Vec<(u64, Option<u64>)> = by_band(&w.items, w.params.min_size_bytes)
             .iter()
-            .flat_map(|s| &s.by_band)
             .map(|b| (b.from_bytes, b.to_bytes))
             .collect();
         let items = w
@@ -220,7 +220,8 @@ impl Kind for ReaddirKind {
                     banded: true,
                     ..GroupKey::new(RateUnit::BytesPerSec, "read")
                 };
-                Some((key, item.timed_rate()))
+                // Every item, as the table's median takes it (see the disk kind).
+                Some((key, Some(item.bytes_per_sec)))
             })
             .collect();
         Some(Samples { items })
@@ -246,8 +247,8 @@ mod tests {
     fn files_fall_in_their_bands() {
         let items = [
             item(10_000),
-            item(99_999),
-            item(100_000),
+            item((100 << 10) - 1),
+            item(100 << 10),
             item(5_000_000_000),
         ];
         let bands = by_band(&items, 10_000);
@@ -255,7 +256,8 @@ mod tests {
             .iter()
             .map(|b| (b.from_bytes, b.rates.rates.as_ref().unwrap().n))
             .collect();
-        assert_eq!(counts, vec![(10_000, 2), (100_000, 1), (1_000_000_000, 1)]);
+        assert_eq!(counts, vec![(10_000, 2), (100 << 10, 1), (1 << 30, 1)]);
+        assert_eq!(bands[1].band, "100 KiB to 1.00 MiB");
         assert_eq!(bands.last().unwrap().to_bytes, None);
     }
 }

@@ -58,6 +58,9 @@ fn how_known(summary: &ThreadsSummary, op: &str) -> String {
     match summary.model_strays(op) {
         Some((_, model)) => format!("measured; modelled {model:.2}x"),
         None if summary.measured_speedup_if_free.contains_key(op) => "measured".to_string(),
+        None if summary.unstable_what_if.contains_key(op) => {
+            "modelled; the measured what-if was unstable".to_string()
+        }
         None => "modelled".to_string(),
     }
 }

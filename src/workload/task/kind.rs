@@ -230,6 +230,65 @@ mod tests {
     }
 
     #[test]
+    fn a_what_if_faster_than_a_step_it_still_ran_is_left_out_as_unstable() {
+        // Seen at 2 threads: compress free, the whole task took 245 ms where the write
+        // step alone took 418 ms of the same bytes.
+        let mut free = item("what_if", 1000.0 / 0.245);
+        free.free = Some("compress".into());
+        let items = [
+            item("read", 1000.0 / 0.08),
+            item("compress", 1000.0 / 1.2),
+            item("write", 1000.0 / 0.418),
+            item("total", 1000.0 / 1.281),
+            free,
+        ];
+        let summary = summarize_threads(2, &items).unwrap();
+        assert!(summary.measured_speedup_if_free.is_empty());
+        let unstable = &summary.unstable_what_if["compress"];
+        assert_eq!(unstable.bound_op, "write");
+        assert!((unstable.gain - 1.281 / 0.245).abs() < 1e-9);
+        // Its gain is the model's, not the unstable figure: write's pace over compress's.
+        assert!((summary.gain_if_free("compress") - 1.2 / 0.418).abs() < 1e-9);
+        let doc = stored(
+            items
+                .iter()
+                .map(|i| serde_json::to_value(i).unwrap())
+                .collect(),
+        );
+        let verdicts = StoredKind::verdicts(&TaskKind, At::new(&doc, 0)).unwrap();
+        let words = verdicts
+            .iter()
+            .find(|v| v.code == "what_if_unstable")
+            .map(|v| v.message.as_str())
+            .expect("a what_if_unstable verdict");
+        assert!(
+            words.starts_with("at 2 threads with compress free the whole task went at 4.08 kB/s of original bytes (5.23x), faster than write alone (2.39 kB/s), which it still ran"),
+            "{words}"
+        );
+        assert!(
+            words.ends_with("compress's gain is modelled (2.87x)"),
+            "{words}"
+        );
+        let limit = verdicts
+            .iter()
+            .find(|v| v.code == "rate_limiting_step")
+            .map(|v| v.message.as_str())
+            .unwrap();
+        assert!(
+            limit.ends_with("(modelled: the what-if was unstable)"),
+            "{limit}"
+        );
+        let lines = StoredKind::summary_lines(&TaskKind, At::new(&doc, 0)).unwrap();
+        assert!(
+            lines[1].text.contains(
+                "2.87x faster were it free (modelled; the measured what-if was unstable)"
+            ),
+            "{}",
+            lines[1].text
+        );
+    }
+
+    #[test]
     fn a_step_and_its_threads_make_the_key_and_the_task_rate_is_compared() {
         let doc = stored(vec![serde_json::json!({
             "op": "compress", "threads": 4, "bytes": 10, "seconds": 1.0,

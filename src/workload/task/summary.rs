@@ -50,11 +50,28 @@ pub struct ThreadsSummary {
     /// its rate as it is: measured; empty where the what-if did not run.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub measured_speedup_if_free: IndexMap<String, f64>,
+    /// The what-ifs left out, by the step made free: the whole task went faster with it
+    /// free than a step it still ran goes alone, so a rate moved between them.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub unstable_what_if: IndexMap<String, UnstableWhatIf>,
     /// The whole task's rate over its limiting step's rate alone: what running the
     /// steps together costs (below 1) or hides (about 1).
     pub share_of_limit: f64,
     /// Original bytes over the bytes the codec put out.
     pub ratio: Option<f64>,
+}
+
+/// A what-if faster than a step it still ran: why it is left out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnstableWhatIf {
+    /// The whole task's rate with the step free over its rate as it is.
+    pub gain: f64,
+    /// The whole task's original bytes per second with the step free.
+    pub source_bytes_per_sec: f64,
+    /// The slowest step it still ran.
+    pub bound_op: String,
+    /// That step's original bytes per second alone.
+    pub bound_source_bytes_per_sec: f64,
 }
 
 impl ThreadsSummary {
@@ -135,7 +152,7 @@ pub(super) fn summarize_threads(threads: usize, items: &[TaskItem]) -> Option<Th
     let slowest = parts
         .iter()
         .min_by(|a, b| a.source_bytes_per_sec.total_cmp(&b.source_bytes_per_sec))?;
-    let measured = measured_speedup_if_free(threads, &parts, total, items);
+    let (measured, unstable) = measured_speedup_if_free(threads, &parts, total, items);
     // The measurement names the limit where there is one: the step whose freedom gained most.
     let limit = measured
         .iter()
@@ -148,20 +165,23 @@ pub(super) fn summarize_threads(threads: usize, items: &[TaskItem]) -> Option<Th
         share_of_limit: total.source_bytes_per_sec / limit.source_bytes_per_sec,
         speedup_if_free: speedup_if_free(&parts, slowest),
         measured_speedup_if_free: measured,
+        unstable_what_if: unstable,
         steps: steps.clone(),
         ratio: ratio(threads, middle, items),
     })
 }
 
 /// For each of `parts` whose what-if ran at `threads`, the median whole-task rate with
-/// it free over the whole task's median rate.
+/// it free over the whole task's median rate; then the what-ifs left out, which went
+/// faster than the slowest step they still ran alone (beyond [`MODEL_TOLERANCE`]).
 fn measured_speedup_if_free(
     threads: usize,
     parts: &[&StepRate],
     total: &StepRate,
     items: &[TaskItem],
-) -> IndexMap<String, f64> {
-    parts
+) -> (IndexMap<String, f64>, IndexMap<String, UnstableWhatIf>) {
+    let mut unstable = IndexMap::new();
+    let measured = parts
         .iter()
         .filter_map(|part| {
             let rates: Vec<f64> = items
@@ -174,9 +194,29 @@ fn measured_speedup_if_free(
                 .map(|i| i.source_bytes_per_sec)
                 .collect();
             let free = Stats::of(&rates)?.median;
-            Some((part.op.clone(), free / total.source_bytes_per_sec))
+            let gain = free / total.source_bytes_per_sec;
+            let bound = parts
+                .iter()
+                .filter(|p| p.op != part.op)
+                .min_by(|a, b| a.source_bytes_per_sec.total_cmp(&b.source_bytes_per_sec));
+            if let Some(bound) =
+                bound.filter(|b| free > b.source_bytes_per_sec * (1.0 + MODEL_TOLERANCE))
+            {
+                unstable.insert(
+                    part.op.clone(),
+                    UnstableWhatIf {
+                        gain,
+                        source_bytes_per_sec: free,
+                        bound_op: bound.op.clone(),
+                        bound_source_bytes_per_sec: bound.source_bytes_per_sec,
+                    },
+                );
+                return None;
+            }
+            Some((part.op.clone(), gain))
         })
-        .collect()
+        .collect();
+    (measured, unstable)
 }
 
 /// The medians of step `op` at `threads`; `None` when it did not run there.

@@ -6,7 +6,9 @@ use std::path::Path;
 
 use super::kind::TaskKind;
 use super::stored::{DiskRate, DiskRead, DiskRuns, DiskWrite};
-use super::summary::{MODEL_TOLERANCE, StepRate, ThreadsSummary, per_threads, summarize};
+use super::summary::{
+    MODEL_TOLERANCE, StepRate, ThreadsSummary, UnstableWhatIf, per_threads, summarize,
+};
 use crate::document::{Severity, Verdict};
 use crate::platform;
 use crate::vocab::units::format_rate;
@@ -43,6 +45,13 @@ pub fn verdicts(w: &Stored<TaskKind>) -> Vec<Verdict> {
         ));
         if let Some(words) = model_sentence(summary) {
             out.push(verdict("what_if_differs", Severity::Info, words));
+        }
+        for (free, unstable) in &summary.unstable_what_if {
+            out.push(verdict(
+                "what_if_unstable",
+                Severity::Warning,
+                unstable_sentence(summary, free, unstable),
+            ));
         }
     }
     if let Some(words) = cached_input(w) {
@@ -209,7 +218,12 @@ pub(super) fn limiting_sentence(summary: &ThreadsSummary) -> String {
             .min_by(|a, b| a.source_bytes_per_sec.total_cmp(&b.source_bytes_per_sec))
             .map_or("nothing", |s| s.op.as_str());
         format!(
-            "a faster {limit} could make the task up to {gain:.2}x faster, until {next} limits it, and a faster {names} gains nothing while {limit} limits it (modelled: the what-if did not run)"
+            "a faster {limit} could make the task up to {gain:.2}x faster, until {next} limits it, and a faster {names} gains nothing while {limit} limits it (modelled: {})",
+            if summary.unstable_what_if.is_empty() {
+                "the what-if did not run"
+            } else {
+                "the what-if was unstable"
+            }
         )
     };
     format!(
@@ -223,6 +237,20 @@ pub(super) fn limiting_sentence(summary: &ThreadsSummary) -> String {
             .collect::<Vec<_>>()
             .join(", "),
         format_rate(rate_of("total")),
+    )
+}
+
+/// A what-if faster than a step it still ran, in words.
+fn unstable_sentence(summary: &ThreadsSummary, free: &str, unstable: &UnstableWhatIf) -> String {
+    let bound = &unstable.bound_op;
+    format!(
+        "at {} thread{} with {free} free the whole task went at {} of original bytes ({:.2}x), faster than {bound} alone ({}), which it still ran: a task cannot beat one of its steps, so {bound}'s rate moved between the two; this what-if is left out and {free}'s gain is modelled ({:.2}x)",
+        summary.threads,
+        if summary.threads == 1 { "" } else { "s" },
+        format_rate(unstable.source_bytes_per_sec),
+        unstable.gain,
+        format_rate(unstable.bound_source_bytes_per_sec),
+        summary.gain_if_free(free),
     )
 }
 

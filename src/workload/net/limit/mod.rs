@@ -530,7 +530,7 @@ mod tests {
         assert!(limit.at.starts_with("the receiver"), "{limit:?}");
         assert!(limit.evidence.contains("77% of a core"), "{limit:?}");
         assert!(
-            limit.evidence.contains("3.00 kB delivered but unread"),
+            limit.evidence.contains("2.93 KiB delivered but unread"),
             "{limit:?}"
         );
         // A window open at 40 kB that held the sender: its size, not its reader.

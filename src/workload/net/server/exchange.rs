@@ -297,11 +297,23 @@ fn control(
         }
     };
     drop(slot);
+    // Sizes in binary units and rates in bits, as the client prints them.
+    let moved = |role: Role| {
+        let bytes = report.moved(role);
+        let mut words = crate::vocab::units::format_bytes(bytes);
+        if bytes > 0 && report.wall_seconds > 0.0 {
+            words.push_str(&format!(
+                " ({})",
+                crate::vocab::units::format_bits_rate(bytes as f64 / report.wall_seconds)
+            ));
+        }
+        words
+    };
     state.journal.say(&format!(
         "{peer}: test of {}: received {}, sent {} in {:.2} s",
         super::test_words(&request),
-        crate::vocab::units::format_bytes(report.moved(Role::Receive)),
-        crate::vocab::units::format_bytes(report.moved(Role::Send)),
+        moved(Role::Receive),
+        moved(Role::Send),
         report.wall_seconds
     ));
     let sent = protocol::send(connection, &Message::Results(Box::new(report)), timeout);
