@@ -146,6 +146,8 @@ fn storage(targets: &[PathBuf], quick: bool) -> anyhow::Result<Vec<Box<dyn Workl
             rw: vec![Rw::Read, Rw::Write],
             seconds: if quick { 2.0 } else { 4.0 },
             ramp_seconds: if quick { 0.5 } else { 1.0 },
+            // One round, as before rounds; the profile's own choice follows.
+            repeat: 1,
             direct: true,
             seed: rand::random(),
         };
