@@ -84,7 +84,8 @@ fn random_4k_on_an_iops_limited_disk_is_the_limit_and_what_fio_measures() {
                 .arg("iops")
                 .arg(disk.path())
                 .args(["--size", "128M", "--tests", tests, "--rw", rw])
-                .args(["--seconds", "4", "--ramp", "1", "--json", "--no-store"]),
+                .args(["--seconds", "4", "--ramp", "1", "--repeat", "1"])
+                .args(["--json", "--no-store"]),
         )
     };
     let doc = iops("RND4K-Q1T1,RND4K-Q32T1", "read,write");
@@ -165,7 +166,8 @@ fn sequential_1m_on_a_bandwidth_limited_disk_is_the_limit() {
             .arg("iops")
             .arg(disk.path())
             .args(["--size", "256M", "--tests", "SEQ1M-Q8T1,SEQ1M-Q1T1"])
-            .args(["--seconds", "3", "--ramp", "1", "--json", "--no-store"]),
+            .args(["--seconds", "3", "--ramp", "1", "--repeat", "1"])
+            .args(["--json", "--no-store"]),
     );
     for (op, limit) in [("read", 300 * MIB), ("write", 200 * MIB)] {
         for test in ["SEQ1M-Q8T1", "SEQ1M-Q1T1"] {
@@ -208,6 +210,12 @@ fn bad_tests_sizes_and_targets_are_refused_before_anything_is_made() {
         "--size 100 KiB is too small for SEQ1M-Q1T1",
     );
     refused(&["--seconds", "0"], 2, "--seconds 0 must be above 0");
+    refused(&["--repeat", "0"], 2, "--repeat must be at least 1");
+    refused(
+        &["--repeat", "101"],
+        2,
+        "--repeat 101 is out of range (1 to 100)",
+    );
     refused(
         &["--rw", "read,mix:100"],
         2,
@@ -272,7 +280,7 @@ fn ctrl_c_mid_test_stores_the_run_incomplete_and_removes_the_file() {
 }
 
 #[test]
-fn two_stored_runs_compare_by_iops_and_latency_percentiles_per_interval() {
+fn two_stored_runs_of_two_rounds_compare_by_iops_and_latency_percentiles_per_interval() {
     let dir = common::disk_tempdir();
     let target = dir.path().join("target");
     std::fs::create_dir(&target).unwrap();
@@ -282,11 +290,31 @@ fn two_stored_runs_compare_by_iops_and_latency_percentiles_per_interval() {
             common::ratelab()
                 .arg("iops")
                 .arg(&target)
-                .args(["--size", "16M", "--tests", "RND4K-Q4T1", "--rw", "mix:70"])
-                .args(["--seconds", "1", "--ramp", "0.2", "--json", "--db"])
+                .args(["--size", "4M", "--tests", "RND4K-Q4T1", "--rw", "mix:70"])
+                .args(["--seconds", "0.5", "--ramp", "0.2", "--repeat", "2"])
+                .args(["--json", "--db"])
                 .arg(&db),
         );
     }
+    // Each round of each test and op is stored as its own item.
+    let stored = run_json(
+        common::ratelab()
+            .args(["results", "show", "2", "--json", "--db"])
+            .arg(&db),
+    );
+    let rounds: Vec<(&str, u64)> = stored["workloads"][0]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["op"].as_str().unwrap(), i["round"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        rounds,
+        [("read", 1), ("write", 1), ("read", 2), ("write", 2)]
+    );
+    let summary = &stored["workloads"][0]["summary"]["tests"];
+    assert_eq!(summary.as_array().unwrap().len(), 2, "{summary:#}");
+    assert_eq!(summary[0]["rounds"], 2, "{summary:#}");
     let comparison = run_json(
         common::ratelab()
             .args(["results", "compare", "1", "2", "--json", "--db"])
@@ -307,12 +335,12 @@ fn two_stored_runs_compare_by_iops_and_latency_percentiles_per_interval() {
     assert_eq!(ops, want);
     for group in groups {
         for run in group["runs"].as_array().unwrap() {
-            // A second cut into ten intervals, each compared; an interval in
-            // which no I/O completed (the disk stalled) has no latency to
-            // compare and is counted as too short instead.
+            // Each round cut into ten intervals, every round's compared as one
+            // group; an interval in which no I/O completed (the disk stalled) has
+            // no latency to compare and is counted as too short instead.
             let n = run["n"].as_u64().unwrap();
             let too_short = run["too_short_items"].as_u64().unwrap();
-            assert_eq!(n + too_short, 10, "{group:#}");
+            assert_eq!(n + too_short, 20, "{group:#}");
             assert!(n >= 5, "{group:#}");
         }
         let change = &group["changes"][0];
@@ -346,7 +374,8 @@ fn a_write_rate_that_drops_mid_test_is_called_a_knee() {
         .arg("iops")
         .arg(disk.path())
         .args(["--size", "16M", "--tests", "RND4K-Q1T1", "--rw", "write"])
-        .args(["--seconds", "10", "--ramp", "0.5", "--json", "--no-store"])
+        .args(["--seconds", "10", "--ramp", "0.5", "--repeat", "1"])
+        .args(["--json", "--no-store"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -285,7 +285,7 @@ fn random_writes_beside_a_sequential_writer_show_who_slows_whom() {
         format!(
             "alone = true\n\n\
              [[workload]]\nkind = \"iops\"\ntarget = \"{}\"\nsize = \"64M\"\n\
-             tests = \"RND4K-Q32T1\"\nrw = \"write\"\nseconds = 4\n\n\
+             tests = \"RND4K-Q32T1\"\nrw = \"write\"\nseconds = 4\nrepeat = 1\n\n\
              [[workload]]\nkind = \"disk\"\ntarget = \"{}\"\nsizes = \"256M,256M\"\n\
              direct = true\nphase = \"write\"\n",
             a.display(),

@@ -1,6 +1,6 @@
 //! `ratelab iops TARGET`: block I/O as every disk benchmark shows it, on one test file
 //! made under TARGET: sequential and random tests at several depths, read and write,
-//! each with IOPS, MB/s and completion-latency percentiles.
+//! in rounds, each with IOPS, MB/s and completion-latency percentiles.
 
 use std::path::PathBuf;
 
@@ -21,8 +21,10 @@ use crate::workload::{Kind, Workload};
 with unique, incompressible data before anything is timed. Each test of --tests (ORDER BLOCK-Q \
 DEPTH T THREADS, as CrystalDiskMark names them: SEQ1M-Q8T1 is sequential 1 MiB blocks, 8 in \
 flight on one thread; RND4K-Q32T16 is random 4 KiB blocks, 32 in flight on each of 16 threads; K \
-and M are KiB and MiB) runs each direction of --rw for a ramp that is not counted, then for \
---seconds; mix:70 draws each request's direction at random, 70% reads, and shows its reads \
+and M are KiB and MiB) runs each direction of --rw for a ramp that is not counted, then \
+--repeat rounds of --seconds one after another, each stored; the table shows each test's median \
+round (its rates and its latency) and the range of the rounds' IOPS, as CrystalDiskMark and \
+KDiskMark repeat a test to show its spread; mix:70 draws each request's direction at random, 70% reads, and shows its reads \
 and writes apart, as fio's randrw. Random offsets are aligned to the block and uniform over the file, each block once \
 per pass. Depth 1 uses pread and pwrite, deeper queues io_uring; requests bypass the page cache \
 (O_DIRECT) unless --buffered, which also fills the file through the page cache and ends each \
@@ -53,12 +55,15 @@ pub struct IopsArgs {
         value_parser = parse_rw
     )]
     pub rw: Vec<Rw>,
-    /// Seconds each test and direction is counted.
+    /// Seconds each round of each test and direction is counted.
     #[arg(long, value_name = "SECONDS", default_value = "5")]
     pub seconds: f64,
-    /// Seconds before that, not counted.
+    /// Seconds before the first round, not counted.
     #[arg(long, value_name = "SECONDS", default_value = "1")]
     pub ramp: f64,
+    /// Rounds of each test and direction, one after another, each stored.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub repeat: u32,
     /// Requests through the page cache instead of O_DIRECT.
     #[arg(long)]
     pub buffered: bool,
@@ -90,6 +95,7 @@ impl IopsArgs {
             rw: self.rw.clone(),
             seconds: self.seconds,
             ramp_seconds: self.ramp,
+            repeat: self.repeat,
             direct: !self.buffered,
             seed: self.seed.unwrap_or_else(rand::random),
         };
@@ -118,6 +124,12 @@ fn scenario_maker(command: Command, _target: &str) -> Option<Result<Maker, Strin
 /// Runs `ratelab iops`.
 pub fn run(args: IopsArgs) -> anyhow::Result<Exit> {
     let plan = args.plan()?;
+    // As disk's plan line: a bad database is refused first, and a target that is not a
+    // folder gets only the workload's refusal naming it.
+    args.output.check_db()?;
+    if !args.output.quiet && plan.target.is_dir() {
+        eprintln!("{}: {}", plan.target.display(), plan.time_in_words());
+    }
     super::measure(
         "iops",
         &args.output,

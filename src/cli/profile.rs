@@ -37,11 +37,17 @@ use crate::workload::task::{Codec, Direction, TaskPlan, TaskWorkload};
 /// on each side its smallest two-sided p-value is 0.1).
 const QUICK_SIZES: &str = "10K,100K,1M,10M,64M,256M";
 const QUICK_PASSES: u32 = 4;
-/// The random 4 KiB tests each target gets, read and write: their test file and
-/// counted seconds, quick and full.
+/// The random 4 KiB tests each target gets, read and write: their test file, quick and
+/// full, and their rounds and counted seconds a round. Three rounds, as `ratelab iops`
+/// runs by default, in about the time one round took before there were rounds (2 s
+/// quick, 4 s full), so a profile takes no longer: 4 x (0.5 + 3 x 0.7) s = 10.4 s
+/// quick, 4 x (1 + 3 x 1.5) s = 22 s full.
 const IOPS_TESTS: &str = "RND4K-Q32T1,RND4K-Q1T1";
 const QUICK_IOPS_BYTES: u64 = 256 << 20;
 const IOPS_BYTES: u64 = 1 << 30;
+const IOPS_ROUNDS: u32 = 3;
+const QUICK_IOPS_SECONDS: f64 = 0.7;
+const IOPS_SECONDS: f64 = 1.5;
 /// The compression task's test file, quick and full.
 const QUICK_TASK_BYTES: u64 = 128 << 20;
 const TASK_BYTES: u64 = 1 << 30;
@@ -144,8 +150,13 @@ fn storage(targets: &[PathBuf], quick: bool) -> anyhow::Result<Vec<Box<dyn Workl
                 .map(|t| t.parse().expect("built-in tests parse"))
                 .collect(),
             rw: vec![Rw::Read, Rw::Write],
-            seconds: if quick { 2.0 } else { 4.0 },
+            seconds: if quick {
+                QUICK_IOPS_SECONDS
+            } else {
+                IOPS_SECONDS
+            },
             ramp_seconds: if quick { 0.5 } else { 1.0 },
+            repeat: IOPS_ROUNDS,
             direct: true,
             seed: rand::random(),
         };

@@ -14,9 +14,9 @@ const QUANTILES: [f64; 11] = [
 ];
 
 /// Latency against percentile for every item whose histogram can be read.
-pub fn percentile_chart(items: &[IopsItem]) -> Chart {
+pub fn percentile_chart<'a>(items: impl IntoIterator<Item = &'a IopsItem>) -> Chart {
     let lines = items
-        .iter()
+        .into_iter()
         .filter_map(|item| {
             let latency = Latency::decode(&item.histogram).ok()?;
             let points = QUANTILES

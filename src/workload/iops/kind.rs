@@ -1,6 +1,7 @@
 //! How ratelab summarises, judges and shows stored iops workloads.
 
 use super::IopsPlan;
+use super::rounds::Rounds;
 use super::stored::{IopsContext, IopsItem, IopsSummary, TestSummary};
 use super::test::Order;
 use crate::document::Verdict;
@@ -26,11 +27,14 @@ impl Kind for IopsKind {
         Exposure::STORAGE
     }
 
+    /// The median round of each test and op, as the table shows it.
     fn charts(&self, w: &Stored<Self>) -> Vec<Chart> {
-        vec![super::chart::percentile_chart(&w.items)]
+        let medians: Vec<&IopsItem> = Rounds::of(&w.items).iter().map(Rounds::median).collect();
+        vec![super::chart::percentile_chart(medians)]
     }
 
     /// Each interval of each test and op: its IOPS, p50 and p99 latency, each a group.
+    /// The key names no round, so every round's intervals are samples of one group.
     fn samples(&self, w: &Stored<Self>) -> Option<Samples> {
         let mut items = Vec::new();
         for item in &w.items {
@@ -49,17 +53,24 @@ impl Kind for IopsKind {
         Some(Samples { items })
     }
 
+    /// Each test and op's median round, with the range of its rounds.
     fn summarize(&self, w: &Stored<Self>) -> IopsSummary {
         IopsSummary {
-            tests: w
-                .items
+            tests: Rounds::of(&w.items)
                 .iter()
-                .map(|item| TestSummary {
-                    test: item.test.clone(),
-                    op: item.op.clone(),
-                    iops: item.iops,
-                    bytes_per_sec: item.bytes_per_sec,
-                    latency_ns: item.latency_ns,
+                .map(|rounds| {
+                    let median = rounds.median();
+                    let (min_iops, max_iops) = rounds.iops_range();
+                    TestSummary {
+                        test: median.test.clone(),
+                        op: median.op.clone(),
+                        iops: median.iops,
+                        bytes_per_sec: median.bytes_per_sec,
+                        latency_ns: median.latency_ns,
+                        rounds: rounds.count(),
+                        min_iops,
+                        max_iops,
+                    }
                 })
                 .collect(),
         }
@@ -78,60 +89,33 @@ impl Kind for IopsKind {
     }
 
     fn tables(&self, w: &Stored<Self>) -> Vec<Table> {
-        let rows: Vec<Vec<String>> = w
-            .items
-            .iter()
-            .map(|i| {
-                let l = &i.latency_ns;
-                vec![
-                    i.test.clone(),
-                    i.op_words(),
-                    format!("{:.1}", i.bytes_per_sec / 1e6),
-                    format_iops(i.iops),
-                    format_latency(l.mean),
-                    format_latency(l.p50 as f64),
-                    format_latency(l.p99 as f64),
-                    format_latency(l.p99_9 as f64),
-                    format_latency(l.max as f64),
-                ]
-            })
-            .collect();
-        let header = [
-            "test", "op", "MB/s", "IOPS", "mean", "p50", "p99", "p99.9", "max",
-        ];
-        vec![Table {
-            title: format!(
-                "block I/O on a {} file · {} · {} s a test (+{} s ramp) · latency",
-                format_size(w.params.size_bytes),
-                if w.params.direct {
-                    "O_DIRECT"
-                } else {
-                    "buffered"
-                },
-                w.params.seconds,
-                w.params.ramp_seconds
-            ),
-            numeric: (2..header.len()).collect(),
-            header: header.iter().map(|h| h.to_string()).collect(),
-            rows,
-        }]
+        vec![super::table::table(w)]
     }
 
-    /// The table without its rarest figures (p99.9, max), to fit 80 columns.
+    /// The table without its rarest figures (p99.9, max), to fit 80 columns; with the
+    /// rounds' range, without the mean too (it is depth / IOPS, by Little's law).
     fn brief_tables(&self, w: &Stored<Self>) -> Vec<Table> {
-        let keep = ["test", "op", "MB/s", "IOPS", "mean", "p50", "p99"];
         self.tables(w)
             .into_iter()
-            .map(|table| table.keep_columns(&keep))
+            .map(|table| {
+                let keep: &[&str] = if table.header.iter().any(|h| h == "min-max") {
+                    &["test", "op", "MB/s", "IOPS", "min-max", "p50", "p99"]
+                } else {
+                    &["test", "op", "MB/s", "IOPS", "mean", "p50", "p99"]
+                };
+                table.keep_columns(keep)
+            })
             .collect()
     }
 
-    /// Each test's IOPS per interval, keyed by the target and everything that sets them.
+    /// Each test's IOPS per interval of every round, keyed by the target and everything
+    /// that sets them (not the rounds: an interval's IOPS does not depend on how many).
     fn profile_figures(&self, w: &Stored<Self>) -> Vec<ProfileFigure> {
         let p = &w.params;
-        w.items
+        Rounds::of(&w.items)
             .iter()
-            .map(|item| {
+            .map(|rounds| {
+                let item = rounds.median();
                 let settings = serde_json::to_string(&(
                     &w.record.target,
                     p.size_bytes,
@@ -144,10 +128,15 @@ impl Kind for IopsKind {
                 ProfileFigure {
                     key: format!("iops {what} {settings}"),
                     words: format!("{what} IOPS on {}", w.record.target),
-                    rates: item
-                        .intervals
+                    rates: rounds
+                        .items
                         .iter()
-                        .map(|i| i.ios as f64 / item.interval_seconds)
+                        .flat_map(|round| {
+                            round
+                                .intervals
+                                .iter()
+                                .map(|i| i.ios as f64 / round.interval_seconds)
+                        })
                         .collect(),
                 }
             })
@@ -155,10 +144,11 @@ impl Kind for IopsKind {
     }
 
     /// A line per order and block size: sequential tests by their rate, random ones by
-    /// IOPS and p99, read then write, each at its depth and threads.
+    /// IOPS and p99, read then write, each at its depth and threads, of its median round.
     fn summary_lines(&self, w: &Stored<Self>) -> Result<Vec<SummaryLine>, DecodeError> {
+        let medians: Vec<&IopsItem> = Rounds::of(&w.items).iter().map(Rounds::median).collect();
         let mut groups: Vec<(Order, u64)> = Vec::new();
-        for item in &w.items {
+        for item in &medians {
             if !groups.contains(&(item.order, item.block_bytes)) {
                 groups.push((item.order, item.block_bytes));
             }
@@ -169,7 +159,12 @@ impl Kind for IopsKind {
                 let in_group = |i: &&IopsItem| i.order == order && i.block_bytes == block;
                 // Each op once, in the order met, reads first.
                 let mut ops: Vec<String> = Vec::new();
-                for op in w.items.iter().filter(in_group).map(IopsItem::op_words) {
+                for op in medians
+                    .iter()
+                    .copied()
+                    .filter(in_group)
+                    .map(IopsItem::op_words)
+                {
                     if !ops.contains(&op) {
                         ops.push(op);
                     }
@@ -178,9 +173,9 @@ impl Kind for IopsKind {
                 let ops: Vec<String> = ops
                     .into_iter()
                     .filter_map(|op| {
-                        let figures: Vec<String> = w
-                            .items
+                        let figures: Vec<String> = medians
                             .iter()
+                            .copied()
                             .filter(in_group)
                             .filter(|i| i.op_words() == op)
                             .enumerate()
@@ -220,5 +215,56 @@ impl Kind for IopsKind {
             })
             .collect();
         Ok(lines)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::{RunDocument, WorkloadRecord};
+    use crate::workload::At;
+    use crate::workload::iops::rounds::tests::round;
+    use crate::workload::iops::{BlockTest, Rw};
+
+    #[test]
+    fn every_round_is_a_sample_of_one_group_and_one_profile_figure() {
+        let items: Vec<serde_json::Value> = (1..=3)
+            .map(|n| round("RND4K-Q32T1", "read", n, 40_000.0 + f64::from(n)))
+            .map(|item| serde_json::to_value(item).unwrap())
+            .collect();
+        let plan = IopsPlan {
+            target: "/x".into(),
+            size_bytes: 64 << 20,
+            tests: vec!["RND4K-Q32T1".parse::<BlockTest>().unwrap()],
+            rw: vec![Rw::Read],
+            seconds: 1.0,
+            ramp_seconds: 1.0,
+            repeat: 3,
+            direct: true,
+            seed: 1,
+        };
+        let mut record = WorkloadRecord::for_test("iops", "/x", items);
+        record.params = serde_json::to_value(&plan).unwrap();
+        let doc = RunDocument::for_test(vec![record]);
+        let w = Stored::<IopsKind>::decode(At::new(&doc, 0)).unwrap();
+        let samples = IopsKind.samples(&w).unwrap();
+        let iops: Vec<_> = samples
+            .items
+            .iter()
+            .filter(|(key, _)| key.op == "RND4K-Q32T1 read IOPS")
+            .collect();
+        // Ten intervals a round, three rounds, one key.
+        assert_eq!(iops.len(), 30);
+        let figures = IopsKind.profile_figures(&w);
+        assert_eq!(figures.len(), 1);
+        assert_eq!(figures[0].rates.len(), 30);
+        let summary = IopsKind.summarize(&w);
+        assert_eq!(summary.tests.len(), 1);
+        assert_eq!(summary.tests[0].rounds, 3);
+        assert_eq!(summary.tests[0].iops, 40_002.0);
+        assert_eq!(
+            (summary.tests[0].min_iops, summary.tests[0].max_iops),
+            (40_001.0, 40_003.0)
+        );
     }
 }

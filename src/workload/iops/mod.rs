@@ -1,6 +1,7 @@
 //! Block I/O as every disk benchmark shows it: one test file, and tests such as
 //! `SEQ1M-Q8T1` and `RND4K-Q32T1` run on it for a few seconds each, read and write,
-//! each giving IOPS, MB/s and completion-latency percentiles. The file is made inside a
+//! in rounds (`--repeat`), each round giving IOPS, MB/s and completion-latency
+//! percentiles. The file is made inside a
 //! work folder under the target and filled with ratelab's unique, incompressible data
 //! before anything is timed; it is removed at the end, on error and on Ctrl-C.
 
@@ -8,7 +9,9 @@ mod chart;
 mod drive;
 mod kind;
 pub mod latency;
+mod rounds;
 mod stored;
+mod table;
 pub mod test;
 mod verdicts;
 
@@ -29,11 +32,13 @@ use crate::storage::align::DirectAlign;
 use crate::storage::cache::{self, Eviction};
 use crate::storage::engine::{self, EngineKind, SyncMode, WriteJob};
 use crate::storage::workdir::{self, WorkDir};
-use crate::vocab::units::format_size;
+use crate::vocab::units::{format_seconds, format_size};
 use crate::workload::{Context, Error, Kind, Workload};
 
 /// The tests run when none are named: what CrystalDiskMark shows.
 pub const DEFAULT_TESTS: &str = "SEQ1M-Q8T1,SEQ1M-Q1T1,RND4K-Q32T1,RND4K-Q1T1";
+/// The most rounds of each test and direction.
+pub const MAX_REPEAT: u32 = 100;
 
 /// What `ratelab iops` was asked to do, validated.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -47,10 +52,13 @@ pub struct IopsPlan {
     /// What each test's requests do, each run in turn: read, write, or a mix.
     #[serde(alias = "directions")]
     pub rw: Vec<Rw>,
-    /// Seconds each test and direction is counted.
+    /// Seconds each round of each test and direction is counted.
     pub seconds: f64,
-    /// Seconds before that, not counted.
+    /// Seconds before the first round, not counted.
     pub ramp_seconds: f64,
+    /// Rounds of each test and direction; a plan stored before rounds ran one.
+    #[serde(default = "one_round")]
+    pub repeat: u32,
     /// Whether requests bypass the page cache (O_DIRECT).
     pub direct: bool,
     /// Offsets and data follow from it.
@@ -70,6 +78,15 @@ impl IopsPlan {
             return Err(format!(
                 "--seconds {} must be above 0 and at most a day",
                 self.seconds
+            ));
+        }
+        if self.repeat == 0 {
+            return Err("--repeat must be at least 1".into());
+        }
+        if self.repeat > MAX_REPEAT {
+            return Err(format!(
+                "--repeat {} is out of range (1 to {MAX_REPEAT})",
+                self.repeat
             ));
         }
         if !(0.0..=3_600.0).contains(&self.ramp_seconds) {
@@ -95,6 +112,37 @@ impl IopsPlan {
         }
         Ok(())
     }
+
+    /// How long the tests take, in words, before they start: `2 tests, read and write,
+    /// 3 rounds of 5 s after a 1 s ramp: 32.0 s of I/O after filling a 1 GiB file`.
+    pub fn time_in_words(&self) -> String {
+        let directions = self.rw.len() as f64;
+        let tests = self.tests.len() as f64;
+        let total =
+            tests * directions * (self.ramp_seconds + f64::from(self.repeat) * self.seconds);
+        let rw: Vec<String> = self.rw.iter().map(Rw::to_string).collect();
+        let rw = match rw.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+            _ => rw.join(""),
+        };
+        let rounds = match self.repeat {
+            1 => format!("{} s", self.seconds),
+            n => format!("{n} rounds of {} s", self.seconds),
+        };
+        format!(
+            "{} test{}, {rw}, {rounds} after a {} s ramp: {} of I/O after filling a {} file",
+            self.tests.len(),
+            if self.tests.len() == 1 { "" } else { "s" },
+            self.ramp_seconds,
+            format_seconds(total),
+            format_size(self.size_bytes)
+        )
+    }
+}
+
+/// The rounds of a plan stored before rounds: one.
+fn one_round() -> u32 {
+    1
 }
 
 /// The iops workload: it makes the test file in setup, runs every test, and removes it.
@@ -155,9 +203,15 @@ impl IopsWorkload {
         Ok(())
     }
 
-    /// Runs `test` doing `rw` on every thread at once: an item for its reads and one for
-    /// its writes, those it has, of what every thread counted.
-    fn run_test(&self, ctx: &Context, test: BlockTest, rw: Rw) -> Result<Vec<IopsItem>, Error> {
+    /// Runs round `round` of `test` doing `rw` on every thread at once: an item for its
+    /// reads and one for its writes, those it has, of what every thread counted.
+    fn run_test(
+        &self,
+        ctx: &Context,
+        test: BlockTest,
+        rw: Rw,
+        round: u32,
+    ) -> Result<Vec<IopsItem>, Error> {
         let path = self.file.as_ref().expect("the test file is made in setup");
         let [reads, writes] = rw.ops();
         let file = match (reads, writes) {
@@ -169,6 +223,14 @@ impl IopsWorkload {
             .then(|| cache::resident_fraction(&file, path, self.plan.size_bytes))
             .transpose()?;
         let span = Duration::from_secs_f64(self.plan.seconds);
+        // One ramp, before the first round: the rounds follow one another at once, so the
+        // device is as busy at the start of the next as at the end of the last. fio ramps
+        // a job once however many --loops it runs (ramp_time_over is set once, time.c),
+        // and CrystalDiskMark's runs have no ramp of their own.
+        let ramp = match round {
+            1 => Duration::from_secs_f64(self.plan.ramp_seconds),
+            _ => Duration::ZERO,
+        };
         let intervals = [Intervals::over(span), Intervals::over(span)];
         let interval_seconds = intervals[0].length().as_secs_f64();
         let jobs: Vec<ThreadJob> = (0..test.threads)
@@ -180,7 +242,7 @@ impl IopsWorkload {
                 rw,
                 thread,
                 seed: self.plan.seed,
-                ramp: Duration::from_secs_f64(self.plan.ramp_seconds),
+                ramp,
                 span,
                 controls: ctx.controls(),
                 intervals: &intervals,
@@ -224,6 +286,7 @@ impl IopsWorkload {
                 test: test.to_string(),
                 op: op.into(),
                 rw: rw.to_string(),
+                round,
                 order: test.order,
                 block_bytes: test.block_bytes,
                 queue_depth: test.queue_depth,
@@ -303,13 +366,21 @@ impl Workload for IopsWorkload {
     fn run(&mut self, ctx: &Context) -> Result<(), Error> {
         for test in self.plan.tests.clone() {
             for rw in self.plan.rw.clone() {
-                if ctx.cancel.is_set() {
-                    return Err(Error::Interrupted);
+                for round in 1..=self.plan.repeat {
+                    if ctx.cancel.is_set() {
+                        return Err(Error::Interrupted);
+                    }
+                    ctx.sink.status(match self.plan.repeat {
+                        1 => format!("{test} {rw}"),
+                        n => format!("{test} {rw} round {round} of {n}"),
+                    });
+                    for item in self.run_test(ctx, test, rw, round)? {
+                        ctx.sink.item(&item);
+                    }
                 }
-                ctx.sink.status(format!("{test} {rw}"));
-                for item in self.run_test(ctx, test, rw)? {
-                    ctx.sink.item(&item);
-                }
+                // A stage a test and direction, its rounds together: stages are what the
+                // rate chart marks and a disturbance names, in the tests people know. An
+                // interrupted run still stores every round that ended.
                 ctx.sink.stage_done(format!("{test} {rw}"));
             }
         }

@@ -1,12 +1,13 @@
-//! What an iops workload stores: one item per test and direction (its rates, its
-//! latency figures and histogram, what the cache held before a read), and its summary.
+//! What an iops workload stores: one item per round of each test and direction (its
+//! rates, its latency figures and histogram, what the cache held before a read), and its
+//! summary.
 
 use serde::{Deserialize, Serialize};
 
 use super::latency::{IntervalFigures, LatencyFigures};
 use super::test::Order;
 
-/// One test in one direction.
+/// One round of one test in one direction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IopsItem {
     /// The test as users write it: `RND4K-Q32T1`.
@@ -15,6 +16,9 @@ pub struct IopsItem {
     pub op: String,
     /// What the test's requests did: `read`, `write`, or a mix (`mix:70`, 70% reads).
     pub rw: String,
+    /// The round (`--repeat`), from 1; an item stored before rounds is its test's only one.
+    #[serde(default = "first_round")]
+    pub round: u32,
     /// Sequential or random.
     pub order: Order,
     /// Bytes per request.
@@ -23,7 +27,7 @@ pub struct IopsItem {
     pub queue_depth: u32,
     /// Threads.
     pub threads: u32,
-    /// Seconds counted (after the ramp).
+    /// Seconds counted in the round (the first after the ramp).
     pub seconds: f64,
     /// Requests completed in them, every thread together.
     pub ios: u64,
@@ -48,6 +52,11 @@ pub struct IopsItem {
     pub direct: bool,
 }
 
+/// The round of an item stored before rounds: its test ran once.
+fn first_round() -> u32 {
+    1
+}
+
 impl IopsItem {
     /// Its op as a table shows it: `read`, or `read in mix:70` for a mix's reads.
     pub fn op_words(&self) -> String {
@@ -59,22 +68,31 @@ impl IopsItem {
     }
 }
 
-/// One test's figures in the summary.
+/// One test and op's figures in the summary: its median round's, and the range of all.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestSummary {
     /// The test: `RND4K-Q32T1`.
     pub test: String,
     /// `read` or `write`.
     pub op: String,
-    /// Requests per second.
+    /// The median round's requests per second.
     pub iops: f64,
-    /// Bytes per second.
+    /// The median round's bytes per second.
     pub bytes_per_sec: f64,
-    /// Latency figures, in nanoseconds.
+    /// The median round's latency figures, in nanoseconds.
     pub latency_ns: LatencyFigures,
+    /// Rounds run.
+    #[serde(default = "first_round")]
+    pub rounds: u32,
+    /// The slowest round's requests per second.
+    #[serde(default)]
+    pub min_iops: f64,
+    /// The fastest round's requests per second.
+    #[serde(default)]
+    pub max_iops: f64,
 }
 
-/// The iops workload's summary: every test, in the order run.
+/// The iops workload's summary: every test and op, in the order run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IopsSummary {
     /// Each test and direction.

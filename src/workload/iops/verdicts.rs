@@ -1,8 +1,11 @@
 //! What ratelab says of an iops workload's figures: reads the page cache served, tests
 //! faster than the link under the target allows, writes the device may have absorbed in
-//! a cache, and where a test's rate changed for good (a cache filling up).
+//! a cache, and where a test's rate changed for good (a cache filling up). Rates are
+//! judged by each test's median round, as the table shows it; a change for good is
+//! looked for over all its rounds, one after another, as the device ran them.
 
 use super::kind::IopsKind;
+use super::rounds::Rounds;
 use super::stored::IopsItem;
 use crate::analysis::knees;
 use crate::document::{Knee, Series, Severity, Verdict};
@@ -42,9 +45,8 @@ pub fn verdicts(w: &Stored<IopsKind>) -> Vec<Verdict> {
 
 /// Reads that found more than [`CACHED`] of the file in the page cache before them.
 fn read_cached(w: &Stored<IopsKind>) -> Option<Said> {
-    let cached: Vec<String> = w
-        .items
-        .iter()
+    let cached: Vec<String> = medians(w)
+        .into_iter()
         .filter(|i| i.cached_fraction_before.is_some_and(|f| f > CACHED))
         .map(|i| {
             format!(
@@ -71,9 +73,8 @@ fn read_cached(w: &Stored<IopsKind>) -> Option<Said> {
 fn faster_than_link(w: &Stored<IopsKind>) -> Option<Said> {
     let chain = w.context.chain.as_ref()?;
     let limit = chain.max_bytes_per_sec?;
-    let fast: Vec<String> = w
-        .items
-        .iter()
+    let fast: Vec<String> = medians(w)
+        .into_iter()
         .filter(|i| i.bytes_per_sec > limit * LINK_MARGIN)
         .map(|i| {
             format!(
@@ -99,12 +100,18 @@ fn faster_than_link(w: &Stored<IopsKind>) -> Option<Said> {
     })
 }
 
+/// Each test and op's median round, in the order run.
+fn medians<'w>(w: &'w Stored<'_, IopsKind>) -> Vec<&'w IopsItem> {
+    Rounds::of(&w.items).iter().map(Rounds::median).collect()
+}
+
 /// Each place a test's rate changed for good.
 fn knees(w: &Stored<IopsKind>) -> Vec<Said> {
     let mut said = Vec::new();
-    for item in &w.items {
+    for rounds in Rounds::of(&w.items) {
+        let item = rounds.items[0];
         let iops = |bytes_per_sec: f64| format_iops_words(bytes_per_sec / item.block_bytes as f64);
-        for knee in knees_of(item) {
+        for knee in knees_of(&rounds) {
             said.push((
                 "iops_knee",
                 Severity::Info,
@@ -142,9 +149,13 @@ fn write_short(w: &Stored<IopsKind>) -> Option<Said> {
     })
 }
 
-/// Where a test's rate changed for good, from its intervals.
-fn knees_of(item: &IopsItem) -> Vec<Knee> {
-    if item.intervals.is_empty() || item.interval_seconds <= 0.0 {
+/// Where a test's rate changed for good, from the intervals of its rounds, one after
+/// another: a write cache that fills in the first round leaves the rest slower, a knee
+/// no round shows alone. Its time counts the counted seconds of the rounds before.
+fn knees_of(rounds: &Rounds) -> Vec<Knee> {
+    let item = rounds.items[0];
+    let intervals = rounds.intervals();
+    if intervals.is_empty() || item.interval_seconds <= 0.0 {
         return Vec::new();
     }
     let length = item.interval_seconds;
@@ -152,16 +163,10 @@ fn knees_of(item: &IopsItem) -> Vec<Knee> {
         interval_s: length,
         clock_unix_s: 0.0,
         started_at_s: 0.0,
-        finished_at_s: Some(item.seconds),
-        t_s: (1..=item.intervals.len())
-            .map(|n| n as f64 * length)
-            .collect(),
-        bytes: item
-            .intervals
-            .iter()
-            .map(|i| i.ios * item.block_bytes)
-            .collect(),
-        ops: item.intervals.iter().map(|i| i.ios).collect(),
+        finished_at_s: Some(rounds.seconds()),
+        t_s: (1..=intervals.len()).map(|n| n as f64 * length).collect(),
+        bytes: intervals.iter().map(|i| i.ios * item.block_bytes).collect(),
+        ops: intervals.iter().map(|i| i.ios).collect(),
         knees: None,
         stages: Vec::new(),
     };
@@ -187,6 +192,7 @@ mod tests {
             test: "RND4K-Q1T1".into(),
             op: "write".into(),
             rw: "write".into(),
+            round: 1,
             order: Order::Random,
             block_bytes: 4096,
             queue_depth: 1,
@@ -220,6 +226,7 @@ mod tests {
             seconds,
             ramp_seconds: 1.0,
             direct: true,
+            repeat: 1,
             seed: 1,
         };
         let mut record = WorkloadRecord::for_test(
@@ -258,6 +265,44 @@ mod tests {
         let codes_of = |v: &[Verdict]| v.iter().map(|v| v.code.clone()).collect::<Vec<_>>();
         assert_eq!(codes_of(&steady), ["iops_write_short"]);
         assert!(codes_of(&codes(vec![item(&[500; 120])], 60.0, None)).is_empty());
+    }
+
+    #[test]
+    fn a_knee_between_rounds_is_found_over_them_all() {
+        // Three rounds of 5 s: the first at 1000 IOPS, then a cache is full and the rest
+        // run at 250 throughout, each steady on its own.
+        let rounds: Vec<IopsItem> = [500u64, 125, 125]
+            .iter()
+            .zip(1..)
+            .map(|(&ios, round)| IopsItem {
+                round,
+                ..item(&[ios; 10])
+            })
+            .collect();
+        let said = codes(rounds, 5.0, None);
+        let knee = said.iter().find(|v| v.code == "iops_knee").expect("a knee");
+        assert!(knee.message.contains("after 5.00 s"), "{}", knee.message);
+        assert!(
+            knee.message.contains("from 1000 IOPS to 250 IOPS"),
+            "{}",
+            knee.message
+        );
+    }
+
+    #[test]
+    fn the_median_round_is_judged_against_the_link() {
+        // 4.1 MB/s in the median round only is over a 3 MB/s link; a round over it beside
+        // two under it is not the figure shown.
+        let over = |ios: u64, round| IopsItem {
+            round,
+            ..item(&[ios; 10])
+        };
+        let one_fast = vec![over(500, 1), over(300, 2), over(300, 3)];
+        let said = codes(one_fast, 5.0, Some(3e6));
+        assert!(!said.iter().any(|v| v.code == "iops_faster_than_link"));
+        let two_fast = vec![over(500, 1), over(300, 2), over(500, 3)];
+        let said = codes(two_fast, 5.0, Some(3e6));
+        assert!(said.iter().any(|v| v.code == "iops_faster_than_link"));
     }
 
     #[test]
