@@ -762,3 +762,114 @@ fn an_error_on_an_80_column_terminal_wraps_between_words() {
     let piped = disk_refused(&missing, &[], 3, &[]);
     assert_eq!(joined, piped.trim(), "{shown}");
 }
+
+/// What a pseudo-terminal showed, cut into the lines it drew: escape sequences taken
+/// out, and a progress bar's redraws (`\r`) each a line of their own.
+fn drawn_lines(shown: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(shown);
+    let mut plain = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI: ESC [ parameters, ending in a letter; other escapes: one more char.
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            } else {
+                chars.next();
+            }
+            continue;
+        }
+        plain.push(c);
+    }
+    plain
+        .split(['\n', '\r'])
+        .map(|l| l.trim_end().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// Runs `line` in sh on a pseudo-terminal of 80 columns; what it drew.
+fn on_80_columns(line: &str) -> Vec<u8> {
+    let output = common::isolated(&mut std::process::Command::new("script"))
+        .args([
+            "-qec",
+            &format!("stty cols 80 rows 24; {line}"),
+            "/dev/null",
+        ])
+        .output()
+        .unwrap();
+    output.stdout
+}
+
+#[test]
+fn every_line_ratelab_draws_fits_an_80_column_terminal() {
+    let test = "every_line_ratelab_draws_fits_an_80_column_terminal";
+    if !common::have_or_skip(test, "script") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    let db = dir.path().join("r.db");
+    let bin = common::bin();
+    let (bin, target, db) = (bin.display(), target.display(), db.display());
+    let long = dir
+        .path()
+        .join("a-folder-with-a-long-name-that-is-not-here/and-one-more-below-it/and-a-third");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // The server on a terminal of its own, its log read when it ends (--once).
+    let server = common::isolated(&mut std::process::Command::new("script"))
+        .args([
+            "-qec",
+            &format!(
+                "stty cols 80 rows 24; exec {bin} net serve --bind 127.0.0.1 --port {port} --once --no-store"
+            ),
+            "/dev/null",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut shown = on_80_columns(&format!(
+        "{bin} profile --quick --target {target} --db {db}; \
+         {bin} disk {target} --sizes 10K,1M --db {db}; \
+         {bin} iops {target} --size 8M --tests RND4K-Q1T1,RND4K-Q4T1 --seconds 0.2 --ramp 0 --db {db}; \
+         {bin} results list --db {db}; \
+         {bin} results show --db {db}; \
+         {bin} results show 1 --db {db}; \
+         {bin} results compare 1 2 3 --db {db}; \
+         {bin} disk {} --db {db}; \
+         sleep 0.3; {bin} net 127.0.0.1:{port} -t 1 --db {db}",
+        long.display()
+    ));
+    let server = server.wait_with_output().unwrap();
+    shown.extend_from_slice(&server.stdout);
+    let lines = drawn_lines(&shown);
+    let text = lines.join("\n");
+    for part in [
+        "summary:",
+        "runs in",
+        "ratelab: cannot use",
+        "and-a-third",
+        "listening on 127.0.0.1",
+        "test of 1 stream",
+        // The progress bar's line, drawn as the runs went.
+        " moved",
+    ] {
+        assert!(
+            text.contains(part),
+            "no {part:?} in what was drawn:\n{text}"
+        );
+    }
+    let over: Vec<&String> = lines.iter().filter(|l| l.chars().count() > 80).collect();
+    assert!(over.is_empty(), "lines over 80 columns: {over:#?}");
+}

@@ -237,9 +237,9 @@ fn baseline(
             }
             Ok(_) => {}
             // A run that no longer reads is no baseline; this run goes on without it.
-            Err(e) => eprintln!(
-                "ratelab: warning: run {} is left out as a baseline: {e:#}",
-                run.run_id
+            Err(e) => crate::report::terminal::say(
+                "ratelab: warning: ",
+                &format!("run {} is left out as a baseline: {e:#}", run.run_id),
             ),
         }
     }

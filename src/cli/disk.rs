@@ -149,10 +149,9 @@ pub fn run(args: DiskArgs) -> anyhow::Result<Exit> {
     if !args.output.quiet {
         for plan in plans.iter().filter(|plan| plan.target.is_dir()) {
             if let Some(words) = plan.writes_in_words() {
-                eprintln!(
-                    "{}: {words}{}",
-                    plan.target.display(),
-                    free_words(&plan.target)
+                crate::report::terminal::say(
+                    &format!("{}: ", plan.target.display()),
+                    &format!("{words}{}", free_words(&plan.target)),
                 );
             }
         }

@@ -103,7 +103,10 @@ pub fn run(args: FleetArgs) -> anyhow::Result<Exit> {
     }
     report::emit(out.as_bytes(), None)?;
     for (host, reason) in &failed {
-        eprintln!("ratelab: fleet: {} ({}): {reason}", host.name, host.ssh);
+        crate::report::terminal::say(
+            "ratelab: fleet: ",
+            &format!("{} ({}): {reason}", host.name, host.ssh),
+        );
     }
     Ok(if cancel.interrupted() {
         Exit::Interrupted
@@ -119,7 +122,7 @@ pub fn run(args: FleetArgs) -> anyhow::Result<Exit> {
 /// What each host's run came to: all started together, or one host after another until
 /// a Ctrl-C.
 fn outcomes(args: &FleetArgs, hosts: &[inventory::Host], cancel: &Cancel) -> Vec<Outcome> {
-    let say = |text: &str| eprintln!("{text}");
+    let say = |text: &str| crate::report::terminal::say("", text);
     if args.together {
         return fleet::run_together(hosts, &args.verb, &say, cancel);
     }

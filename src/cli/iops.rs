@@ -128,7 +128,10 @@ pub fn run(args: IopsArgs) -> anyhow::Result<Exit> {
     // folder gets only the workload's refusal naming it.
     args.output.check_db()?;
     if !args.output.quiet && plan.target.is_dir() {
-        eprintln!("{}: {}", plan.target.display(), plan.time_in_words());
+        crate::report::terminal::say(
+            &format!("{}: ", plan.target.display()),
+            &plan.time_in_words(),
+        );
     }
     super::measure(
         "iops",

@@ -580,10 +580,14 @@ fn run_server(args: ServeArgs) -> anyhow::Result<Exit> {
         once: args.once,
         iperf3_authority: authority(&args)?,
     };
+    // On a terminal each line wraps at its width under its first word, as errors do.
     let log: crate::workload::net::Log = Arc::new(|line: &str| {
-        eprintln!(
-            "{} {line}",
-            humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        crate::report::terminal::say(
+            &format!(
+                "{} ",
+                humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+            ),
+            line,
         );
     });
     let mut server = Server::bind(config.clone(), Arc::clone(&log))

@@ -12,9 +12,11 @@ use crate::vocab::units::{format_bytes, format_size};
 
 /// The comparison as text for a terminal.
 pub fn terminal(comparison: &Comparison) -> String {
+    // Every line of words wraps between words, as the run report's do.
+    let wrapped = |line: &str| super::terminal::hanging("", line);
     let mut out = String::new();
     for line in header(comparison) {
-        let _ = writeln!(out, "{line}");
+        out.push_str(&wrapped(&line));
     }
     for table in tables(comparison) {
         let _ = writeln!(out, "\n{}", super::terminal::table_text(&table));
@@ -23,10 +25,12 @@ pub fn terminal(comparison: &Comparison) -> String {
     if !skipped.is_empty() {
         let _ = writeln!(out);
         for line in skipped {
-            let _ = writeln!(out, "{line}");
+            out.push_str(&wrapped(&line));
         }
     }
-    let _ = writeln!(out, "\n{}\n{}", tally(comparison), legend());
+    let _ = writeln!(out);
+    out.push_str(&wrapped(&tally(comparison)));
+    out.push_str(&wrapped(&legend()));
     out
 }
 

@@ -99,7 +99,7 @@ pub fn head(doc: &RunDocument) -> Result<String, DecodeError> {
 
 /// `text` after `head`, wrapped to [`WIDTH`] columns with later lines indented under
 /// its first word, ending in a newline.
-fn hanging(head: &str, text: &str) -> String {
+pub(super) fn hanging(head: &str, text: &str) -> String {
     hanging_at(head, text, WIDTH)
 }
 
@@ -123,13 +123,18 @@ pub fn for_stderr(head: &str, text: &str) -> String {
     }
 }
 
-/// [`hanging`] at `width` columns.
+/// Writes `head` then `text` on stderr, as [`for_stderr`] lays it out.
+pub fn say(head: &str, text: &str) {
+    eprint!("{}", for_stderr(head, text));
+}
+
+/// [`hanging`] at `width` columns: only a word longer than a line is cut.
 fn hanging_at(head: &str, text: &str, width: usize) -> String {
     let indent = " ".repeat(textwrap::core::display_width(head));
     let options = textwrap::Options::new(width)
         .initial_indent(head)
         .subsequent_indent(&indent)
-        .break_words(false)
+        .break_words(true)
         .word_splitter(textwrap::WordSplitter::NoHyphenation);
     let mut out = textwrap::fill(&units_held(text), options).replace(HELD, " ");
     out.push('\n');
@@ -325,10 +330,11 @@ fn fit(table: &Table, detail: Detail, width: Option<usize>) -> (Table, Vec<Strin
     (fitted, left_out)
 }
 
-/// `text` wrapped to `width` columns at spaces, never inside a word, with a newline.
+/// `text` wrapped to `width` columns at spaces, never inside a word that fits a line
+/// (a path longer than the line is cut at its width), with a newline.
 fn wrapped(text: &str, width: usize) -> String {
     let options = textwrap::Options::new(width)
-        .break_words(false)
+        .break_words(true)
         .word_splitter(textwrap::WordSplitter::NoHyphenation);
     let mut out = textwrap::fill(&units_held(text), options).replace(HELD, " ");
     out.push('\n');

@@ -24,9 +24,13 @@ impl ProgressDisplay {
         };
         let bar = ProgressBar::with_draw_target(Some(total_bytes), target);
         bar.set_style(
-            ProgressStyle::with_template("{elapsed:>4} {prefix}[{bar:30}] {percent:>3}% {msg}")
-                .expect("a valid progress template")
-                .progress_chars("=> "),
+            // The message is cut at the terminal's width: a wrapped line would be drawn
+            // again below itself at every update.
+            ProgressStyle::with_template(
+                "{elapsed:>4} {prefix}[{bar:30}] {percent:>3}% {wide_msg}",
+            )
+            .expect("a valid progress template")
+            .progress_chars("=> "),
         );
         ProgressDisplay {
             bar,
@@ -58,7 +62,8 @@ impl ProgressDisplay {
 
     /// Prints a warning on stderr above the bar.
     pub fn warn(&self, text: &str) {
-        self.bar.suspend(|| eprintln!("ratelab: warning: {text}"));
+        self.bar
+            .suspend(|| crate::report::terminal::say("ratelab: warning: ", text));
     }
 
     /// Removes the bar before results are printed.

@@ -209,7 +209,10 @@ fn store(
         (Ok(()), Err(e)) => Some(e.into()),
         (Err(e), stored) => {
             if let Err(store_error) = stored {
-                eprintln!("ratelab: warning: {:#}", anyhow::Error::new(store_error));
+                crate::report::terminal::say(
+                    "ratelab: warning: ",
+                    &format!("{:#}", anyhow::Error::new(store_error)),
+                );
             }
             Some(match doc.run_id {
                 Some(id) => e.context(format!("run {id} stored as incomplete")),
