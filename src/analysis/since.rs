@@ -104,6 +104,76 @@ pub fn since(
     )]
 }
 
+/// Factor a figure's median must move by between two runs of the same work on one
+/// machine to be called moved, whatever a test says: no device's own rate wanders so.
+pub const MOVED: f64 = 2.0;
+
+/// The code of the verdict that says the same work's rate moved more than [`MOVED`]
+/// times since the last run of the same verb on this machine.
+pub const MOVED_CODE: &str = "rate_moved";
+
+/// The verdict on the figures of `current` whose median moved more than [`MOVED`] times
+/// from `previous`, the last run of its verb on this machine, measured the same way
+/// (`then` and `now`); none where none did.
+pub fn moved(
+    previous: &RunDocument,
+    current: &RunDocument,
+    then: &[ProfileFigure],
+    now: &[ProfileFigure],
+) -> Option<Verdict> {
+    let moved: Vec<Figure> = figures_of_medians(then, now)
+        .into_iter()
+        .filter(|f| f.ratio > MOVED || f.ratio < 1.0 / MOVED)
+        .collect();
+    if moved.is_empty() {
+        return None;
+    }
+    let words: Vec<String> = moved
+        .iter()
+        .take(NAMED)
+        .map(|f| format!("{} {:.2}x", f.words, f.ratio))
+        .collect();
+    let more = if moved.len() > NAMED {
+        format!("; and {} more", moved.len() - NAMED)
+    } else {
+        String::new()
+    };
+    let why = if disturbed(previous, current).is_empty() {
+        "a cache this machine cannot see (a virtual disk's host, a controller's), a drive \
+         that throttles or other work on shared storage moves a figure so"
+    } else {
+        "other work disturbed one of them (see the disturbed verdict)"
+    };
+    Some(Verdict::about(None)(
+        MOVED_CODE,
+        Severity::Warning,
+        format!(
+            "the same work ran more than {MOVED:.0}x faster or slower than in run {} of this machine ({}): {}{more}; {why}, so neither run's figure is the device's alone (`ratelab results compare {} {}`)",
+            previous.run_id.unwrap_or_default(),
+            previous.started_at,
+            words.join("; "),
+            previous.run_id.unwrap_or_default(),
+            current.run_id.unwrap_or_default(),
+        ),
+    ))
+}
+
+/// Each figure of `now` set against the figure of `then` measured the same way, by
+/// their medians alone: one item each is enough to see a rate move twofold.
+fn figures_of_medians(then: &[ProfileFigure], now: &[ProfileFigure]) -> Vec<Figure> {
+    now.iter()
+        .filter_map(|now| {
+            let then = then.iter().find(|then| then.key == now.key)?;
+            let (x, y) = (Stats::of(&then.rates)?, Stats::of(&now.rates)?);
+            (x.median > 0.0).then(|| Figure {
+                words: now.words.clone(),
+                ratio: y.median / x.median,
+                p_value: f64::NAN,
+            })
+        })
+        .collect()
+}
+
 /// The range of the figures' ratios, not every figure: a profile of several targets
 /// has many.
 fn ratio_range(figures: &[Figure]) -> String {
@@ -193,6 +263,28 @@ mod tests {
             // Twelve files whose rates spread by a few percent, as a quiet disk's do.
             rates: (0..12).map(|i| rate * (1.0 + 0.004 * i as f64)).collect(),
         }
+    }
+
+    #[test]
+    fn the_same_work_at_a_rate_moved_more_than_twofold_is_said_and_less_is_not() {
+        let doc = RunDocument::for_test(Vec::new());
+        // Seen on a virtual disk: O_DIRECT writes at 2.40 GB/s, the next run 389 MB/s.
+        let verdict = moved(&doc, &doc, &[figure("/a", 2.40e9)], &[figure("/a", 389e6)])
+            .expect("a sixfold move");
+        assert_eq!(verdict.code, MOVED_CODE);
+        assert!(
+            verdict.message.contains("write on /a 0.16x;"),
+            "{}",
+            verdict.message
+        );
+        assert!(
+            verdict.message.contains("a virtual disk's host"),
+            "{}",
+            verdict.message
+        );
+        assert!(moved(&doc, &doc, &[figure("/a", 2.40e9)], &[figure("/a", 1.3e9)]).is_none());
+        // Another target's figure is not the same work.
+        assert!(moved(&doc, &doc, &[figure("/b", 2.40e9)], &[figure("/a", 389e6)]).is_none());
     }
 
     fn code(then: &[ProfileFigure], now: &[ProfileFigure]) -> (String, String) {

@@ -193,7 +193,41 @@ fn measure(
     workloads: Vec<Box<dyn Workload>>,
     schedule: Schedule,
 ) -> anyhow::Result<Exit> {
-    measure_with(verb, output, workloads, schedule, Extras::default())
+    let judge = last_run(verb, output).map(moved_since);
+    measure_with(
+        verb,
+        output,
+        workloads,
+        schedule,
+        Extras {
+            judge,
+            ..Extras::default()
+        },
+    )
+}
+
+/// The last complete run of `verb` on this machine, where results are kept.
+fn last_run(verb: &str, output: &MeasureArgs) -> Option<crate::document::RunDocument> {
+    let store = output.history()?;
+    let query = crate::store::RunQuery {
+        hostname: Some(crate::platform::probe_machine().hostname),
+        limit: Some(1),
+        ..crate::store::RunQuery::complete(&[verb])
+    };
+    let last = store.find_runs(&query).ok()?.pop()?;
+    store.load_run(last.run_id).ok()
+}
+
+/// The verdict on the same work's figures that moved more than twofold since
+/// `previous` (see [`crate::analysis::since::moved`]).
+fn moved_since(previous: crate::document::RunDocument) -> crate::run::Judge {
+    Box::new(move |doc| {
+        let then = crate::workload::profile_figures(&previous)?;
+        let now = crate::workload::profile_figures(doc)?;
+        Ok(crate::analysis::since::moved(&previous, doc, &then, &now)
+            .into_iter()
+            .collect())
+    })
 }
 
 /// What a verb adds to a run: its own verdicts over the whole run, and work once the

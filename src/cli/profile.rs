@@ -21,7 +21,7 @@ use crate::document::RunDocument;
 use crate::exit::{Exit, UsageError};
 use crate::report::layout::Detail;
 use crate::run::{Member, Schedule};
-use crate::store::{Address, RunQuery};
+use crate::store::Address;
 use crate::workload::Error;
 use crate::workload::Workload;
 use crate::workload::cpu::kernels::DEFAULT_TESTS;
@@ -246,26 +246,17 @@ pub(super) fn thread_counts(cpus: usize) -> Vec<usize> {
 
 /// The newest complete profile of this machine (by host name) in the database.
 fn last_profile(output: &MeasureArgs) -> Option<RunDocument> {
-    let store = output.history()?;
-    let query = RunQuery {
-        hostname: Some(crate::platform::probe_machine().hostname),
-        limit: Some(1),
-        ..RunQuery::complete(&["profile"])
-    };
-    let last = store.find_runs(&query).ok()?.pop()?;
-    store.load_run(last.run_id).ok()
+    super::last_run("profile", output)
 }
 
 /// The verdicts on what moved since `previous` (see [`since`]).
 fn changes_since(previous: RunDocument) -> crate::run::Judge {
     Box::new(move |doc| {
         let then = crate::workload::profile_figures(&previous)?;
-        Ok(since(
-            &previous,
-            doc,
-            &then,
-            &crate::workload::profile_figures(doc)?,
-        ))
+        let now = crate::workload::profile_figures(doc)?;
+        let mut verdicts = since(&previous, doc, &then, &now);
+        verdicts.extend(crate::analysis::since::moved(&previous, doc, &then, &now));
+        Ok(verdicts)
     })
 }
 

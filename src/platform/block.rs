@@ -90,6 +90,19 @@ impl ChainStep {
 }
 
 impl StorageChain {
+    /// Where the chain ends at a virtual machine's disk, what that means for figures
+    /// measured on `target`, in words; none for any other chain.
+    pub fn virtual_disk_words(&self, target: &str) -> Option<String> {
+        let step = self.steps.iter().find(|s| s.kind == StepKind::Virtio)?;
+        Some(format!(
+            "{target} is on a virtual disk ({}): O_DIRECT passes only this machine's page \
+             cache, and the host's cache and disks below it are out of sight, so these figures \
+             may be the host's memory, not a device's, and move from run to run as its \
+             cache fills and other guests work",
+            step.name
+        ))
+    }
+
     /// Whether `other` is a chain down the same device: the same steps, by kind, name
     /// and detail, from the first step below the filesystem (a loop device's backing
     /// file is in its detail, so a loop number used again for another file differs).

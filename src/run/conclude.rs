@@ -122,11 +122,13 @@ mod tests {
             assert_eq!(stored.contention, again.contention, "run {}", listed.run_id);
             // A task's verdict beside the storage series of its folder looks the folders
             // up on the filesystem, and the fixture's are gone. Wording changes between
-            // releases (the golden files show them): the judgement itself must not.
+            // releases (the golden files show them): the judgement itself must not. A
+            // virtual disk under a storage target is said since issue 38, of runs stored
+            // before it too.
             let judged = |verdicts: &[Verdict]| -> Vec<(String, Severity, Option<usize>)> {
                 verdicts
                     .iter()
-                    .filter(|v| v.code != "disk_vs_task")
+                    .filter(|v| v.code != "disk_vs_task" && v.code != "virtual_disk")
                     .map(|v| (v.code.clone(), v.severity, v.workload))
                     .collect()
             };

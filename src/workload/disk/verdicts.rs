@@ -18,6 +18,13 @@ pub fn verdicts(w: &Stored<DiskKind>) -> Vec<Verdict> {
     let verdict = Verdict::about(Some(w.index()));
     let mut out: Vec<(&'static str, Severity, String)> = Vec::new();
     out.extend(physics(w));
+    out.extend(
+        w.context
+            .chain
+            .as_ref()
+            .and_then(|chain| chain.virtual_disk_words(&w.record.target))
+            .map(|words| ("virtual_disk", Severity::Warning, words)),
+    );
     out.extend(not_evicted(w));
     out.extend(memory_modes(&w.items));
     out.extend(data_limited(&w.items));

@@ -33,8 +33,15 @@ pub fn verdicts(w: &Stored<IopsKind>) -> Vec<Verdict> {
         )
     });
     let short = knees.is_empty().then(|| write_short(w)).flatten();
+    let virtual_disk = w
+        .context
+        .chain
+        .as_ref()
+        .and_then(|chain| chain.virtual_disk_words(&w.record.target))
+        .map(|words| ("virtual_disk", Severity::Warning, words));
     read_cached(w)
         .into_iter()
+        .chain(virtual_disk)
         .chain(buffered)
         .chain(faster_than_link(w))
         .chain(knees)
