@@ -68,6 +68,42 @@ fn pixels(png: &Path) -> (usize, [usize; 2]) {
     (colours.len(), lines)
 }
 
+/// The number in attribute `name` of an SVG element's text.
+fn attribute(element: &str, name: &str) -> Option<f64> {
+    let start = element.find(&format!(" {name}=\""))? + name.len() + 3;
+    let rest = &element[start..];
+    rest[..rest.find('"')?].parse().ok()
+}
+
+/// Asserts that no chart of `page` has a point under its legend: the legend's box
+/// (plotters' white, 0.85 opaque) ends above every point (circle) of its chart, so the
+/// lines between them stay below it too. Returns the charts with a legend.
+fn legends_cover_nothing(page: &str, what: &str) -> usize {
+    let mut legends = 0;
+    for chart in page.split("<svg").skip(1) {
+        let chart = &chart[..chart.find("</svg>").unwrap_or(chart.len())];
+        let Some(legend) = chart
+            .split('<')
+            .find(|e| e.starts_with("rect") && e.contains("opacity=\"0.85\""))
+        else {
+            continue;
+        };
+        legends += 1;
+        let bottom = attribute(legend, "y").unwrap() + attribute(legend, "height").unwrap();
+        let ys: Vec<f64> = chart
+            .split('<')
+            .filter(|e| e.starts_with("circle"))
+            .filter_map(|e| Some(attribute(e, "cy")? - attribute(e, "r")?))
+            .collect();
+        let highest = ys.iter().copied().fold(f64::INFINITY, f64::min);
+        assert!(
+            highest > bottom,
+            "{what}: a chart's legend (down to y {bottom}) covers a point at y {highest}"
+        );
+    }
+    legends
+}
+
 #[test]
 fn profile_quick_stores_the_run_and_its_report_shows_the_charts() {
     let _alone = common::rig::exclusive();
@@ -130,6 +166,11 @@ fn profile_quick_stores_the_run_and_its_report_shows_the_charts() {
         assert!(page.contains(chart), "chart {chart:?} missing");
     }
     assert!(page.matches("<svg").count() >= 6, "too few charts");
+    assert!(legends_cover_nothing(&page, "profile --quick") >= 6);
+    // A verdict's flags and commands are set as code, never as raw backticks.
+    assert!(page.contains("<code>"), "no code span in the verdicts");
+    let verdicts = &page[page.find("Verdicts").unwrap()..];
+    assert!(!verdicts.contains('`'), "a raw backtick in the verdicts");
     // The rate-over-time charts name the stages wide enough for their names: the block
     // I/O tests' (2.5 s each of 10). The disk's stages are timed too, though a busy
     // machine can leave them too narrow to name.
@@ -247,6 +288,7 @@ fn every_fixture_run_s_report_renders_with_its_charts() {
             let page = dir.path().join(format!("{stem}.html"));
             common::results(&db, &["report", &id, "--out", page.to_str().unwrap()]);
             let html = std::fs::read_to_string(&page).unwrap();
+            legends_cover_nothing(&html, &stem);
             let png = shots.join(format!("{stem}.png"));
             let _ = std::fs::remove_file(&png);
             assert!(

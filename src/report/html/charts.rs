@@ -17,6 +17,15 @@ const SPAN_CHAR: i32 = 7;
 /// The height of a row of stage names above the plot.
 const SPAN_ROW: i32 = 16;
 
+/// The height the title takes, with its space below.
+const TITLE_PX: f64 = 30.0;
+/// The height of the x axis's labels and name.
+const X_LABELS_PX: f64 = 42.0;
+/// The height of a legend entry (15-point text and its spacing).
+const LEGEND_ROW_PX: f64 = 20.0;
+/// The legend's frame and margins.
+const LEGEND_FRAME_PX: f64 = 20.0;
+
 /// Colours of the lines, in order: readable on white and in grey print.
 const COLOURS: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
@@ -64,6 +73,11 @@ impl Chart {
             .filter(|y| y.is_finite() && *y > 0.0)
             .fold(y_top, f64::min)
             / 1.5;
+        // The legend sits in a band at the top of the plot that no figure reaches: the
+        // axis runs that much above the highest one, so the legend never covers data.
+        let share = self.legend_share();
+        let y_top = y_top / (1.0 - share);
+        let y_high = y_low * (y_top * 1.4 / y_low).powf(1.0 / (1.0 - share));
         let mut out = String::new();
         {
             let root = SVGBackend::with_string(&mut out, (WIDTH, HEIGHT)).into_drawing_area();
@@ -84,15 +98,37 @@ impl Chart {
                 (true, true) => self.draw(
                     &root,
                     (x_low..x_high).log_scale(),
-                    (y_low..y_top * 1.4).log_scale(),
+                    (y_low..y_high).log_scale(),
                 ),
                 (true, false) => self.draw(&root, (x_low..x_high).log_scale(), 0.0..y_top),
-                (false, true) => self.draw(&root, x_low..x_high, (y_low..y_top * 1.4).log_scale()),
+                (false, true) => self.draw(&root, x_low..x_high, (y_low..y_high).log_scale()),
                 (false, false) => self.draw(&root, x_low..x_high, 0.0..y_top),
             }?;
             root.present().ok()?;
         }
         Some(out)
+    }
+
+    /// Rows of stage names above the plot.
+    fn span_rows(&self) -> u32 {
+        self.spans.iter().map(|s| s.line + 1).max().unwrap_or(0) as u32
+    }
+
+    /// The share of the plot's height the legend takes at its top: a row per entry (a
+    /// line, and its fitted curve where it has one) and its frame, of the height left
+    /// between the title, the stage names and the x axis.
+    fn legend_share(&self) -> f64 {
+        let entries: usize = self
+            .lines
+            .iter()
+            .map(|l| 1 + usize::from(l.curve.is_some()))
+            .sum();
+        let plot = f64::from(HEIGHT)
+            - TITLE_PX
+            - 24.0
+            - f64::from(SPAN_ROW) * f64::from(self.span_rows())
+            - X_LABELS_PX;
+        ((LEGEND_FRAME_PX + LEGEND_ROW_PX * entries as f64) / plot).min(0.6)
     }
 
     fn draw<X, Y>(&self, root: &DrawingArea<SVGBackend, Shift>, x: X, y: Y) -> Option<()>
@@ -103,13 +139,13 @@ impl Chart {
         Y::CoordDescType: plotters::coord::ranged1d::ValueFormatter<f64>,
     {
         // Stage names go in a band above the plot, a row per line that has stages.
-        let rows = self.spans.iter().map(|s| s.line + 1).max().unwrap_or(0) as u32;
+        let rows = self.span_rows();
         // The title first, so that the band of stage names sits between it and the plot.
         let below_title = root.titled(&self.title, ("sans-serif", 20)).ok()?;
         let mut chart = ChartBuilder::on(&below_title)
             .margin(12)
             .margin_top(12 + SPAN_ROW as u32 * rows)
-            .x_label_area_size(42)
+            .x_label_area_size(X_LABELS_PX as u32)
             .y_label_area_size(92)
             .build_cartesian_2d(x, y)
             .ok()?;
@@ -132,75 +168,15 @@ impl Chart {
         for (index, line) in self.lines.iter().enumerate() {
             draw_line(&mut chart, index, line, any_strong)?;
         }
-        let corner = self.emptiest_corner(&chart);
         chart
             .configure_series_labels()
             .background_style(WHITE.mix(0.85))
             .border_style(RGBColor(200, 200, 200))
             .label_font(("sans-serif", 15))
-            .position(corner)
+            .position(SeriesLabelPosition::UpperLeft)
             .draw()
             .ok()?;
         Some(())
-    }
-
-    /// The corner of the plot whose box (half its width, two fifths of its height)
-    /// holds the fewest points of the lines, counted along each line's segments: where
-    /// the legend hides least. The upper left where they tie.
-    fn emptiest_corner<X, Y>(
-        &self,
-        chart: &ChartContext<SVGBackend, Cartesian2d<X, Y>>,
-    ) -> SeriesLabelPosition
-    where
-        X: Ranged<ValueType = f64>,
-        Y: Ranged<ValueType = f64>,
-    {
-        let (xs, ys) = chart.plotting_area().get_pixel_range();
-        let (width, height) = ((xs.end - xs.start) as f64, (ys.end - ys.start) as f64);
-        let mut counts = [0usize; 4];
-        for line in &self.lines {
-            let pixels: Vec<(f64, f64)> = line
-                .points
-                .iter()
-                .filter(|p| p.0.is_finite() && p.1.is_finite())
-                .map(|p| {
-                    let (x, y) = chart.backend_coord(p);
-                    (x as f64, y as f64)
-                })
-                .collect();
-            let along = pixels.windows(2).flat_map(|w| {
-                (0..=16).map(move |i| {
-                    let t = i as f64 / 16.0;
-                    (
-                        w[0].0 + (w[1].0 - w[0].0) * t,
-                        w[0].1 + (w[1].1 - w[0].1) * t,
-                    )
-                })
-            });
-            for (x, y) in pixels.iter().copied().chain(along) {
-                let left = x < xs.start as f64 + width * 0.5;
-                let right = x > xs.end as f64 - width * 0.5;
-                let upper = y < ys.start as f64 + height * 0.4;
-                let lower = y > ys.end as f64 - height * 0.4;
-                for (i, inside) in [upper && left, upper && right, lower && left, lower && right]
-                    .into_iter()
-                    .enumerate()
-                {
-                    counts[i] += usize::from(inside);
-                }
-            }
-        }
-        let corners = [
-            SeriesLabelPosition::UpperLeft,
-            SeriesLabelPosition::UpperRight,
-            SeriesLabelPosition::LowerLeft,
-            SeriesLabelPosition::LowerRight,
-        ];
-        let best = (0..4).min_by_key(|&i| counts[i]).unwrap_or(0);
-        corners
-            .into_iter()
-            .nth(best)
-            .unwrap_or(SeriesLabelPosition::UpperLeft)
     }
 
     /// Marks where each stage begins with a faint dashed line in its line's colour, and
