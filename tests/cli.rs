@@ -554,9 +554,12 @@ fn profile_quick_prints_its_tables_and_stores_the_run() {
     // It reads on an 80-column terminal, in about a screen and a half (84-92 lines here
     // with the random 4 KiB tests, and the network's limit since issue 35: a warning,
     // a long target path, a disturbed run's account of who held its threads (up to 8
-    // lines) or what moved since the last profile adds a few).
+    // lines) or what moved since the last profile adds a few). A run disturbed beside
+    // the suite's other tests adds what its figures cannot be (issue 38: speedups
+    // beyond linear, what-ifs faster than a step, threads that shared a CPU): up to
+    // about 30 lines more.
     let lines: Vec<&str> = text.lines().collect();
-    assert!(lines.len() <= 106, "{} lines:\n{text}", lines.len());
+    assert!(lines.len() <= 136, "{} lines:\n{text}", lines.len());
     for line in &lines {
         assert!(line.chars().count() <= 80, "wider than 80: {line:?}");
     }

@@ -270,7 +270,7 @@ fn a_server_that_claims_one_byte_arrived_leaves_the_run_incomplete() {
     let said = stderr(&claimed);
     assert_eq!(claimed.status.code(), Some(3), "{said}");
     assert!(
-        said.contains("the other end received 1.00 B, further apart than the socket buffers"),
+        said.contains("the other end received 1 B, further apart than the socket buffers"),
         "{said}"
     );
     let stored = common::stored_run(&db, 1);

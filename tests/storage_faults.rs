@@ -59,6 +59,8 @@ fn a_4kn_disk_refuses_512_byte_direct_io_before_writing_and_runs_the_rest() {
             .arg(disk.path())
             .args(["--size", "16M", "--tests", "RND4K-Q1T1,SEQ1M-Q8T1"])
             .args([
+                "--repeat",
+                "1",
                 "--seconds",
                 "0.3",
                 "--ramp",

@@ -94,6 +94,7 @@ impl Kind for CpuKind {
                 }));
             }
         }
+        out.extend(physics::shared_cpus(w));
         out
     }
 
@@ -278,7 +279,7 @@ mod tests {
             .map(|(_, m)| m)
             .expect("a beyond_linear verdict");
         assert!(
-            beyond.starts_with("int (normal) ran 2.60x on 2 threads (130% of linear), more than 2 threads can give: each thread went 1.30x as fast as the one thread alone, so the one-thread run was slowed"),
+            beyond.starts_with("int (normal) ran 2.60x on 2 threads (130% of linear), more than they can give: each thread went 1.30x as fast as the one thread alone, so the one-thread run was slowed"),
             "{beyond}"
         );
         assert!(beyond.ends_with("not a scaling result"), "{beyond}");
@@ -339,7 +340,7 @@ mod tests {
             .expect("a threads_shared_cpus verdict");
         assert_eq!(
             shared,
-            "int (normal) ran its 2 threads on 1 CPU (1): they took turns on it, so this figure says nothing of 2 cores"
+            "threads took turns on fewer CPUs than there were threads: int (normal, 2 threads on cpu 1); those figures say nothing of that many cores"
         );
         assert!(verdicts.iter().all(|(code, _)| code != "poor_scaling"));
     }

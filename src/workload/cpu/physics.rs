@@ -44,31 +44,9 @@ pub fn verdicts(w: &Stored<CpuKind>, scaling: &Scaling) -> Vec<Verdict> {
                 && i.loops_per_sec.is_some()
         })
     };
-    let crowded: Vec<&CpuItem> = scaling
-        .points
-        .iter()
-        .filter_map(|p| same(p.threads))
-        .filter(|i| i.threads > 1 && !i.cpus_seen.is_empty() && i.cpus_seen.len() < i.threads)
+    let crowded: Vec<&CpuItem> = crowded(&w.items)
+        .filter(|i| i.op == scaling.test && i.class == scaling.class)
         .collect();
-    for item in &crowded {
-        out.push(verdict(
-            "threads_shared_cpus",
-            Severity::Info,
-            format!(
-                "{} ({}) ran its {} threads on {} ({}): they took turns on it, so this figure says nothing of {} cores",
-                scaling.test,
-                scaling.class,
-                item.threads,
-                cpus(item.cpus_seen.len()),
-                item.cpus_seen
-                    .iter()
-                    .map(usize::to_string)
-                    .collect::<Vec<_>>()
-                    .join(","),
-                item.threads
-            ),
-        ));
-    }
     if let Some(point) = scaling.points.iter().rev().find(|p| p.beyond_linear()) {
         let first = scaling.points.first().expect("a point beyond linear");
         let slowed = same(first.threads).map_or(String::new(), |one| cause(w, one));
@@ -76,15 +54,14 @@ pub fn verdicts(w: &Stored<CpuKind>, scaling: &Scaling) -> Vec<Verdict> {
             "beyond_linear",
             Severity::Warning,
             format!(
-                "{} ({}) ran {:.2}x on {} threads ({:.0}% of linear), more than {} threads can give: \
-                 each thread went {:.2}x as fast as {}, so {} was slowed{slowed}, or caches \
-                 split across cores gave each thread more; not a scaling result",
+                "{} ({}) ran {:.2}x on {} threads ({:.0}% of linear), more than they can give: \
+                 each thread went {:.2}x as fast as {}, so {} was slowed{slowed} or caches \
+                 split across cores helped; not a scaling result",
                 scaling.test,
                 scaling.class,
                 point.speedup,
                 point.threads,
                 point.efficiency * 100.0,
-                point.threads,
                 point.loops_per_sec_per_thread / first.loops_per_sec_per_thread,
                 if first.threads == 1 {
                     "the one thread alone".to_string()
@@ -120,6 +97,51 @@ pub fn verdicts(w: &Stored<CpuKind>, scaling: &Scaling) -> Vec<Verdict> {
     out
 }
 
+/// The items of `w` whose threads were seen on fewer CPUs than there were threads.
+fn crowded(items: &[CpuItem]) -> impl Iterator<Item = &CpuItem> {
+    items.iter().filter(|i| {
+        i.threads > 1
+            && i.loops_per_sec.is_some()
+            && !i.cpus_seen.is_empty()
+            && i.cpus_seen.len() < i.threads
+    })
+}
+
+/// One verdict naming every test whose threads took turns on fewer CPUs than there
+/// were threads: `int (normal, 2 threads on cpu 0)`; none where none did.
+pub fn shared_cpus(w: &Stored<CpuKind>) -> Option<Verdict> {
+    let named: Vec<String> = crowded(&w.items)
+        .map(|i| {
+            format!(
+                "{} ({}, {} threads on {} {})",
+                i.op,
+                i.class,
+                i.threads,
+                if i.cpus_seen.len() == 1 {
+                    "cpu"
+                } else {
+                    "cpus"
+                },
+                i.cpus_seen
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
+        })
+        .collect();
+    (!named.is_empty()).then(|| {
+        Verdict::about(Some(w.index()))(
+            "threads_shared_cpus",
+            Severity::Info,
+            format!(
+                "threads took turns on fewer CPUs than there were threads: {}; those figures say nothing of that many cores",
+                named.join(", ")
+            ),
+        )
+    })
+}
+
 /// What the run's account says of the time `one` ran: `: other processes used 0.93 of
 /// a core meanwhile`, or that nothing in it was busy.
 fn cause(w: &Stored<CpuKind>, one: &CpuItem) -> String {
@@ -131,15 +153,10 @@ fn cause(w: &Stored<CpuKind>, one: &CpuItem) -> String {
     if others >= OTHER_CORES {
         format!(" (other processes used {others:.2} of a core meanwhile)")
     } else {
-        " (no other process was busy then, by the run's account: a lower clock or the \
+        " (by the run's account no other process was busy then: a lower clock or the \
          hypervisor)"
             .into()
     }
-}
-
-/// `1 CPU`, `2 CPUs`.
-fn cpus(n: usize) -> String {
-    format!("{n} CPU{}", if n == 1 { "" } else { "s" })
 }
 
 /// `the one-thread run`, `the 3-thread run`.

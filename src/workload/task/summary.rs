@@ -13,6 +13,11 @@ use crate::analysis::stats::Stats;
 /// How far a measured gain may stray from the modelled one before it is said.
 pub const MODEL_TOLERANCE: f64 = 0.15;
 
+/// How far a whole task with a step free may run past the slowest step it still ran
+/// alone before its what-if is called unstable: each is one median of a few samples,
+/// which a 2-core VM moves by up to a quarter between rounds.
+pub const WHAT_IF_BOUND: f64 = 0.25;
+
 /// The steps a task is split into, in the order they run.
 const STEPS: [&str; 3] = ["read", "transform", "write"];
 
@@ -173,7 +178,7 @@ pub(super) fn summarize_threads(threads: usize, items: &[TaskItem]) -> Option<Th
 
 /// For each of `parts` whose what-if ran at `threads`, the median whole-task rate with
 /// it free over the whole task's median rate; then the what-ifs left out, which went
-/// faster than the slowest step they still ran alone (beyond [`MODEL_TOLERANCE`]).
+/// faster than the slowest step they still ran alone (beyond [`WHAT_IF_BOUND`]).
 fn measured_speedup_if_free(
     threads: usize,
     parts: &[&StepRate],
@@ -200,7 +205,7 @@ fn measured_speedup_if_free(
                 .filter(|p| p.op != part.op)
                 .min_by(|a, b| a.source_bytes_per_sec.total_cmp(&b.source_bytes_per_sec));
             if let Some(bound) =
-                bound.filter(|b| free > b.source_bytes_per_sec * (1.0 + MODEL_TOLERANCE))
+                bound.filter(|b| free > b.source_bytes_per_sec * (1.0 + WHAT_IF_BOUND))
             {
                 unstable.insert(
                     part.op.clone(),

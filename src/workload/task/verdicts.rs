@@ -244,7 +244,7 @@ pub(super) fn limiting_sentence(summary: &ThreadsSummary) -> String {
 fn unstable_sentence(summary: &ThreadsSummary, free: &str, unstable: &UnstableWhatIf) -> String {
     let bound = &unstable.bound_op;
     format!(
-        "at {} thread{} with {free} free the whole task went at {} of original bytes ({:.2}x), faster than {bound} alone ({}), which it still ran: a task cannot beat one of its steps, so {bound}'s rate moved between the two; this what-if is left out and {free}'s gain is modelled ({:.2}x)",
+        "at {} thread{} with {free} free the task went at {} of original bytes ({:.2}x), faster than {bound} alone ({}), which it still ran: {bound}'s rate moved between the two, so this what-if is left out and {free}'s gain modelled ({:.2}x)",
         summary.threads,
         if summary.threads == 1 { "" } else { "s" },
         format_rate(unstable.source_bytes_per_sec),
