@@ -355,3 +355,40 @@ fn check_halved_and_equal(db: &Path, text: &str, comparison: &Value) -> common::
     assert!(markdown.contains("| **beyond noise** |"), "{markdown}");
     common::Try::Checked
 }
+
+#[test]
+fn show_and_compare_agree_on_a_cell_with_items_too_short_to_time() {
+    // Direct reads of 10 KiB files here take 30-100 µs: some are flagged `small`, some
+    // not. `results show` and `results compare` must take the same items for the cell.
+    let dir = disk_tempdir();
+    let db = dir.path().join("results.db");
+    let run = run_json(
+        ratelab()
+            .arg("disk")
+            .arg(dir.path())
+            .args(["--sizes", "10K", "--repeat", "9"])
+            .args(["--json", "-q", "--db"])
+            .arg(&db),
+    );
+    let rows = run["workloads"][0]["summary"]["by_size"]
+        .as_array()
+        .unwrap();
+    let comparison = results_json(&db, &["compare", "1", "1"]);
+    for row in rows {
+        let op = match row["op"].as_str().unwrap() {
+            "read" => format!("read {}", row["mode"].as_str().unwrap()),
+            other => other.to_string(),
+        };
+        let cell = group(&comparison, &op, 10 << 10);
+        let shown = row["median_bytes_per_sec"].as_f64().unwrap();
+        let compared = cell["runs"][0]["median_bytes_per_sec"].as_f64().unwrap();
+        assert_eq!(
+            cell["runs"][0]["n"], row["n"],
+            "{op}: compare takes other items than show: {cell:#} against {row:#}"
+        );
+        assert!(
+            (compared / shown - 1.0).abs() < 1e-9,
+            "{op}: show {shown}, compare {compared}"
+        );
+    }
+}
