@@ -741,17 +741,12 @@ fn an_error_on_an_80_column_terminal_wraps_between_words() {
     }
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("a-folder-that-is-not-here");
-    // On a terminal of 80 columns (script's pseudo-terminal, sized by stty).
-    let line = format!(
-        "stty cols 80 rows 24; exec {} disk {} --no-store",
+    let shown = on_80_columns(&format!(
+        "exec {} disk {} --no-store",
         common::bin().display(),
         missing.display()
-    );
-    let output = common::isolated(&mut std::process::Command::new("script"))
-        .args(["-qec", &line, "/dev/null"])
-        .output()
-        .unwrap();
-    let shown = String::from_utf8_lossy(&output.stdout).replace('\r', "");
+    ));
+    let shown = String::from_utf8_lossy(&shown).replace('\r', "");
     let lines: Vec<&str> = shown.lines().filter(|l| !l.is_empty()).collect();
     assert!(lines.len() >= 2, "the message fits one line: {shown:?}");
     for l in &lines {
@@ -796,17 +791,20 @@ fn drawn_lines(shown: &[u8]) -> Vec<String> {
         .collect()
 }
 
+/// `line` for sh on a pseudo-terminal of 80 columns (script's, sized by stty).
+fn script_80(line: &str) -> std::process::Command {
+    let mut script = std::process::Command::new("script");
+    common::isolated(&mut script).args([
+        "-qec",
+        &format!("stty cols 80 rows 24; {line}"),
+        "/dev/null",
+    ]);
+    script
+}
+
 /// Runs `line` in sh on a pseudo-terminal of 80 columns; what it drew.
 fn on_80_columns(line: &str) -> Vec<u8> {
-    let output = common::isolated(&mut std::process::Command::new("script"))
-        .args([
-            "-qec",
-            &format!("stty cols 80 rows 24; {line}"),
-            "/dev/null",
-        ])
-        .output()
-        .unwrap();
-    output.stdout
+    script_80(line).output().unwrap().stdout
 }
 
 #[test]
@@ -830,18 +828,13 @@ fn every_line_ratelab_draws_fits_an_80_column_terminal() {
         .unwrap()
         .port();
     // The server on a terminal of its own, its log read when it ends (--once).
-    let server = common::isolated(&mut std::process::Command::new("script"))
-        .args([
-            "-qec",
-            &format!(
-                "stty cols 80 rows 24; exec {bin} net serve --bind 127.0.0.1 --port {port} --once --no-store"
-            ),
-            "/dev/null",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let server = script_80(&format!(
+        "exec {bin} net serve --bind 127.0.0.1 --port {port} --once --no-store"
+    ))
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
     let mut shown = on_80_columns(&format!(
         "{bin} profile --quick --target {target} --db {db}; \
          {bin} disk {target} --sizes 10K,1M --db {db}; \

@@ -161,9 +161,8 @@ pub fn moved(
 /// Each figure of `now` set against the figure of `then` measured the same way, by
 /// their medians alone: one item each is enough to see a rate move twofold.
 fn figures_of_medians(then: &[ProfileFigure], now: &[ProfileFigure]) -> Vec<Figure> {
-    now.iter()
-        .filter_map(|now| {
-            let then = then.iter().find(|then| then.key == now.key)?;
+    paired(then, now)
+        .filter_map(|(then, now)| {
             let (x, y) = (Stats::of(&then.rates)?, Stats::of(&now.rates)?);
             (x.median > 0.0).then(|| Figure {
                 words: now.words.clone(),
@@ -234,12 +233,20 @@ fn named(called: &[&Figure]) -> (Vec<String>, String) {
     (named, more)
 }
 
+/// Each figure of `now` with the figure of `then` measured the same way (its key).
+fn paired<'a>(
+    then: &'a [ProfileFigure],
+    now: &'a [ProfileFigure],
+) -> impl Iterator<Item = (&'a ProfileFigure, &'a ProfileFigure)> {
+    now.iter()
+        .filter_map(|now| Some((then.iter().find(|then| then.key == now.key)?, now)))
+}
+
 /// Each figure of `now` set against the figure of `then` measured the same way, with a
 /// rank test.
 fn figures(then: &[ProfileFigure], now: &[ProfileFigure]) -> Vec<Figure> {
-    now.iter()
-        .filter_map(|now| {
-            let then = then.iter().find(|then| then.key == now.key)?;
+    paired(then, now)
+        .filter_map(|(then, now)| {
             let (a, b) = (&then.rates, &now.rates);
             let test = mann_whitney::test(a, b)?;
             let (x, y) = (Stats::of(a)?, Stats::of(b)?);

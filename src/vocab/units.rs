@@ -75,35 +75,33 @@ pub fn format_loops_short(loops_per_sec: f64) -> String {
 /// A byte count in binary units to three figures, as sizes are shown everywhere:
 /// `2.00 GiB`, `134 MiB`, `999 B`.
 pub fn format_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut unit = 0;
-    let mut value = bytes as f64;
     // A value that would print as 1024 of a unit is shown as 1.00 of the next.
-    while value >= 1023.5 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{} {}", three_digits(value), UNITS[unit])
+    match binary(bytes, 1023.5) {
+        (_, "B") => format!("{bytes} B"),
+        (value, unit) => format!("{} {unit}", three_digits(value)),
     }
 }
 
 /// A file size as people type it: `10 KiB`, `256 MiB`, `1.18 GiB`, `999 B`.
 pub fn format_size(bytes: u64) -> String {
+    let (value, unit) = binary(bytes, 1024.0);
+    if value.fract() == 0.0 {
+        format!("{value:.0} {unit}")
+    } else {
+        format!("{value:.2} {unit}")
+    }
+}
+
+/// `bytes` in the largest binary unit it reaches `carry` of: `(1.5, "MiB")`.
+fn binary(bytes: u64, carry: f64) -> (f64, &'static str) {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut unit = 0;
     let mut value = bytes as f64;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
+    while value >= carry && unit < UNITS.len() - 1 {
         value /= 1024.0;
         unit += 1;
     }
-    if value.fract() == 0.0 {
-        format!("{value:.0} {}", UNITS[unit])
-    } else {
-        format!("{value:.2} {}", UNITS[unit])
-    }
+    (value, UNITS[unit])
 }
 
 /// A duration in seconds for people: `850 µs`, `12.3 ms`, `4.20 s`.

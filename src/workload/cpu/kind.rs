@@ -268,16 +268,21 @@ mod tests {
             .collect()
     }
 
+    /// The message of the verdict `code` among `verdicts`.
+    fn message<'a>(verdicts: &'a [(String, String)], code: &str) -> &'a str {
+        verdicts
+            .iter()
+            .find(|(c, _)| c == code)
+            .map(|(_, m)| m.as_str())
+            .unwrap_or_else(|| panic!("no {code} verdict in {verdicts:?}"))
+    }
+
     #[test]
     fn a_speedup_beyond_what_the_threads_can_give_is_a_slowed_one_thread_run_not_scaling() {
         // Seen in `profile --quick` on 2 cores: fma 2.59x, "efficiency 130%".
         let doc = run(vec![item("int", 1, Some(10.0)), item("int", 2, Some(26.0))]);
         let verdicts = codes(&doc);
-        let beyond = verdicts
-            .iter()
-            .find(|(code, _)| code == "beyond_linear")
-            .map(|(_, m)| m)
-            .expect("a beyond_linear verdict");
+        let beyond = message(&verdicts, "beyond_linear");
         assert!(
             beyond.starts_with("int (normal) ran 2.60x on 2 threads (130% of linear), more than they can give: each thread went 1.30x as fast as the one thread alone, so the one-thread run was slowed"),
             "{beyond}"
@@ -333,11 +338,7 @@ mod tests {
             item_on("int", 2, Some(9.9), vec![1]),
         ]);
         let verdicts = codes(&doc);
-        let shared = verdicts
-            .iter()
-            .find(|(code, _)| code == "threads_shared_cpus")
-            .map(|(_, m)| m)
-            .expect("a threads_shared_cpus verdict");
+        let shared = message(&verdicts, "threads_shared_cpus");
         assert_eq!(
             shared,
             "threads took turns on fewer CPUs than there were threads: int (normal, 2 threads on cpu 1); those figures say nothing of that many cores"
