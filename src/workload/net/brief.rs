@@ -87,7 +87,7 @@ fn limit_text(limit: &Limit) -> String {
         Some(Cause::SenderCpu) => "limited by the sender's CPU",
         Some(Cause::ReceiverCpu) => "limited by the receiver's CPU",
         Some(Cause::MtuBlackHole) => "stalled in an MTU black hole",
-        Some(Cause::SlowStart) => "still in slow start",
+        Some(Cause::SlowStart) => "still opening its window",
         Some(Cause::SenderApp) => "limited by the sending program",
         Some(Cause::Peer) => "limited by the peer's CPU",
         Some(Cause::Unknown) => "limited by a cause this version does not know",

@@ -109,7 +109,7 @@ pub fn words(
         }
         Some(Cause::SlowStart) => Words {
             at: end(sender, "the sender"),
-            evidence: "the test ended while TCP was still opening its window".into(),
+            evidence: opening_evidence(figures, rate, wire),
             advice: Some("run it longer (-t 10) to see the rate it settles at".into()),
         },
         Some(Cause::SenderApp) => Words {
@@ -256,6 +256,30 @@ fn path_evidence(figures: &Figures, rate: f64, wire: Option<f64>) -> String {
             rate / wire * 100.0,
             format_bits_rate(wire)
         ));
+    }
+    text
+}
+
+/// Why the test ended with TCP's window still opening: where the sender left slow
+/// start, that nothing since had told it to stop growing.
+fn opening_evidence(figures: &Figures, rate: f64, wire: Option<f64>) -> String {
+    let mut text = String::from("the test ended while TCP was still opening its window");
+    if figures.left_slow_start == Some(true) {
+        text.push_str(&format!(
+            ": {} left slow start early with nothing lost (at a first rise of the round \
+             trip) and its window grew by the round trip after, with no queue standing \
+             (round trips of {} against {} at least) and no segment sent again",
+            figures.congestion.as_deref().unwrap_or("TCP"),
+            ms(figures.srtt_us),
+            ms(figures.min_rtt_us)
+        ));
+        if let Some(wire) = wire {
+            text.push_str(&format!(
+                "; {:.0}% of the {} the wire carries",
+                rate / wire * 100.0,
+                format_bits_rate(wire)
+            ));
+        }
     }
     text
 }

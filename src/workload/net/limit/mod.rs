@@ -297,10 +297,21 @@ fn cause(figures: &Figures, rate: f64, ceilings: &[Ceiling]) -> (Option<Cause>, 
     if !figures.queue_stood() && ceiling(ceilings, "loss").is_some_and(|c| rate <= 2.0 * c) {
         return (Some(Cause::Loss), figures.loss());
     }
-    if figures.left_slow_start == Some(false) {
+    if figures.left_slow_start == Some(false) || still_opening(figures, rate, ceilings) {
         return (Some(Cause::SlowStart), None);
     }
     (Some(Cause::Path), Some(busy))
+}
+
+/// Whether a loss-based control's window alone held the sender while it still grew: a
+/// known wire under three quarters full, no queue standing and nothing lost, so nothing
+/// had yet told TCP to stop growing (cubic's HyStart leaves slow start early, at the
+/// first rise of the round trip, and the window grows by the round trip after).
+fn still_opening(figures: &Figures, rate: f64, ceilings: &[Ceiling]) -> bool {
+    loss_based(figures.congestion.as_deref())
+        && figures.retransmits == 0
+        && !figures.queue_stood()
+        && ceiling(ceilings, "wire").is_some_and(|wire| rate < REACHED * wire)
 }
 
 #[cfg(test)]
@@ -395,6 +406,44 @@ mod tests {
         assert!(limit.advice.unwrap().contains("net.ipv4.tcp_rmem"));
         let growing = test(held, 0.01, (200_000, 6_291_456));
         assert_eq!(cause_of(&growing, 1.9e6), Some(Cause::SlowStart));
+    }
+
+    #[test]
+    fn a_window_still_growing_after_hystart_is_slow_start_not_the_path() {
+        // CI's short test on a 20 ms line: cubic left slow start early with nothing lost,
+        // and ran 57 MB/s, 5% of a 9.56 Gbit/s wire, with no queue and nothing held it.
+        let wire = Some(1.195e9);
+        let of = |items: &[NetItem]| {
+            let context = NetContext::default();
+            limit_of(items, "up", 5.7e7, 1.0, &context, wire, false).unwrap()
+        };
+        let opening = of(&test(|_| {}, 0.02, (1 << 22, 1 << 22)));
+        assert_eq!(opening.cause, Some(Cause::SlowStart), "{opening:?}");
+        assert!(
+            opening
+                .evidence
+                .contains("cubic left slow start early with nothing lost")
+                && opening
+                    .evidence
+                    .contains("5% of the 9.56 Gbit/s the wire carries"),
+            "{}",
+            opening.evidence
+        );
+        // A queue standing, a segment sent again, a control that does not grow until a
+        // loss, or a wire nearly full: the path.
+        let queued = test(|i| i.rtt_us = Some(60_000), 0.02, (1 << 22, 1 << 22));
+        let lost = test(|i| i.retransmits = Some(1), 0.02, (1 << 22, 1 << 22));
+        let mut bbr = test(|_| {}, 0.02, (1 << 22, 1 << 22));
+        for item in bbr.iter_mut().filter(|i| i.scope == Scope::Stream) {
+            item.congestion = Some("bbr".into());
+        }
+        for items in [&queued, &lost, &bbr] {
+            assert_eq!(of(items).cause, Some(Cause::Path));
+        }
+        let context = NetContext::default();
+        let full = test(|_| {}, 0.02, (1 << 22, 1 << 22));
+        let full = limit_of(&full, "up", 1.0e9, 1.0, &context, wire, false).unwrap();
+        assert_eq!(full.cause, Some(Cause::Path));
     }
 
     #[test]
