@@ -3,6 +3,7 @@
 //! machine could not run.
 
 use super::kind::CpuKind;
+use super::physics;
 use super::scaling::{Scaling, ScalingPoint, scaling};
 use crate::vocab::units::{format_loops, format_loops_short};
 use crate::vocab::{SummaryLine, Table, Unmeasured};
@@ -38,30 +39,42 @@ pub fn summary_lines(w: &Stored<CpuKind>) -> Vec<SummaryLine> {
     }
     let speedup =
         |first: &ScalingPoint, last: &ScalingPoint| last.loops_per_sec / first.loops_per_sec;
+    // A speedup beyond what the threads can give, or of threads that took turns on fewer
+    // CPUs, is named, never put in the range.
+    let unscaled = |s: &Scaling, l: &ScalingPoint| {
+        if l.beyond_linear() {
+            Some(Unscaled::BeyondLinear)
+        } else if physics::shared(&w.items, &s.test, &s.class, l.threads) {
+            Some(Unscaled::SharedCpus)
+        } else {
+            None
+        }
+    };
     text.push_str(&format!(
         ", {} {} ({:.2}x{})",
         format_loops_short(last.loops_per_sec),
         on(last.threads),
         speedup(first, last),
-        if last.beyond_linear() {
-            ", beyond linear: not a scaling result"
-        } else {
-            ""
+        match unscaled(headline, last) {
+            Some(Unscaled::BeyondLinear) => ", beyond linear: not a scaling result",
+            Some(Unscaled::SharedCpus) => ", on shared CPUs: not a scaling result",
+            None => "",
         }
     ));
     let comparable: Vec<_> = ends[1..]
         .iter()
         .filter(|(_, f, l)| f.threads == first.threads && l.threads == last.threads)
         .collect();
-    // A speedup beyond what the threads can give is named, never put in the range.
-    let beyond: Vec<&str> = comparable
-        .iter()
-        .filter(|(_, _, l)| l.beyond_linear())
-        .map(|(s, _, _)| s.test.as_str())
-        .collect();
+    let named = |why: Unscaled| -> Vec<&str> {
+        comparable
+            .iter()
+            .filter(|(s, _, l)| unscaled(s, l) == Some(why))
+            .map(|(s, _, _)| s.test.as_str())
+            .collect()
+    };
     let others: Vec<(f64, &str)> = comparable
         .iter()
-        .filter(|(_, _, l)| !l.beyond_linear())
+        .filter(|(s, _, l)| unscaled(s, l).is_none())
         .map(|(s, f, l)| (speedup(f, l), s.test.as_str()))
         .collect();
     let least = others.iter().min_by(|a, b| a.0.total_cmp(&b.0));
@@ -78,13 +91,28 @@ pub fn summary_lines(w: &Stored<CpuKind>) -> Vec<SummaryLine> {
         (Some(only), _) => text.push_str(&format!("; {} {:.2}x", only.1, only.0)),
         _ => {}
     }
-    if !beyond.is_empty() {
-        text.push_str(&format!(
-            "; {} beyond linear (a slowed one-thread run, see its verdict)",
-            beyond.join(", ")
-        ));
+    for (why, words) in [
+        (
+            Unscaled::BeyondLinear,
+            "beyond linear (a slowed one-thread run, see its verdict)",
+        ),
+        (Unscaled::SharedCpus, "on shared CPUs (see its verdict)"),
+    ] {
+        let tests = named(why);
+        if !tests.is_empty() {
+            text.push_str(&format!("; {} {words}", tests.join(", ")));
+        }
     }
     vec![SummaryLine::new("cores", text).covering(&["poor_scaling"])]
+}
+
+/// Why a speedup is not a scaling result.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unscaled {
+    /// More than its threads can give.
+    BeyondLinear,
+    /// Its threads took turns on fewer CPUs than there were threads.
+    SharedCpus,
 }
 
 fn plural(n: usize) -> &'static str {

@@ -107,6 +107,12 @@ fn crowded(items: &[CpuItem]) -> impl Iterator<Item = &CpuItem> {
     })
 }
 
+/// Whether the threads of `test` (`class`) at `threads` took turns on fewer CPUs than
+/// there were threads: their speedup says nothing of that many cores.
+pub fn shared(items: &[CpuItem], test: &str, class: &str, threads: usize) -> bool {
+    crowded(items).any(|i| i.op == test && i.class == class && i.threads == threads)
+}
+
 /// One verdict naming every test whose threads took turns on fewer CPUs than there
 /// were threads: `int (normal, 2 threads on cpu 0)`; none where none did.
 pub fn shared_cpus(w: &Stored<CpuKind>) -> Option<Verdict> {
