@@ -157,7 +157,7 @@ fn sequential_1m_on_a_bandwidth_limited_disk_is_the_limit() {
         return;
     }
     let _lock = rig::exclusive();
-    let disk = SlowDisk::new(1 << 30);
+    let disk = SlowDisk::in_memory(1 << 30);
     let throttle = Throttle::new();
     throttle.limit(&disk, 200 * MIB, 300 * MIB);
     let doc = run_json(
