@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{ratelab, refused, run_json};
@@ -336,6 +337,65 @@ fn cpus_1_keeps_every_thread_on_core_1_and_the_monitor_says_so() {
                 mean_active(1) > mean_active(0) + 0.3,
                 "core 0 as busy as core 1"
             );
+            common::Try::Checked
+        })
+    });
+}
+
+#[test]
+fn under_taskset_the_threads_keep_to_its_cpu_and_more_threads_are_warned_of() {
+    let test = "under_taskset_the_threads_keep_to_its_cpu_and_more_threads_are_warned_of";
+    let _alone = alone();
+    if cpus() < 2 {
+        common::skip(test, "this machine has one CPU");
+        return;
+    }
+    let in_taskset = |args: &[&str]| {
+        let mut command = Command::new("taskset");
+        common::isolated(&mut command)
+            .args(["-c", "1"])
+            .arg(common::bin())
+            .args(["cpu", "--test", "int", "--json", "--no-store"])
+            .args(args);
+        let output = command.output().expect("run taskset");
+        let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+        assert!(output.status.success(), "{stderr}");
+        (common::json(&output.stdout), stderr)
+    };
+    // Its default threads are the CPUs it may use: one, on cpu 1, and no warning.
+    let (doc, stderr) = in_taskset(&["--seconds", "100ms"]);
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert_eq!(doc["workloads"][0]["target"], "cpus 1", "{doc}");
+    let threads: Vec<u64> = items(&doc)
+        .iter()
+        .map(|i| i["threads"].as_u64().unwrap())
+        .collect();
+    assert_eq!(threads, [1]);
+    common::up_to_three_tries(test, |_| {
+        let (doc, stderr) = in_taskset(&["--threads", "1,2", "--seconds", "300ms"]);
+        assert!(
+            stderr
+                .contains("2 threads on 1 CPU this process may use (cpu 1): they will take turns"),
+            "{stderr}"
+        );
+        let items = items(&doc);
+        for item in &items {
+            assert_eq!(item["cpus_seen"], serde_json::json!([1]), "{item}");
+        }
+        let codes: Vec<&str> = doc["verdicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|v| v["code"].as_str())
+            .collect();
+        assert!(codes.contains(&"threads_shared_cpus"), "{codes:?}");
+        assert!(!codes.contains(&"beyond_linear"), "{codes:?}");
+        // Two threads taking turns on one CPU get no more done than one: the rate is
+        // what they did in wall time, not the sum of their CPU clocks (2x).
+        common::check(common::disturbed(&doc), || {
+            let speedup = items[1]["loops_per_sec"].as_f64().unwrap()
+                / items[0]["loops_per_sec"].as_f64().unwrap();
+            assert!(speedup < 1.4, "{speedup}");
             common::Try::Checked
         })
     });

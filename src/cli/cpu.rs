@@ -39,7 +39,7 @@ pub struct CpuArgs {
     /// Tests to run, comma-separated [default: int,fma,dot,matmul,spmv,amx].
     #[arg(long = "test", value_name = "LIST", value_delimiter = ',')]
     pub tests: Vec<String>,
-    /// Thread counts: 1..4 or 1,2,4 [default: 1..(CPUs)].
+    /// Thread counts: 1..4 or 1,2,4 [default: 1..(the CPUs it may use)].
     #[arg(long, value_name = "RANGE", value_parser = parse_count_list)]
     pub threads: Option<CountList>,
     /// Scheduling classes, comma-separated: normal, batch, idle, nice:N.
@@ -65,6 +65,11 @@ pub struct CpuArgs {
 /// Runs `ratelab cpu`.
 pub fn run(args: CpuArgs) -> anyhow::Result<Exit> {
     let plan = args.plan()?;
+    if !args.output.quiet
+        && let Some(words) = plan.crowding()
+    {
+        crate::report::terminal::say("ratelab: warning: ", &words);
+    }
     // The monitor samples residency, frequency, power and where ratelab's own threads
     // run, beside the tests, until they end.
     let done = Arc::new(AtomicBool::new(false));
@@ -118,11 +123,13 @@ impl CpuArgs {
                 }
                 Some(list)
             }
-            None => None,
+            // Under taskset or a cpuset, the CPUs it left this process.
+            None => cores::inherited_cpus(),
         };
+        let usable = cpus.as_ref().map_or(online.len(), Vec::len).max(1);
         let threads = match &self.threads {
             Some(threads) => threads.0.clone(),
-            None => (1..=online.len().max(1)).collect(),
+            None => (1..=usable).collect(),
         };
         if let Some(bad) = threads.iter().find(|&&t| t == 0 || t > 4096) {
             return Err(UsageError(format!("--threads {bad} is out of range (1 to 4096)")).into());

@@ -96,7 +96,8 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
     } else {
         args.target.clone()
     };
-    let cpus = crate::platform::probe_machine().logical_cpus.max(1);
+    // The CPUs it may use: under taskset or a cpuset, fewer than the machine's.
+    let cpus = crate::platform::cores::allowed_cpus().len().max(1);
     let mut workloads = storage(&targets, args.quick)?;
     let cpu_index = workloads.len();
     workloads.extend(cores(cpus, args.quick));
@@ -173,7 +174,7 @@ fn cores(cpus: usize, quick: bool) -> [Box<dyn Workload>; 2] {
         tests: DEFAULT_TESTS.iter().map(|t| t.to_string()).collect(),
         threads: thread_counts(cpus),
         classes: vec![SchedClass::Normal],
-        cpus: None,
+        cpus: crate::platform::cores::inherited_cpus(),
         budget: Budget::Seconds(if quick { 0.3 } else { 1.0 }),
         baseline: None,
     };

@@ -75,6 +75,30 @@ pub fn online_cpus() -> Vec<usize> {
         .unwrap_or_else(|| (0..super::probe_machine().logical_cpus).collect())
 }
 
+/// The CPUs this process may run on (its affinity, as taskset or a cpuset left it); the
+/// online CPUs where the kernel does not say.
+pub fn allowed_cpus() -> Vec<usize> {
+    rustix::thread::sched_getaffinity(None)
+        .ok()
+        .map(|set| {
+            (0..rustix::thread::CpuSet::MAX_CPU)
+                .filter(|&cpu| set.is_set(cpu))
+                .collect::<Vec<_>>()
+        })
+        .filter(|cpus| !cpus.is_empty())
+        .unwrap_or_else(online_cpus)
+}
+
+/// The CPUs to keep threads on where none are asked for: this process's affinity where
+/// it leaves out an online CPU, else none (every CPU).
+pub fn inherited_cpus() -> Option<Vec<usize>> {
+    let allowed = allowed_cpus();
+    online_cpus()
+        .iter()
+        .any(|cpu| !allowed.contains(cpu))
+        .then_some(allowed)
+}
+
 /// Parses a kernel CPU list: `0-3,8,10-11`.
 pub fn parse_list(text: &str) -> Option<Vec<usize>> {
     let mut cpus = Vec::new();

@@ -257,7 +257,7 @@ fn html_table(table: &Table) -> String {
     let _ = write!(
         out,
         "<caption>{}</caption><thead><tr>",
-        escape(&table.title)
+        with_code(&table.title)
     );
     for cell in &table.header {
         let _ = write!(out, "<th>{}</th>", escape(cell));

@@ -42,10 +42,10 @@ pub fn summary_lines(w: &Stored<CpuKind>) -> Vec<SummaryLine> {
     // A speedup beyond what the threads can give, or of threads that took turns on fewer
     // CPUs, is named, never put in the range.
     let unscaled = |s: &Scaling, l: &ScalingPoint| {
-        if l.beyond_linear() {
-            Some(Unscaled::BeyondLinear)
-        } else if physics::shared(&w.items, &s.test, &s.class, l.threads) {
+        if physics::shared(&w.items, &s.test, &s.class, l.threads) {
             Some(Unscaled::SharedCpus)
+        } else if l.beyond_linear() {
+            Some(Unscaled::BeyondLinear)
         } else {
             None
         }
@@ -96,7 +96,10 @@ pub fn summary_lines(w: &Stored<CpuKind>) -> Vec<SummaryLine> {
             Unscaled::BeyondLinear,
             "beyond linear (a slowed one-thread run, see its verdict)",
         ),
-        (Unscaled::SharedCpus, "on shared CPUs (see its verdict)"),
+        (
+            Unscaled::SharedCpus,
+            "on shared CPUs (see threads_shared_cpus)",
+        ),
     ] {
         let tests = named(why);
         if !tests.is_empty() {

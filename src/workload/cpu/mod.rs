@@ -80,6 +80,38 @@ pub struct CpuPlan {
     pub baseline: Option<Baseline>,
 }
 
+impl CpuPlan {
+    /// A warning where more threads are asked for than the CPUs they may use: they will
+    /// take turns, and those figures say nothing of that many cores.
+    pub fn crowding(&self) -> Option<String> {
+        let most = *self.threads.iter().max()?;
+        let (count, which) = match &self.cpus {
+            Some(cpus) => (
+                cpus.len(),
+                format!(
+                    "{} {}",
+                    if cpus.len() == 1 { "cpu" } else { "cpus" },
+                    cpus.iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ),
+            ),
+            None => {
+                let online = cores::online_cpus().len();
+                (online, "every online CPU".to_string())
+            }
+        };
+        (most > count).then(|| {
+            format!(
+                "{most} threads on {count} CPU{} this process may use ({which}): they will \
+                 take turns, and those figures say nothing of {most} cores",
+                if count == 1 { "" } else { "s" }
+            )
+        })
+    }
+}
+
 /// The cpu workload.
 pub struct CpuWorkload {
     plan: CpuPlan,

@@ -47,7 +47,15 @@ pub fn verdicts(w: &Stored<CpuKind>, scaling: &Scaling) -> Vec<Verdict> {
     let crowded: Vec<&CpuItem> = crowded(&w.items)
         .filter(|i| i.op == scaling.test && i.class == scaling.class)
         .collect();
-    if let Some(point) = scaling.points.iter().rev().find(|p| p.beyond_linear()) {
+    // Threads that took turns on fewer CPUs are named by their own verdict: their
+    // speedup is no sign of a slowed one-thread run.
+    let shared = |threads: usize| crowded.iter().any(|i| i.threads == threads);
+    if let Some(point) = scaling
+        .points
+        .iter()
+        .rev()
+        .find(|p| p.beyond_linear() && !shared(p.threads))
+    {
         let first = scaling.points.first().expect("a point beyond linear");
         let slowed = same(first.threads).map_or(String::new(), |one| cause(w, one));
         out.push(verdict(
@@ -78,8 +86,8 @@ pub fn verdicts(w: &Stored<CpuKind>, scaling: &Scaling) -> Vec<Verdict> {
     };
     // A run other work disturbed, or whose threads shared CPUs, says nothing of how
     // this machine's cores scale: the verdicts that say so stand instead.
-    let shared = crowded.iter().any(|i| i.threads == last.threads);
-    if last.efficiency < POOR_SCALING && !shared && !interference::disturbed(w.at.run) {
+    if last.efficiency < POOR_SCALING && !shared(last.threads) && !interference::disturbed(w.at.run)
+    {
         out.push(verdict(
             "poor_scaling",
             Severity::Info,
