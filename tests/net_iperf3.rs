@@ -98,19 +98,21 @@ fn net_iperf3_agrees_with_iperf3_c_on_a_shaped_link() {
                 );
                 eprintln!("{line}");
                 // Beside other work on two cores the link is not what limits: ratelab's own
-                // account says so. Where the peer itself fell short of the link on the same
-                // rig, the rig did not give its rate and the peer's figure is the one to
-                // meet; otherwise both the link's and the peer's.
+                // account says so. Where the peer met the link, ratelab meets both the
+                // link and the peer. Where the peer itself fell short of the link, in its
+                // own run after ratelab's (which no account of ratelab's covers), ratelab
+                // meets the link or, where the rig did not give its rate, the peer.
                 common::check(common::disturbed(&doc), || {
                     let peer_met_the_link = theirs / limit_bits >= 0.97;
-                    assert!((ours / theirs - 1.0).abs() <= 0.03, "{line}");
-                    assert!(
-                        !peer_met_the_link || (0.97..=1.03).contains(&(ours / limit_bits)),
-                        "{line}"
-                    );
-                    if !peer_met_the_link {
+                    let agree = (ours / theirs - 1.0).abs() <= 0.03;
+                    let met_the_link = (0.97..=1.03).contains(&(ours / limit_bits));
+                    assert!(ours / limit_bits <= 1.03, "{line}");
+                    if peer_met_the_link {
+                        assert!(agree && met_the_link, "{line}");
+                    } else {
+                        assert!(agree || met_the_link, "{line}");
                         common::say(&format!(
-                            "{test}: iperf3 itself fell short of the link, so ratelab was held to iperf3's figure: {line}"
+                            "{test}: iperf3 itself fell short of the link, so ratelab was held to the link or to iperf3's figure: {line}"
                         ));
                     }
                     common::Try::Checked
