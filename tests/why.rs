@@ -83,6 +83,9 @@ fn text_file(dir: &Path, mib: usize) -> std::path::PathBuf {
 
 #[test]
 fn a_sleeper_sleeps_and_watching_it_costs_little() {
+    // Every test of this file runs alone: the others start and busy processes, which
+    // this one's account would rightly count as other work.
+    let _alone = common::rig::exclusive();
     let test = "a_sleeper_sleeps_and_watching_it_costs_little";
     // What the watch costs is CPU time, which a host that takes the vCPUs inflates (the
     // sampler took 2.4% of a core beside a steal of 40%): ratelab's own account says
@@ -123,7 +126,20 @@ fn a_sleeper_sleeps_and_watching_it_costs_little() {
             cpu / wall * 100.0,
             sampler / sampled * 100.0
         ));
-        common::check(common::disturbed(&doc), || {
+        // A sleeper waits for no CPU, so no `disturbed` is said of it; but the sampler
+        // lists /proc whenever a new process starts, and a machine where others start
+        // and run processes (the suite's other tests) costs it more (3.5% here beside
+        // them): the run's account of other processes' CPU says so.
+        let account = &doc["interference"];
+        let others = account["other_cpu_seconds"].as_f64().unwrap()
+            / (account["seconds"].as_f64().unwrap() * account["cpus"].as_f64().unwrap());
+        let busy = (others >= 0.1).then(|| {
+            format!(
+                "other processes used {:.0}% of the CPUs meanwhile",
+                others * 100.0
+            )
+        });
+        common::check(common::disturbed(&doc).or(busy), || {
             assert!(
                 sampler <= 0.02 * sampled,
                 "the sampler took {sampler} s of {sampled} s"
@@ -139,6 +155,7 @@ fn a_sleeper_sleeps_and_watching_it_costs_little() {
 
 #[test]
 fn the_commands_output_and_exit_code_stay_its_own() {
+    let _alone = common::rig::exclusive();
     let output = ratelab()
         .args([
             "why",
@@ -168,6 +185,7 @@ fn the_commands_output_and_exit_code_stay_its_own() {
 
 #[test]
 fn a_compressor_is_limited_by_its_cpu_alone_and_in_a_pipeline() {
+    let _alone = common::rig::exclusive();
     if !common::have_or_skip("a_compressor_is_limited_by_its_cpu", "zstd") {
         return;
     }
@@ -198,6 +216,7 @@ fn a_compressor_is_limited_by_its_cpu_alone_and_in_a_pipeline() {
 
 #[test]
 fn a_compressor_sharing_its_cpu_with_yes_waits_for_it_and_names_yes() {
+    let _alone = common::rig::exclusive();
     if !common::have_or_skip("a_compressor_sharing_its_cpu", "zstd") {
         return;
     }
@@ -243,6 +262,7 @@ fn a_compressor_sharing_its_cpu_with_yes_waits_for_it_and_names_yes() {
 
 #[test]
 fn a_watched_process_is_followed_for_its_seconds() {
+    let _alone = common::rig::exclusive();
     let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
     let pid = sleeper.id().to_string();
     // Until it has become sleep, it is this test's copy.
@@ -261,6 +281,7 @@ fn a_watched_process_is_followed_for_its_seconds() {
 
 #[test]
 fn bad_input_is_refused_and_nothing_is_stored_complete() {
+    let _alone = common::rig::exclusive();
     refused(ratelab().args(["why", "--no-store"]), 2, &["COMMAND"]);
     refused(
         ratelab().args(["why", "--no-store", "--hz", "0", "--", "true"]),
@@ -305,6 +326,7 @@ fn bad_input_is_refused_and_nothing_is_stored_complete() {
 
 #[test]
 fn ctrl_c_ends_the_command_and_keeps_the_run_incomplete() {
+    let _alone = common::rig::exclusive();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
     let child = ratelab()
@@ -349,6 +371,7 @@ fn ctrl_c_ends_the_command_and_keeps_the_run_incomplete() {
 
 #[test]
 fn an_ordinary_user_sees_its_own_commands_and_is_told_what_it_cannot_see() {
+    let _alone = common::rig::exclusive();
     if !common::root_or_skip(
         "an_ordinary_user_sees_its_own_commands",
         "it runs ratelab as the user nobody",
