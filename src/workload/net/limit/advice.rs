@@ -2,7 +2,7 @@
 //! with the value that would do, scaled from what the test measured.
 
 use super::figures::Figures;
-use super::{Cause, Ceiling, Thread, busiest, ceiling};
+use super::{Cause, Ceiling, Thread, busiest, ceiling, still_opening};
 use crate::vocab::units::{format_bits_rate, format_bytes, format_size};
 use crate::workload::net::context::NetContext;
 use crate::workload::net::item::Side;
@@ -109,7 +109,7 @@ pub fn words(
         }
         Some(Cause::SlowStart) => Words {
             at: end(sender, "the sender"),
-            evidence: opening_evidence(figures, rate, wire),
+            evidence: opening_evidence(figures, rate, ceilings, wire),
             advice: Some("run it longer (-t 10) to see the rate it settles at".into()),
         },
         Some(Cause::SenderApp) => Words {
@@ -250,21 +250,33 @@ fn path_evidence(figures: &Figures, rate: f64, wire: Option<f64>) -> String {
             ms(Some(min))
         ));
     }
-    if let Some(wire) = wire {
-        text.push_str(&format!(
+    text.push_str(&wire_share(rate, wire));
+    text
+}
+
+/// `; 5% of the 9.56 Gbit/s the wire carries`, where the wire is known.
+fn wire_share(rate: f64, wire: Option<f64>) -> String {
+    wire.map_or(String::new(), |wire| {
+        format!(
             "; {:.0}% of the {} the wire carries",
             rate / wire * 100.0,
             format_bits_rate(wire)
-        ));
-    }
-    text
+        )
+    })
 }
 
 /// Why the test ended with TCP's window still opening: where the sender left slow
 /// start, that nothing since had told it to stop growing.
-fn opening_evidence(figures: &Figures, rate: f64, wire: Option<f64>) -> String {
+fn opening_evidence(
+    figures: &Figures,
+    rate: f64,
+    ceilings: &[Ceiling],
+    wire: Option<f64>,
+) -> String {
     let mut text = String::from("the test ended while TCP was still opening its window");
-    if figures.left_slow_start == Some(true) {
+    // Only where the rule that named it was the window's own growth after slow start,
+    // not a receive window or send buffer still growing.
+    if figures.left_slow_start == Some(true) && still_opening(figures, rate, ceilings) {
         text.push_str(&format!(
             ": {} left slow start early with nothing lost (at a first rise of the round \
              trip) and its window grew by the round trip after, with no queue standing \
@@ -273,13 +285,7 @@ fn opening_evidence(figures: &Figures, rate: f64, wire: Option<f64>) -> String {
             ms(figures.srtt_us),
             ms(figures.min_rtt_us)
         ));
-        if let Some(wire) = wire {
-            text.push_str(&format!(
-                "; {:.0}% of the {} the wire carries",
-                rate / wire * 100.0,
-                format_bits_rate(wire)
-            ));
-        }
+        text.push_str(&wire_share(rate, wire));
     }
     text
 }
