@@ -81,6 +81,13 @@ pub struct CpuPlan {
 }
 
 impl CpuPlan {
+    /// How many CPUs its threads may use: its `cpus`, else every online CPU.
+    pub fn usable_cpus(&self) -> usize {
+        self.cpus
+            .as_ref()
+            .map_or_else(|| cores::online_cpus().len(), Vec::len)
+    }
+
     /// A warning where more threads are asked for than the CPUs they may use: they will
     /// take turns, and those figures say nothing of that many cores.
     pub fn crowding(&self) -> Option<String> {
@@ -97,10 +104,7 @@ impl CpuPlan {
                         .join(",")
                 ),
             ),
-            None => {
-                let online = cores::online_cpus().len();
-                (online, "every online CPU".to_string())
-            }
+            None => (self.usable_cpus(), "every online CPU".to_string()),
         };
         (most > count).then(|| {
             format!(
@@ -224,6 +228,8 @@ impl CpuWorkload {
     }
 
     fn run_tests(&mut self, ctx: &Context, start: Instant) -> Result<(), Error> {
+        // Threads past these take turns: their rate is what they did in wall time.
+        let usable = self.plan.usable_cpus();
         for class in &self.plan.classes {
             for test in &self.plan.tests {
                 if self.unavailable.iter().any(|(t, _)| t == test) {
@@ -271,11 +277,6 @@ impl CpuWorkload {
                         Err(_) => None,
                     };
                     let isa = kernel.runner().isa();
-                    let cores = self
-                        .plan
-                        .cpus
-                        .as_ref()
-                        .map_or_else(|| cores::online_cpus().len(), Vec::len);
                     let item = CpuItem::of(
                         test,
                         &class.to_string(),
@@ -284,7 +285,7 @@ impl CpuWorkload {
                         began,
                         seconds,
                         energy_j,
-                        threads > cores,
+                        threads > usable,
                     );
                     ctx.sink.progress().add(0);
                     ctx.sink.item(&item);
