@@ -8,7 +8,7 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::delay_line::DelayLine;
+use common::delay_line::{Allowed, DelayLine};
 use common::iperf3_peers::{self, Iperf3};
 use common::netns::{Link, serve_ratelab_in};
 use common::run_json;
@@ -304,12 +304,8 @@ fn one_percent_loss_on_a_long_path_limits_cubic() {
         return;
     }
     let _lock = common::rig::exclusive();
-    let _allowed = Allowed::cubic();
-    let (line, _server) = delay_line(0.01, |line| {
-        for namespace in [&line.client, &line.server] {
-            line.sysctl(namespace, "net.ipv4.tcp_congestion_control", "cubic");
-        }
-    });
+    let allowed = Allowed::add("cubic");
+    let (line, _server) = delay_line(0.01, |line| line.congestion(&allowed, "cubic"));
     tries(
         test,
         || over(&line, &["-t", "3"]),
@@ -583,25 +579,5 @@ impl Drop for Served {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
-    }
-}
-
-/// `cubic` among the congestion controls a network namespace may choose, as it was
-/// before on drop: a namespace other than the first may only pick an allowed one.
-struct Allowed(String);
-
-const ALLOWED: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
-
-impl Allowed {
-    fn cubic() -> Allowed {
-        let before = std::fs::read_to_string(ALLOWED).expect("read the allowed controls");
-        std::fs::write(ALLOWED, format!("{} cubic", before.trim())).expect("allow cubic");
-        Allowed(before)
-    }
-}
-
-impl Drop for Allowed {
-    fn drop(&mut self) {
-        let _ = std::fs::write(ALLOWED, self.0.trim());
     }
 }

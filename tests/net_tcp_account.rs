@@ -72,8 +72,10 @@ fn check_stream(doc: &Value, extra: &[&str], stream: &Value, op: &str, side: &st
     assert!(us(stream, "snd_wnd_bytes") > 0, "{stream}");
     assert!(limited <= busy, "{extra:?}: {stream}");
     if op == "receive" {
-        // A receiver sends only ACKs: TCP never counts it busy.
-        assert_eq!(busy, 0, "{extra:?}: {stream}");
+        // A receiver sends ACKs and one message (which test and stream), which TCP
+        // counts busy until its ACK comes, in whole clock ticks (CI saw one, 4 ms): no
+        // longer than a delayed ACK's 40 ms and a tick.
+        assert!(busy <= 50_000, "{extra:?}: {stream}");
         return;
     }
     let seconds = stream["seconds"].as_f64().unwrap();
@@ -120,6 +122,11 @@ fn a_receiver_with_a_small_buffer_on_a_long_path_holds_the_sender_by_its_window(
     }
     let _lock = common::rig::exclusive();
     let line = common::delay_line::DelayLine::new(std::time::Duration::from_millis(10), 0.0, 1500);
+    // Cubic, whose window alone holds a sender with no loss: BBR paces below the window
+    // by its own estimate of the path, and on CI it held ratelab to 0.78 and iperf3 to
+    // 0.89 of what the window allows.
+    let allowed = common::delay_line::Allowed::add("cubic");
+    line.congestion(&allowed, "cubic");
     // The receiver's TCP may buffer 64 KiB at most: its window about 40 KB, at 20 ms a
     // round trip about 2 MB/s.
     line.sysctl(&line.server, "net.ipv4.tcp_rmem", "4096 65536 65536");
@@ -172,9 +179,9 @@ fn a_receiver_with_a_small_buffer_on_a_long_path_holds_the_sender_by_its_window(
         window / rate
     );
     assert!(us(stream, "min_rtt_us") >= 20_000, "{stream}");
-    // The window held the sender a good part of its busy time, and the rate is what the
-    // window allows, as iperf3's on the same line is.
-    assert!(rwnd as f64 >= 0.2 * busy as f64, "{stream}");
+    // The window held the sender most of its busy time (98% here), and the rate is what
+    // the window allows, as iperf3's on the same line is.
+    assert!(rwnd as f64 >= 0.5 * busy as f64, "{stream}");
     assert!((0.85..=1.15).contains(&(rate / window)), "{stream}");
     assert!(rate / peer >= 0.9, "ratelab {rate} B/s, iperf3 {peer} B/s");
 }

@@ -180,6 +180,35 @@ impl DelayLine {
             .expect("run sysctl");
         assert!(status.success(), "sysctl {key}={value} in {namespace}");
     }
+
+    /// Makes `name` (cubic, reno) the congestion control at both ends; a namespace other
+    /// than the first may pick only an allowed one, so an [`Allowed`] must be held.
+    pub fn congestion(&self, _allowed: &Allowed, name: &str) {
+        for namespace in [&self.client, &self.server] {
+            self.sysctl(namespace, "net.ipv4.tcp_congestion_control", name);
+        }
+    }
+}
+
+/// A congestion control among those any network namespace may choose, the list as it
+/// was before put back on drop.
+pub struct Allowed(String);
+
+const ALLOWED: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
+
+impl Allowed {
+    /// Allows `name` (cubic, reno) to every namespace.
+    pub fn add(name: &str) -> Allowed {
+        let before = std::fs::read_to_string(ALLOWED).expect("read the allowed controls");
+        std::fs::write(ALLOWED, format!("{} {name}", before.trim())).expect("allow it");
+        Allowed(before)
+    }
+}
+
+impl Drop for Allowed {
+    fn drop(&mut self) {
+        let _ = std::fs::write(ALLOWED, self.0.trim());
+    }
 }
 
 impl Drop for DelayLine {
