@@ -52,6 +52,17 @@ pub struct CpuItem {
 }
 
 impl CpuItem {
+    /// The item with no rate: what is left of the empty test's loop is noise, even where
+    /// it comes to more than a tenth of the loop (a chunk's CPU clock slowed by the host).
+    pub fn without_rate(self) -> CpuItem {
+        CpuItem {
+            loops_per_sec: None,
+            wall_loops_per_sec: None,
+            loops_per_sec_per_thread: None,
+            ..self
+        }
+    }
+
     /// The item of `figures`, one per thread, of `test` at `class`; `crowded` where the
     /// threads outnumber the cores they may run on.
     #[allow(clippy::too_many_arguments)]

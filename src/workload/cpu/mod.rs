@@ -287,6 +287,12 @@ impl CpuWorkload {
                         energy_j,
                         threads > usable,
                     );
+                    // A loop without work has no rate, however its chunks' clocks drift.
+                    let item = if kernel.has_work() {
+                        item
+                    } else {
+                        item.without_rate()
+                    };
                     ctx.sink.progress().add(0);
                     ctx.sink.item(&item);
                 }

@@ -24,6 +24,10 @@ impl Kernel for Empty {
     fn runner(&self) -> Box<dyn Runner> {
         Box::new(EmptyRunner)
     }
+
+    fn has_work(&self) -> bool {
+        false
+    }
 }
 
 impl Runner for EmptyRunner {

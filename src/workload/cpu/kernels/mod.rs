@@ -41,6 +41,11 @@ pub trait Kernel: Sync {
 
     /// A runner for one thread, set up before the timed loops.
     fn runner(&self) -> Box<dyn Runner>;
+
+    /// Whether its loop does work, so that its rate is a figure (the empty test's is not).
+    fn has_work(&self) -> bool {
+        true
+    }
 }
 
 /// Every kernel, in the order tests run; `empty` is not a default test.
