@@ -248,30 +248,33 @@ impl IopsWorkload {
                 intervals: &intervals,
             })
             .collect();
-        let start = std::sync::Barrier::new(jobs.len());
-        let outcomes: Vec<Result<(), Error>> = std::thread::scope(|scope| {
-            let threads: Vec<_> = jobs
-                .iter()
-                .map(|job| {
-                    let start = &start;
-                    scope.spawn(move || {
-                        start.wait();
-                        job.run(Instant::now())
-                    })
-                })
-                .collect();
-            threads
-                .into_iter()
-                .map(|t| t.join().expect("the I/O threads do not panic"))
-                .collect()
-        });
-        outcomes.into_iter().collect::<Result<(), Error>>()?;
+        run_together(&jobs)?;
         if writes && !self.plan.direct {
             // As fio's end_fsync, outside the counted span: a writeback error fails the
             // test by name instead of passing unseen.
             rustix::fs::fsync(&file).map_err(|e| Error::io("sync", path, e))?;
         }
-        let seconds = span.as_secs_f64();
+        let counted = Counted {
+            test,
+            rw,
+            round,
+            seconds: span.as_secs_f64(),
+            interval_seconds,
+            cached_before,
+        };
+        self.items(counted, intervals)
+    }
+
+    /// The items of one test's round from its intervals, one per op it did.
+    fn items(&self, counted: Counted, intervals: [Intervals; 2]) -> Result<Vec<IopsItem>, Error> {
+        let Counted {
+            test,
+            rw,
+            round,
+            seconds,
+            interval_seconds,
+            cached_before,
+        } = counted;
         let mut items = Vec::new();
         for ((op, does), intervals) in ["read", "write"].into_iter().zip(rw.ops()).zip(intervals) {
             if !does {
@@ -305,6 +308,39 @@ impl IopsWorkload {
         }
         Ok(items)
     }
+}
+
+/// What one test's round counted, beside its intervals.
+struct Counted {
+    test: BlockTest,
+    rw: Rw,
+    round: u32,
+    seconds: f64,
+    interval_seconds: f64,
+    cached_before: Option<f64>,
+}
+
+/// Runs every thread's job from one start, together; the first error found.
+fn run_together(jobs: &[ThreadJob<'_>]) -> Result<(), Error> {
+    let start = std::sync::Barrier::new(jobs.len());
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = jobs
+            .iter()
+            .map(|job| {
+                let start = &start;
+                scope.spawn(move || {
+                    start.wait();
+                    job.run(Instant::now())
+                })
+            })
+            .collect();
+        // Every thread joined before the first error is taken.
+        let outcomes: Vec<Result<(), Error>> = threads
+            .into_iter()
+            .map(|t| t.join().expect("the I/O threads do not panic"))
+            .collect();
+        outcomes.into_iter().collect()
+    })
 }
 
 impl Workload for IopsWorkload {

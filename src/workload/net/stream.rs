@@ -283,6 +283,20 @@ fn timed_out(e: &std::io::Error) -> bool {
     matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
 }
 
+impl Outcome {
+    /// A stream end that moved nothing, for `error`.
+    fn failed(start: Instant, error: String) -> Outcome {
+        Outcome {
+            bytes: 0,
+            end: start,
+            intervals: Vec::new(),
+            error: Some(error),
+            stalled: None,
+            reset: false,
+        }
+    }
+}
+
 fn send(job: &StreamJob<'_>, buffer: &[u8]) -> Outcome {
     let mut ticker = Ticker::new(job.start, job.interval);
     let mut sent = 0u64;
@@ -291,36 +305,15 @@ fn send(job: &StreamJob<'_>, buffer: &[u8]) -> Outcome {
     let source = match Source::of(buffer, job.options.zerocopy) {
         Ok(source) => source,
         Err(e) => {
-            let error = Some(format!("stream {}: a file to send from: {e}", job.stream));
-            return Outcome {
-                bytes: 0,
-                end: job.start,
-                intervals: Vec::new(),
-                error,
-                stalled: None,
-                reset: false,
-            };
+            let error = format!("stream {}: a file to send from: {e}", job.stream);
+            return Outcome::failed(job.start, error);
         }
     };
     let mut now = Instant::now();
     let mut last_write = job.start;
     let mut watch = StallWatch::new(now);
     let mut stall = None;
-    loop {
-        let want = match job.until {
-            Until::Deadline(deadline) if now >= deadline => break,
-            Until::Deadline(_) => source.len(),
-            Until::Bytes(total) if sent >= total => break,
-            Until::Bytes(total) => source.len().min((total - sent) as usize),
-        };
-        if job.stop.load(Ordering::Relaxed) || now >= job.hard_stop {
-            break;
-        }
-        if let Ending::Handover(handover) = job.ending
-            && handover.is_enough()
-        {
-            break;
-        }
+    while let Some(want) = next_write(job, sent, source.len(), now) {
         let wait = pace_wait(
             job.options,
             sent,
@@ -357,20 +350,9 @@ fn send(job: &StreamJob<'_>, buffer: &[u8]) -> Outcome {
         ticker.tick(now, sent, &job.socket);
     }
     // A stream that gave up on its bytes ran until it did.
-    let mut end = if stall.is_some() { now } else { last_write };
+    let end = if stall.is_some() { now } else { last_write };
     let intervals = ticker.finish(end, sent, &job.socket);
-    match job.ending {
-        Ending::Drain if error.is_none() => (error, stall) = drain(job, &mut watch),
-        Ending::Drain => {}
-        Ending::Handover(handover) => {
-            // A test of bytes is done once they are all taken, not once they are all
-            // written: the other end counts no byte that comes after the test's end.
-            if matches!(job.until, Until::Bytes(_)) && error.is_none() {
-                end = acknowledged(job).unwrap_or(end);
-            }
-            handover.stream_done();
-        }
-    }
+    let (end, error, stall) = end_sending(job, &mut watch, end, error, stall);
     Outcome {
         bytes: sent,
         end,
@@ -378,6 +360,55 @@ fn send(job: &StreamJob<'_>, buffer: &[u8]) -> Outcome {
         error,
         stalled: stall,
         reset: false,
+    }
+}
+
+/// How many bytes of a source of `len` a sender that has sent `sent` writes next; none
+/// once its time or bytes are done, the test stopped, or the receivers' count is met.
+fn next_write(job: &StreamJob<'_>, sent: u64, len: usize, now: Instant) -> Option<usize> {
+    let want = match job.until {
+        Until::Deadline(deadline) if now >= deadline => return None,
+        Until::Deadline(_) => len,
+        Until::Bytes(total) if sent >= total => return None,
+        Until::Bytes(total) => len.min((total - sent) as usize),
+    };
+    if job.stop.load(Ordering::Relaxed) || now >= job.hard_stop {
+        return None;
+    }
+    if let Ending::Handover(handover) = job.ending
+        && handover.is_enough()
+    {
+        return None;
+    }
+    Some(want)
+}
+
+/// Ends a sender's stream as its test agreed with the peer, from its last byte's time
+/// `end`, `error` and `stall`; says the stream's end and why it stopped early.
+fn end_sending(
+    job: &StreamJob<'_>,
+    watch: &mut StallWatch,
+    end: Instant,
+    error: Option<String>,
+    stall: Option<Stall>,
+) -> (Instant, Option<String>, Option<Stall>) {
+    match job.ending {
+        Ending::Drain if error.is_none() => {
+            let (error, stall) = drain(job, watch);
+            (end, error, stall)
+        }
+        Ending::Drain => (end, error, stall),
+        Ending::Handover(handover) => {
+            // A test of bytes is done once they are all taken, not once they are all
+            // written: the other end counts no byte that comes after the test's end.
+            let end = if matches!(job.until, Until::Bytes(_)) && error.is_none() {
+                acknowledged(job).unwrap_or(end)
+            } else {
+                end
+            };
+            handover.stream_done();
+            (end, error, stall)
+        }
     }
 }
 
@@ -514,25 +545,17 @@ fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {
     let mut last_read = job.start;
     let mut handed_over = false;
     let mut reset = false;
-    loop {
-        if job.stop.load(Ordering::Relaxed) {
-            break;
-        }
+    while !job.stop.load(Ordering::Relaxed) {
         match read(&mut socket, buffer, job.options.skip_rx_copy) {
             Ok(0) => {
                 last_read = Instant::now();
                 break;
             }
             Ok(n) => {
-                if let Ending::Handover(handover) = job.ending
-                    && (job.stop.load(Ordering::Relaxed) || handover.is_enough())
-                {
+                if let Some(enough) = read_after_the_end(job) {
                     // Bytes a read returns once the test is over came at a poll, after
                     // its end (a receiver waiting for a whole block): not counted.
-                    handed_over = !job.stop.load(Ordering::Relaxed);
-                    if handed_over {
-                        handover.stream_done();
-                    }
+                    handed_over = enough;
                     break;
                 }
                 received += n as u64;
@@ -546,27 +569,16 @@ fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {
                 last_read = now;
             }
             Err(e) if timed_out(&e) || e.kind() == ErrorKind::Interrupted => now = Instant::now(),
-            Err(e) if e.kind() == ErrorKind::ConnectionReset => {
-                reset = true;
-                error = Some(format!(
-                    "stream {}: the sender reset it during the test (a ratelab sender does \
-                     so when nothing it sends is acknowledged for a second): {e}",
-                    job.stream
-                ));
-                break;
-            }
             Err(e) => {
-                error = Some(format!("stream {}: receive: {e}", job.stream));
+                let why;
+                (why, reset) = receive_failed(job, &e);
+                error = Some(why);
                 break;
             }
         }
-        if let Ending::Handover(handover) = job.ending {
-            let past = matches!(job.until, Until::Deadline(deadline) if now >= deadline);
-            if past || handover.is_enough() {
-                handover.stream_done();
-                handed_over = true;
-                break;
-            }
+        if done_counting(job, now) {
+            handed_over = true;
+            break;
         }
         if now >= job.hard_stop {
             error = Some(format!(
@@ -592,6 +604,51 @@ fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {
         error,
         stalled: None,
         reset,
+    }
+}
+
+/// Whether the bytes a read returned came once the test was over for this receiver,
+/// which leaves them uncounted: `Some(true)` where the receivers' count was enough (its
+/// own end told to the handover), `Some(false)` where the test stopped.
+fn read_after_the_end(job: &StreamJob<'_>) -> Option<bool> {
+    let Ending::Handover(handover) = job.ending else {
+        return None;
+    };
+    let stopped = job.stop.load(Ordering::Relaxed);
+    if !stopped && !handover.is_enough() {
+        return None;
+    }
+    if !stopped {
+        handover.stream_done();
+    }
+    Some(!stopped)
+}
+
+/// Whether a receiver of an iperf3 test is done counting at `now` (its deadline passed
+/// or the receivers' count is enough), told to the handover where it is.
+fn done_counting(job: &StreamJob<'_>, now: Instant) -> bool {
+    let Ending::Handover(handover) = job.ending else {
+        return false;
+    };
+    let past = matches!(job.until, Until::Deadline(deadline) if now >= deadline);
+    let done = past || handover.is_enough();
+    if done {
+        handover.stream_done();
+    }
+    done
+}
+
+/// Why a receiver's read failed, and whether its sender reset the stream.
+fn receive_failed(job: &StreamJob<'_>, e: &std::io::Error) -> (String, bool) {
+    if e.kind() == ErrorKind::ConnectionReset {
+        let why = format!(
+            "stream {}: the sender reset it during the test (a ratelab sender does so \
+             when nothing it sends is acknowledged for a second): {e}",
+            job.stream
+        );
+        (why, true)
+    } else {
+        (format!("stream {}: receive: {e}", job.stream), false)
     }
 }
 
