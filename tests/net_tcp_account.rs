@@ -131,14 +131,28 @@ fn a_receiver_with_a_small_buffer_on_a_long_path_holds_the_sender_by_its_window(
     // round trip about 2 MB/s.
     line.sysctl(&line.server, "net.ipv4.tcp_rmem", "4096 65536 65536");
     let mut server = common::netns::serve_ratelab_in(&line.server, &line.server_address, 5301, &[]);
-    let doc = run_json(
-        line.run_in(&line.client, common::bin())
-            .args(["net", &line.server_address, "-t", "3"])
-            .args(["--json", "--no-store", "-q"]),
-    );
+    // The delay line is the test's own threads: where other work takes the CPUs, the
+    // round trip grows past the line's, and ratelab's account says so.
+    common::up_to_three_tries(test, |_| {
+        let doc = run_json(
+            line.run_in(&line.client, common::bin())
+                .args(["net", &line.server_address, "-t", "3"])
+                .args(["--json", "--no-store", "-q"]),
+        );
+        let peer = iperf3_over(&line);
+        assert_eq!(doc["status"], "complete", "{doc}");
+        let stream = items(&doc, "stream", "send", "local")[0].clone();
+        common::check(common::disturbed(&doc), || {
+            held_by_the_window(test, &stream, peer);
+            common::Try::Checked
+        })
+    });
     let _ = server.kill();
     let _ = server.wait();
-    // iperf3 on the same line, for comparison.
+}
+
+/// iperf3's received rate over `line` in 3 s, bytes per second, for comparison.
+fn iperf3_over(line: &common::delay_line::DelayLine) -> f64 {
     let mut iperf3 = line
         .run_in(&line.server, "iperf3")
         .args(["-s", "-1", "-p", "5201"])
@@ -160,28 +174,34 @@ fn a_receiver_with_a_small_buffer_on_a_long_path_holds_the_sender_by_its_window(
         .unwrap()
         / 8.0;
     eprintln!("iperf3 on the same line: {:.2} MB/s received", peer / 1e6);
-    assert_eq!(doc["status"], "complete", "{doc}");
-    let stream = items(&doc, "stream", "send", "local")[0];
+    peer
+}
+
+/// The sender's stream end `stream`, beside iperf3's rate `peer`: held by the window most
+/// of its busy time, at what the window allows over the line's round trip.
+fn held_by_the_window(test: &str, stream: &Value, peer: f64) {
     let (busy, rwnd) = (us(stream, "busy_us"), us(stream, "rwnd_limited_us"));
     let rate = stream["bytes_per_sec"].as_f64().unwrap();
-    // What the window allows: the peer's window over the round trip.
-    let window = us(stream, "snd_wnd_bytes") as f64 / (us(stream, "rtt_us") as f64 / 1e6);
+    // What the window allows: the peer's window over the least round trip, the line's
+    // own (the smoothed one at the end moves with one sample).
+    let window = us(stream, "snd_wnd_bytes") as f64 / (us(stream, "min_rtt_us") as f64 / 1e6);
     eprintln!(
-        "{test}: {:.2} MB/s, sender busy {:.2} s, window-limited {:.2} s ({:.0}%); window {} B over rtt {} us (min {} us) = {:.2} MB/s, {:.3}x the rate",
+        "{test}: {:.2} MB/s, sender busy {:.2} s, window-limited {:.2} s ({:.0}%); window {} B over min rtt {} us (rtt {} us at the end) = {:.2} MB/s, {:.3}x the rate",
         rate / 1e6,
         busy as f64 / 1e6,
         rwnd as f64 / 1e6,
         100.0 * rwnd as f64 / busy as f64,
         us(stream, "snd_wnd_bytes"),
-        us(stream, "rtt_us"),
         us(stream, "min_rtt_us"),
+        us(stream, "rtt_us"),
         window / 1e6,
         window / rate
     );
     assert!(us(stream, "min_rtt_us") >= 20_000, "{stream}");
     // The window held the sender most of its busy time (98% here), and the rate is what
-    // the window allows, as iperf3's on the same line is.
+    // the window allows (above it only by how the window moved), as iperf3's on the same
+    // line is.
     assert!(rwnd as f64 >= 0.5 * busy as f64, "{stream}");
-    assert!((0.85..=1.15).contains(&(rate / window)), "{stream}");
+    assert!((0.85..=1.10).contains(&(rate / window)), "{stream}");
     assert!(rate / peer >= 0.9, "ratelab {rate} B/s, iperf3 {peer} B/s");
 }
