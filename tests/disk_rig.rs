@@ -57,57 +57,72 @@ fn direct_figures_match_the_rig_rate_with_both_engines() {
         return;
     }
     let _lock = rig::exclusive();
-    let disk = SlowDisk::new(3 << 30);
+    // In memory: on the VM's disk in a slow mood a 64 MiB io_uring write ran 0.844x the
+    // rig's rate; the throttle's rate is the rig's premise.
+    let disk = SlowDisk::in_memory(3 << 30);
     let throttle = Throttle::new();
     throttle.limit(&disk, WRITE_BPS, READ_BPS);
     for engine in ["sync", "uring"] {
-        let doc = run_json(
-            throttle
-                .command(common::bin())
-                .arg("disk")
-                .arg(disk.path())
-                .args([
-                    "--sizes",
-                    "64M,512M,1G",
-                    "--direct",
-                    "--read",
-                    "direct",
-                    "--engine",
-                    engine,
-                ])
-                .args(["--queue-depth", "2", "--json", "--no-store", "-q"]),
-        );
-        // The rig's rate lies between a file's figure and the same with the throttle's
-        // slice of credit taken back (beside busy cores a 512 MiB write took it all:
-        // 1.051x, 1.008x less the slice; its loop device moved 20 MiB in the first
-        // 50 ms): the first may not fall short of the rig, the second not exceed it.
-        for (op, limit) in [("write", WRITE_BPS), ("read", READ_BPS)] {
-            let figure = median_rate(&doc, op, 64 * MIB) / limit as f64;
-            let less_slice = median_of(&doc, op, 64 * MIB, rig::less_one_slice) / limit as f64;
-            eprintln!(
-                "{engine}: direct {op} at {figure:.3}x the rig's rate, \
-                 {less_slice:.3}x less one throttle slice"
+        // A 64 MiB file's write is a third of a second at the rig's rate: beside other
+        // work a few milliseconds more are several percent, which ratelab's account says.
+        common::up_to_three_tries(&format!("direct figures, {engine}"), |_| {
+            let doc = run_json(
+                throttle
+                    .command(common::bin())
+                    .arg("disk")
+                    .arg(disk.path())
+                    .args([
+                        "--sizes",
+                        "64M,512M,1G",
+                        "--direct",
+                        "--read",
+                        "direct",
+                        "--engine",
+                        engine,
+                    ])
+                    .args(["--queue-depth", "2", "--json", "--no-store", "-q"]),
             );
-            assert!(
-                figure >= 1.0 - TOLERANCE && less_slice <= 1.0 + TOLERANCE,
-                "{engine}: direct {op} at {figure:.3}x the rig's rate, \
-                 {less_slice:.3}x less one throttle slice"
-            );
-        }
-        for item in doc["workloads"][0]["items"].as_array().unwrap() {
-            if item["op"] == "read" {
-                assert!(
-                    item["cached_fraction_before"].as_f64().unwrap() < 0.01,
-                    "{item}"
-                );
-            }
-        }
+            common::check(common::disturbed(&doc), || {
+                at_the_rig_rate(&doc, engine);
+                common::Try::Checked
+            })
+        });
     }
     assert!(
         entries(disk.path()).iter().all(|e| e == "lost+found"),
         "{:?}",
         entries(disk.path())
     );
+}
+
+/// Checks that `doc`'s direct figures of 64 MiB files and more are the rig's rate with
+/// `engine`, and that its reads found nothing cached.
+fn at_the_rig_rate(doc: &Value, engine: &str) {
+    // The rig's rate lies between a file's figure and the same with the throttle's
+    // slice of credit taken back (beside busy cores a 512 MiB write took it all: 1.051x,
+    // 1.008x less the slice; its loop device moved 20 MiB in the first 50 ms): the
+    // first may not fall short of the rig, the second not exceed it.
+    for (op, limit) in [("write", WRITE_BPS), ("read", READ_BPS)] {
+        let figure = median_rate(doc, op, 64 * MIB) / limit as f64;
+        let less_slice = median_of(doc, op, 64 * MIB, rig::less_one_slice) / limit as f64;
+        eprintln!(
+            "{engine}: direct {op} at {figure:.3}x the rig's rate, \
+             {less_slice:.3}x less one throttle slice"
+        );
+        assert!(
+            figure >= 1.0 - TOLERANCE && less_slice <= 1.0 + TOLERANCE,
+            "{engine}: direct {op} at {figure:.3}x the rig's rate, \
+             {less_slice:.3}x less one throttle slice"
+        );
+    }
+    for item in doc["workloads"][0]["items"].as_array().unwrap() {
+        if item["op"] == "read" {
+            assert!(
+                item["cached_fraction_before"].as_f64().unwrap() < 0.01,
+                "{item}"
+            );
+        }
+    }
 }
 
 #[test]
