@@ -147,53 +147,60 @@ fn a_scenario_runs_net_and_disk_together_on_one_clock() {
         ),
     )
     .unwrap();
-    // The client runs in the client namespace and inside the disk's throttle.
-    let mut command = throttle.command("ip");
-    command
-        .args(["netns", "exec"])
-        .arg(link.client_namespace())
-        .arg(common::bin())
-        .arg("run")
-        .arg(&scenario)
-        .args(["--json", "--no-store", "-q"]);
-    let doc = run_json(&mut command);
-    let workloads = doc["workloads"].as_array().unwrap();
-    let together: Vec<&Value> = workloads
-        .iter()
-        .filter(|w| w.get("alone_of").is_none())
-        .collect();
-    assert_eq!(together.len(), 2, "{doc}");
-    let clock = together[0]["series"]["clock_unix_s"].as_f64().unwrap();
-    for workload in &together {
-        let series = &workload["series"];
-        assert_eq!(series["clock_unix_s"].as_f64().unwrap(), clock, "one clock");
-        assert!(series["t_s"].as_array().unwrap().len() >= 10, "{series}");
-    }
-    let contention = &doc["contention"];
-    let entries = contention["workloads"].as_array().unwrap();
-    assert_eq!(entries.len(), 2, "{contention}");
-    assert!(
-        contention["overlap_s"].as_f64().unwrap() > 1.0,
-        "{contention}"
-    );
-    for entry in entries {
-        let slowdown = entry["slowdown"].as_f64().unwrap();
-        // The disk is held by its throttle and the link by tbf: neither takes from the other.
-        assert!((0.85..1.2).contains(&slowdown), "{contention}");
-    }
-    let disk_rate = together[0]["summary"]["write"]["median_bytes_per_sec"]
-        .as_f64()
-        .unwrap();
-    let net_share = together[1]["summary"]["share_of_goodput_limit"]
-        .as_f64()
-        .unwrap();
-    eprintln!(
-        "together: disk {:.1} MiB/s (limit 100), net {net_share:.3} of its link; contention {contention}",
-        disk_rate / MIB as f64
-    );
-    assert!(
-        (0.9..1.1).contains(&(disk_rate / (100 * MIB) as f64)),
-        "{disk_rate}"
-    );
-    assert!((0.95..1.03).contains(&net_share), "{net_share}");
+    // Beside other work the link and the disk fall short of their limits together: a
+    // try that ratelab's own account calls disturbed is tried again.
+    common::up_to_three_tries(test, |_| {
+        // The client runs in the client namespace and inside the disk's throttle.
+        let mut command = throttle.command("ip");
+        command
+            .args(["netns", "exec"])
+            .arg(link.client_namespace())
+            .arg(common::bin())
+            .arg("run")
+            .arg(&scenario)
+            .args(["--json", "--no-store", "-q"]);
+        let doc = run_json(&mut command);
+        common::check(common::disturbed(&doc), || {
+            let workloads = doc["workloads"].as_array().unwrap();
+            let together: Vec<&Value> = workloads
+                .iter()
+                .filter(|w| w.get("alone_of").is_none())
+                .collect();
+            assert_eq!(together.len(), 2, "{doc}");
+            let clock = together[0]["series"]["clock_unix_s"].as_f64().unwrap();
+            for workload in &together {
+                let series = &workload["series"];
+                assert_eq!(series["clock_unix_s"].as_f64().unwrap(), clock, "one clock");
+                assert!(series["t_s"].as_array().unwrap().len() >= 10, "{series}");
+            }
+            let contention = &doc["contention"];
+            let entries = contention["workloads"].as_array().unwrap();
+            assert_eq!(entries.len(), 2, "{contention}");
+            assert!(
+                contention["overlap_s"].as_f64().unwrap() > 1.0,
+                "{contention}"
+            );
+            for entry in entries {
+                let slowdown = entry["slowdown"].as_f64().unwrap();
+                // The disk is held by its throttle and the link by tbf: neither takes from the other.
+                assert!((0.85..1.2).contains(&slowdown), "{contention}");
+            }
+            let disk_rate = together[0]["summary"]["write"]["median_bytes_per_sec"]
+                .as_f64()
+                .unwrap();
+            let net_share = together[1]["summary"]["share_of_goodput_limit"]
+                .as_f64()
+                .unwrap();
+            eprintln!(
+                "together: disk {:.1} MiB/s (limit 100), net {net_share:.3} of its link; contention {contention}",
+                disk_rate / MIB as f64
+            );
+            assert!(
+                (0.9..1.1).contains(&(disk_rate / (100 * MIB) as f64)),
+                "{disk_rate}"
+            );
+            assert!((0.95..1.03).contains(&net_share), "{net_share}");
+            common::Try::Checked
+        })
+    });
 }

@@ -309,37 +309,44 @@ fn random_writes_beside_a_sequential_writer_show_who_slows_whom() {
         ),
     )
     .unwrap();
-    let doc = run_json(
-        throttle
-            .command(common::bin())
-            .arg("run")
-            .arg(&scenario)
-            .args(["--json", "--no-store", "-q"]),
-    );
-    let report = contention(&doc);
-    let rows = report["workloads"].as_array().unwrap();
-    let slowdown = |kind_index: usize| rows[kind_index]["slowdown"].as_f64().unwrap();
-    let aggregate = report["aggregate_bytes_per_sec"].as_f64().unwrap();
-    eprintln!(
-        "random 4 KiB writes slowed {:.2}x, the 1 MiB writer {:.2}x; together {:.1} MiB/s of 100",
-        slowdown(0),
-        slowdown(1),
-        aggregate / MIB as f64
-    );
-    // One queue of requests, served in turn: 32 small writes go by for each 1 MiB one,
-    // so the big writer keeps most of the device and the random writes lose most of it.
-    assert!(
-        slowdown(0) >= 4.0,
-        "random writes slowed only {:.2}x",
-        slowdown(0)
-    );
-    assert!(
-        slowdown(1) <= 1.5,
-        "the big writer slowed {:.2}x",
-        slowdown(1)
-    );
-    assert!(
-        (aggregate / (100 * MIB) as f64 - 1.0).abs() <= 0.1,
-        "together {aggregate:.0} B/s against the 100 MiB/s limit"
-    );
+    // Beside other work the writers' CPUs set their pace, not the device's one queue: a
+    // try that ratelab's own account calls disturbed is tried again.
+    common::up_to_three_tries(test, |_| {
+        let doc = run_json(
+            throttle
+                .command(common::bin())
+                .arg("run")
+                .arg(&scenario)
+                .args(["--json", "--no-store", "-q"]),
+        );
+        common::check(common::disturbed(&doc), || {
+            let report = contention(&doc);
+            let rows = report["workloads"].as_array().unwrap();
+            let slowdown = |kind_index: usize| rows[kind_index]["slowdown"].as_f64().unwrap();
+            let aggregate = report["aggregate_bytes_per_sec"].as_f64().unwrap();
+            eprintln!(
+                "random 4 KiB writes slowed {:.2}x, the 1 MiB writer {:.2}x; together {:.1} MiB/s of 100",
+                slowdown(0),
+                slowdown(1),
+                aggregate / MIB as f64
+            );
+            // One queue of requests, served in turn: 32 small writes go by for each 1 MiB one,
+            // so the big writer keeps most of the device and the random writes lose most of it.
+            assert!(
+                slowdown(0) >= 4.0,
+                "random writes slowed only {:.2}x",
+                slowdown(0)
+            );
+            assert!(
+                slowdown(1) <= 1.5,
+                "the big writer slowed {:.2}x",
+                slowdown(1)
+            );
+            assert!(
+                (aggregate / (100 * MIB) as f64 - 1.0).abs() <= 0.1,
+                "together {aggregate:.0} B/s against the 100 MiB/s limit"
+            );
+            common::Try::Checked
+        })
+    });
 }
