@@ -269,8 +269,8 @@ impl Totals {
         self.tree.root_alive()
     }
 
-    /// Takes one sample and adds it up.
-    pub fn sample(&mut self) {
+    /// Takes one sample and adds it up; says whether the tree was quiet since the last.
+    pub fn sample(&mut self) -> bool {
         let now = Instant::now();
         let seen = self.tree.sample(&mut self.machine);
         let unknown_pipe = seen.spans.iter().any(|s| {
@@ -337,6 +337,7 @@ impl Totals {
             });
         self.samples += 1;
         self.last = Some(now);
+        seen.quiet
     }
 
     /// Ends a rate window: a device or link the tree waited on for half of it or more

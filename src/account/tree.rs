@@ -175,6 +175,9 @@ pub struct Seen {
     pub spans: Vec<ThreadSpan>,
     /// The CPUs where a thread waited for one.
     pub waited_on_cpus: Vec<u32>,
+    /// Whether nothing in the tree ran, waited for a CPU, came or went since the last
+    /// sample: every thread is still in the wait it was seen in.
+    pub quiet: bool,
 }
 
 impl Tree {
@@ -227,7 +230,9 @@ impl Tree {
     /// Takes a sample: finds new members and threads, reads every thread's times, and
     /// classifies the waits of those off their CPU.
     pub fn sample(&mut self, machine: &mut Machine) -> Seen {
+        let before = self.members.len();
         let ended = self.discover();
+        let mut quiet = ended.is_empty() && self.members.len() == before;
         for pid in &ended {
             machine.forget(*pid);
         }
@@ -263,6 +268,7 @@ impl Tree {
                 {
                     // Not its turn: it is taken to do what it did when last read; its
                     // counters, read at its turn, say what it did over all of them.
+                    quiet = false;
                     spans.push(ThreadSpan {
                         tid,
                         pid,
@@ -276,6 +282,7 @@ impl Tree {
                 }
                 let Some(times) = tracked.files.times(buffer) else {
                     gone.push(tid);
+                    quiet = false;
                     if tid == pid {
                         member.alive = false;
                     }
@@ -284,7 +291,9 @@ impl Tree {
                 if tid == pid {
                     member.ran |= times.on_cpu_ns != tracked.times.on_cpu_ns;
                 }
+                let moved = times != tracked.times;
                 let (span, waited) = tracked.advance(pid, tid, (now, times), buffer, machine);
+                quiet &= !moved && !tracked.runnable;
                 if waited && let Some(cpu) = tracked.cpu {
                     waited_on_cpus.push(cpu);
                 }
@@ -297,6 +306,7 @@ impl Tree {
         Seen {
             spans,
             waited_on_cpus,
+            quiet,
         }
     }
 

@@ -47,7 +47,9 @@ pub struct Ask {
 /// How the verb finds what ratelab measured of a device or link before.
 pub type Lookup = Box<dyn Fn(&Ask) -> Option<Capability> + Send>;
 
-/// How often the command's end and a stop are looked for.
+/// How often a stop is looked for while the command's end is waited on.
+const STOP_POLL: Duration = Duration::from_millis(100);
+/// How often the command's end is looked for where it cannot be waited on (no pidfd).
 const POLL: Duration = Duration::from_millis(20);
 /// How long an ended command's tree gets after SIGTERM before SIGKILL.
 const GRACE: Duration = Duration::from_secs(2);
@@ -112,9 +114,12 @@ impl WhyWorkload {
             let ended = match &pidfd {
                 Some(fd) => {
                     let mut fds = [rustix::event::PollFd::new(fd, rustix::event::PollFlags::IN)];
+                    let wait = deadline.map_or(STOP_POLL, |d| {
+                        STOP_POLL.min(d.saturating_duration_since(Instant::now()))
+                    });
                     let timeout = rustix::event::Timespec {
                         tv_sec: 0,
-                        tv_nsec: POLL.as_nanos() as i64,
+                        tv_nsec: wait.as_nanos() as i64,
                     };
                     matches!(rustix::event::poll(&mut fds, Some(&timeout)), Ok(n) if n > 0)
                 }
