@@ -12,8 +12,8 @@ use crate::workload::scale::{Limit, ScalePlan, ScaleWorkload};
 /// Options of `ratelab scale`.
 #[derive(Debug, Args)]
 #[command(
-    after_long_help = "Runs CMD held to each CPU count in turn, --repeat times each, and \
-reports the median wall time, the speedup over the fewest CPUs and the efficiency. By default \
+    after_long_help = "Runs CMD --repeat rounds, each of every CPU count in turn (so a \
+machine whose speed drifts moves every count alike), and reports the median wall time, the speedup over the fewest CPUs and the efficiency. By default \
 a run may use the first n online CPUs (an affinity mask its children inherit); with --vcpus \
 it may use every CPU but only n CPUs' worth of time (a CFS quota in a cgroup, as a VM with n \
 vCPUs; needs root). CMD's stdout is discarded; its stderr is ratelab's."

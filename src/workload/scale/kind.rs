@@ -13,6 +13,13 @@ use crate::workload::{Kind, Stored};
 
 /// Speedup at the most CPUs under which a command is said not to scale.
 const NO_SCALING: f64 = 1.2;
+/// How far the CPU time of the same command may move, between runs at one count
+/// ((max - min) / median) or from the fewest CPUs to another (median over median),
+/// before its CPUs are said not to have kept one speed.
+const CPU_TIME_MOVED: f64 = 0.15;
+/// The least share of its wall time a command spends on a CPU for its CPU time to
+/// stand for its work.
+const CPU_BOUND: f64 = 0.5;
 
 /// One CPU count's runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -84,6 +91,49 @@ pub fn points(items: &[ScaleItem]) -> Vec<ScalePoint> {
     out
 }
 
+/// CPU seconds (user and system) of each run at `cpus`.
+fn cpu_seconds(items: &[ScaleItem], cpus: usize) -> Option<Stats> {
+    let cpu: Vec<f64> = items
+        .iter()
+        .filter(|i| i.cpus == cpus)
+        .map(|i| i.user_seconds + i.system_seconds)
+        .collect();
+    Stats::of(&cpu)
+}
+
+/// Where the same command's CPU time moved: between runs at one count, or from the
+/// fewest CPUs to more, in words; `None` where it kept still or the command is not
+/// CPU-bound (its CPU time then says little of its work).
+fn cpu_time_moved(items: &[ScaleItem], points: &[ScalePoint]) -> Option<String> {
+    let first = points.first()?;
+    let base = cpu_seconds(items, first.cpus)?;
+    if base.median < CPU_BOUND * first.seconds {
+        return None;
+    }
+    let mut moved = Vec::new();
+    for point in points {
+        let cpu = cpu_seconds(items, point.cpus)?;
+        if cpu.n > 1 && cpu.max - cpu.min > CPU_TIME_MOVED * cpu.median {
+            moved.push(format!(
+                "{}-{} of CPU time from run to run at {} CPU{}",
+                format_seconds(cpu.min),
+                format_seconds(cpu.max),
+                point.cpus,
+                if point.cpus == 1 { "" } else { "s" }
+            ));
+        }
+        if point.cpus != first.cpus && cpu.median > (1.0 + CPU_TIME_MOVED) * base.median {
+            moved.push(format!(
+                "{:.2}x the CPU time at {} CPUs that it took at {}",
+                cpu.median / base.median,
+                point.cpus,
+                first.cpus
+            ));
+        }
+    }
+    (!moved.is_empty()).then(|| moved.join(", and "))
+}
+
 /// How ratelab summarises, judges and shows stored scale workloads.
 pub struct ScaleKind;
 
@@ -130,6 +180,15 @@ impl Kind for ScaleKind {
             out.push(verdict("scaling_law", Severity::Info, sentence));
         }
         let points = points(&w.items);
+        if let Some(moved) = cpu_time_moved(&w.items, &points) {
+            out.push(verdict(
+                "cpu_time_moved",
+                Severity::Warning,
+                format!(
+                    "the same work took {moved}: its CPUs did not keep one speed (a host's other guests, cores or hyperthreads shared with other work, a clock that moves with how many cores are busy) or its work was not the same each run, so its times and speedups carry that spread"
+                ),
+            ));
+        }
         if let (Some(first), Some(last)) = (points.first(), points.last())
             && last.cpus > first.cpus
         {
@@ -201,5 +260,73 @@ impl Kind for ScaleKind {
                 .collect(),
             numeric: vec![0, 1, 2, 3, 4, 5, 6, 7],
         }]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run at `cpus` of `seconds` wall time and `cpu` seconds of CPU time.
+    fn run(cpus: usize, seconds: f64, cpu: f64) -> ScaleItem {
+        ScaleItem {
+            op: "run".into(),
+            cpus,
+            repeat: 0,
+            seconds,
+            user_seconds: cpu,
+            system_seconds: 0.0,
+            exit_code: Some(0),
+            bytes_per_sec: None,
+        }
+    }
+
+    fn moved(items: &[ScaleItem]) -> Option<String> {
+        cpu_time_moved(items, &points(items))
+    }
+
+    #[test]
+    fn steady_cpus_say_nothing_and_moving_ones_are_named() {
+        let steady = [
+            run(1, 1.0, 1.0),
+            run(1, 1.02, 1.01),
+            run(2, 0.5, 1.0),
+            run(2, 0.52, 1.03),
+        ];
+        assert_eq!(moved(&steady), None);
+        // From run to run at one count: the host slowed some runs.
+        let unsteady = [
+            run(1, 0.75, 0.75),
+            run(1, 0.85, 0.85),
+            run(1, 0.76, 0.76),
+            run(2, 0.42, 0.83),
+            run(2, 0.65, 1.26),
+            run(2, 0.49, 0.89),
+        ];
+        let words = moved(&unsteady).unwrap();
+        assert!(
+            words.contains("at 2 CPUs") && !words.contains("at 1 CPU,"),
+            "{words}"
+        );
+        // From one CPU to two: each CPU did less when both were busy.
+        let shared = [
+            run(1, 1.0, 1.0),
+            run(1, 1.0, 1.0),
+            run(2, 0.7, 1.4),
+            run(2, 0.7, 1.4),
+        ];
+        let words = moved(&shared).unwrap();
+        assert!(words.contains("1.40x the CPU time at 2 CPUs"), "{words}");
+    }
+
+    #[test]
+    fn a_command_off_its_cpus_is_not_judged_by_its_cpu_time() {
+        let sleeper = [
+            run(1, 0.3, 0.001),
+            run(1, 0.3, 0.003),
+            run(2, 0.3, 0.001),
+            run(2, 0.3, 0.004),
+        ];
+        assert_eq!(moved(&sleeper), None);
     }
 }

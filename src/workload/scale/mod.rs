@@ -1,6 +1,6 @@
 //! Any command at 1..N CPUs: each run held to n CPUs by affinity (inherited by its
 //! children) or by a CFS quota (`--vcpus`, as a VM with n vCPUs), timed from spawn to
-//! exit with its CPU time from wait4, R times per n. Speedup, efficiency and throughput
+//! exit with its CPU time from wait4, in R rounds of every n. Speedup, efficiency and throughput
 //! are worked out from the stored runs by the kind.
 
 mod charts;
@@ -216,9 +216,11 @@ impl Workload for ScaleWorkload {
         Ok(())
     }
 
+    /// Runs in rounds, each of every CPU count in turn, so that a machine whose speed
+    /// drifts (a host's other guests, a warming CPU) moves every count alike.
     fn run(&mut self, ctx: &Context) -> Result<(), Error> {
-        for &cpus in &self.plan.cpus {
-            for repeat in 0..self.plan.repeat {
+        for repeat in 0..self.plan.repeat {
+            for &cpus in &self.plan.cpus {
                 ctx.sink.status(format!(
                     "{} on {cpus} CPU{}, run {} of {}",
                     self.plan.command[0],
@@ -233,7 +235,7 @@ impl Workload for ScaleWorkload {
                 ctx.sink.progress().add(0);
                 ctx.sink.item(&item);
             }
-            ctx.sink.stage_done(format!("{cpus} cpus"));
+            ctx.sink.stage_done(format!("round {}", repeat + 1));
         }
         Ok(())
     }
