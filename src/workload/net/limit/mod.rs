@@ -256,12 +256,7 @@ fn cause(figures: &Figures, rate: f64, ceilings: &[Ceiling]) -> (Option<Cause>, 
     let rwnd = figures.share(figures.rwnd_s).unwrap_or(0.0);
     let sndbuf = figures.share(figures.sndbuf_s).unwrap_or(0.0);
     let busy = figures.share(figures.busy_s).unwrap_or(0.0);
-    // A window or buffer that held the sender while it could still grow is TCP's
-    // autotuning at work, not a limit: the test ended too soon.
     if rwnd >= HELD && rwnd >= sndbuf {
-        if (figures.window_growing && !figures.window_set) || figures.window_room() {
-            return (Some(Cause::SlowStart), Some(rwnd));
-        }
         // A window shut when sampled, or one whose ceiling does not give the rate (far
         // above it, or below it: the sampled window is not the one that held the
         // sender), that still held the sender: the receiver's queue full and its reader
@@ -275,8 +270,18 @@ fn cause(figures: &Figures, rate: f64, ceilings: &[Ceiling]) -> (Option<Cause>, 
         let queued = figures
             .window_bytes
             .is_some_and(|w| figures.unread_bytes > w.saturating_mul(4));
-        let behind = figures.window_shut >= 0.5 || !explains || queued;
-        if behind && figures.peer_side == figures.sender.map(Side::other) {
+        let peer_receives = figures.peer_side == figures.sender.map(Side::other);
+        // A reader seen behind (its window shut, or its queue left full) held the
+        // sender, however the window grew meanwhile.
+        if (figures.window_shut >= 0.5 || queued) && peer_receives {
+            return (Some(Cause::Peer), Some(rwnd));
+        }
+        // A window or buffer that held the sender while it could still grow is TCP's
+        // autotuning at work, not a limit: the test ended too soon.
+        if (figures.window_growing && !figures.window_set) || figures.window_room() {
+            return (Some(Cause::SlowStart), Some(rwnd));
+        }
+        if !explains && peer_receives {
             return (Some(Cause::Peer), Some(rwnd));
         }
         if reached("window") {
@@ -406,6 +411,25 @@ mod tests {
         assert!(limit.advice.unwrap().contains("net.ipv4.tcp_rmem"));
         let growing = test(held, 0.01, (200_000, 6_291_456));
         assert_eq!(cause_of(&growing, 1.9e6), Some(Cause::SlowStart));
+        // Growing too, but with more than four windows left unread at the end (iperf3
+        // 3.12 in --bidir reads its receiving streams last): the reader held it.
+        let mut behind = growing.clone();
+        for item in &mut behind {
+            if item.scope == Scope::Cpu && item.side == Side::Remote {
+                item.host = None;
+            }
+            if item.scope == Scope::Stream && item.op == "receive" {
+                item.bytes -= 200_000;
+            }
+        }
+        assert_eq!(cause_of(&behind, 1.9e6), Some(Cause::Peer));
+        // The same iperf3 reader with nothing left unread was not behind.
+        for item in &mut behind {
+            if item.scope == Scope::Stream && item.op == "receive" {
+                item.bytes += 200_000;
+            }
+        }
+        assert_ne!(cause_of(&behind, 1.9e6), Some(Cause::Peer));
     }
 
     #[test]
