@@ -150,10 +150,24 @@ mod tests {
             .spawn()
             .unwrap();
         let watch = Watch::start(child.id(), plan()).unwrap();
-        child.wait().unwrap();
+        // The last sample sees it ended and not yet reaped, as `why`'s does.
+        let stat = format!("/proc/{}/stat", child.id());
+        let ended = || {
+            std::fs::read_to_string(&stat).is_ok_and(|s| {
+                s.rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z'))
+            })
+        };
+        while !ended() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         let account = watch.finish();
+        child.wait().unwrap();
         let sleep = account.share(Step::Sleep);
         assert!(sleep > 0.8, "{account:#?}");
+        // Its end is charged to its sleep, not to the fault its ended thread reads as.
+        assert!(account.share(Step::Memory) < 0.02, "{account:#?}");
         // Nothing ran: the samples spread out to one every QUIET_GAP, where 100 Hz
         // would take 40.
         let quiet = account.seconds / QUIET_GAP.as_secs_f64();

@@ -286,6 +286,18 @@ impl Tree {
                     if tid == pid {
                         member.alive = false;
                     }
+                    // Ended since it was last read: it ran to its end out of the wait it
+                    // was last seen in, which stands for the interval, so that a parent
+                    // or a sibling waiting on it is charged what it was doing.
+                    spans.push(ThreadSpan {
+                        tid,
+                        pid,
+                        on_cpu_s: 0.0,
+                        cpu_wait_s: 0.0,
+                        off_s: now.duration_since(tracked.last_at).as_secs_f64(),
+                        off: tracked.last_wait.clone().unwrap_or_else(running),
+                        estimated: false,
+                    });
                     continue;
                 };
                 if tid == pid {
@@ -490,6 +502,12 @@ fn look_at(
     tracked.cpu = Some(stat.cpu);
     tracked.cpu_at = Some(Instant::now());
     tracked.name = stat.name;
+    if matches!(stat.state, b'Z' | b'X') {
+        // Ended since it was last read (its system call then reads as a fault): it ran
+        // to its end out of the wait it was last seen in, which stands for its time off.
+        tracked.runnable = false;
+        return tracked.last_wait.clone().unwrap_or_else(running);
+    }
     let was_runnable = std::mem::replace(&mut tracked.runnable, stat.state == b'R');
     if stat.state == b'R' {
         if !ran && was_runnable {
