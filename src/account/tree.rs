@@ -66,6 +66,26 @@ impl Tracked {
         off
     }
 
+    /// What a thread that ended since it was last read is charged: it ran to its end out
+    /// of the wait it was last seen in, which stands for its time off.
+    fn ended_wait(&self) -> Wait {
+        self.last_wait.clone().unwrap_or_else(running)
+    }
+
+    /// The span of a thread found gone at `now`: off its CPU since it was last read, in
+    /// its last wait, so that a parent or sibling waiting on it is charged what it did.
+    fn ended(&self, pid: u32, tid: u32, now: Instant) -> ThreadSpan {
+        ThreadSpan {
+            tid,
+            pid,
+            on_cpu_s: 0.0,
+            cpu_wait_s: 0.0,
+            off_s: now.duration_since(self.last_at).as_secs_f64(),
+            off: self.ended_wait(),
+            estimated: false,
+        }
+    }
+
     /// Brings the thread of `tid` in `pid` up to its `times`, read at `now`: its span
     /// since it was last read (its wait looked at where it was off its CPU for a share of it), and
     /// whether it waited for a CPU for a share of it.
@@ -286,18 +306,7 @@ impl Tree {
                     if tid == pid {
                         member.alive = false;
                     }
-                    // Ended since it was last read: it ran to its end out of the wait it
-                    // was last seen in, which stands for the interval, so that a parent
-                    // or a sibling waiting on it is charged what it was doing.
-                    spans.push(ThreadSpan {
-                        tid,
-                        pid,
-                        on_cpu_s: 0.0,
-                        cpu_wait_s: 0.0,
-                        off_s: now.duration_since(tracked.last_at).as_secs_f64(),
-                        off: tracked.last_wait.clone().unwrap_or_else(running),
-                        estimated: false,
-                    });
+                    spans.push(tracked.ended(pid, tid, now));
                     continue;
                 };
                 if tid == pid {
@@ -503,10 +512,9 @@ fn look_at(
     tracked.cpu_at = Some(Instant::now());
     tracked.name = stat.name;
     if matches!(stat.state, b'Z' | b'X') {
-        // Ended since it was last read (its system call then reads as a fault): it ran
-        // to its end out of the wait it was last seen in, which stands for its time off.
+        // Ended since it was last read (its system call then reads as a fault).
         tracked.runnable = false;
-        return tracked.last_wait.clone().unwrap_or_else(running);
+        return tracked.ended_wait();
     }
     let was_runnable = std::mem::replace(&mut tracked.runnable, stat.state == b'R');
     if stat.state == b'R' {

@@ -49,7 +49,8 @@ pub type Lookup = Box<dyn Fn(&Ask) -> Option<Capability> + Send>;
 
 /// How often a stop is looked for while the command's end is waited on.
 const STOP_POLL: Duration = Duration::from_millis(100);
-/// How often the command's end is looked for where it cannot be waited on (no pidfd).
+/// How often the command's end is looked for where it cannot be waited on: with no pidfd,
+/// and in the grace after SIGTERM.
 const POLL: Duration = Duration::from_millis(20);
 /// How long an ended command's tree gets after SIGTERM before SIGKILL.
 const GRACE: Duration = Duration::from_secs(2);
