@@ -61,6 +61,9 @@ struct Part {
     key: StepKey,
     idle: bool,
     share: f64,
+    /// A wait that came back to this thread, still waiting: settled once that thread's
+    /// own share is known.
+    back: Option<u32>,
 }
 
 impl Part {
@@ -84,24 +87,31 @@ pub fn charge(interval: &Interval, root: u32) -> Shares {
         by_tid: interval.threads.iter().map(|t| (t.tid, t)).collect(),
         memo: HashMap::new(),
         stack: HashSet::new(),
+        uncovered: HashMap::new(),
     };
+    resolver.uncovered = resolver.cycles();
     let threads: Vec<u32> = interval
         .threads
         .iter()
         .filter(|t| t.pid == root)
         .map(|t| t.tid)
         .collect();
-    resolver
-        .set(&threads)
-        .into_iter()
-        .map(|p| {
-            if p.idle {
-                (StepKey::new(Step::Other, p.key.place), p.share)
-            } else {
-                (p.key, p.share)
-            }
-        })
-        .collect()
+    merge(
+        resolver
+            .set(&threads)
+            .into_iter()
+            .map(|p| Part { back: None, ..p })
+            .collect(),
+    )
+    .into_iter()
+    .map(|p| {
+        if p.idle {
+            (StepKey::new(Step::Other, p.key.place), p.share)
+        } else {
+            (p.key, p.share)
+        }
+    })
+    .collect()
 }
 
 /// The members a wait is on, in words: `cat (pid 41) through a pipe`.
@@ -133,6 +143,9 @@ struct Resolver<'a> {
     by_tid: HashMap<u32, &'a ThreadSpan>,
     memo: HashMap<u32, Vec<Part>>,
     stack: HashSet<u32>,
+    /// For each thread in a cycle of waits, the share of the interval in which no
+    /// thread of its cycle was at work (see [`Resolver::cycles`]).
+    uncovered: HashMap<u32, f64>,
 }
 
 impl Resolver<'_> {
@@ -150,17 +163,119 @@ impl Resolver<'_> {
             return self.own(span, Vec::new());
         }
         if !self.stack.insert(tid) {
-            // A wait that comes back to a thread already waiting: nothing moves it.
-            return vec![idle("threads waiting on each other")];
+            // A wait that comes back to a thread already waiting: settled when that
+            // thread's share is known.
+            return vec![Part {
+                back: Some(tid),
+                ..each_other()
+            }];
         }
         let followed = match &span.off {
             Wait::On(on) => self.on(on, span),
             _ => Vec::new(),
         };
-        let parts = self.own(span, followed);
+        let parts = self.close_loop(tid, self.own(span, followed));
         self.stack.remove(&tid);
+        self.settle_memo(tid, &parts);
         self.memo.insert(tid, parts.clone());
         parts
+    }
+
+    /// Threads resolved while `tid` was still waiting kept its loops open: now that
+    /// what `tid` did is known, their loops to it stand for that.
+    fn settle_memo(&mut self, tid: u32, settled: &[Part]) {
+        for parts in self.memo.values_mut() {
+            let looped: f64 = parts
+                .iter()
+                .filter(|p| p.back == Some(tid))
+                .map(|p| p.share)
+                .sum();
+            if looped <= 0.0 {
+                continue;
+            }
+            parts.retain(|p| p.back != Some(tid));
+            parts.extend(settled.iter().map(|p| Part {
+                share: p.share * looped,
+                ..p.clone()
+            }));
+            *parts = merge(std::mem::take(parts));
+        }
+    }
+
+    /// Settles the waits that came back to `tid`: threads that take turns (a lock, a
+    /// GIL handed over, a condition variable signalled back and forth) wait on each
+    /// other only while none of them is at work, so a loop is charged to the work
+    /// along it, and to [`each_other`] for the share of the interval in which no
+    /// thread of the cycle was at work, as far as its loops reach.
+    fn close_loop(&self, tid: u32, parts: Vec<Part>) -> Vec<Part> {
+        let stuck_now = |p: &Part| {
+            p.back == Some(tid) || (p.back.is_none() && p.idle && p.key == each_other().key)
+        };
+        let looped: f64 = parts.iter().filter(|p| stuck_now(p)).map(|p| p.share).sum();
+        if !parts.iter().any(|p| p.back == Some(tid)) {
+            return parts;
+        }
+        let rest = parts.iter().map(|p| p.share).sum::<f64>() - looped;
+        let uncovered = self.uncovered.get(&tid).copied().unwrap_or(1.0);
+        let stuck = if rest > 0.0 {
+            looped.min(uncovered)
+        } else {
+            1.0
+        };
+        let mut settled: Vec<Part> = parts
+            .into_iter()
+            .filter(|p| !stuck_now(p))
+            .map(|p| Part {
+                share: p.share * (1.0 - stuck) / rest,
+                ..p
+            })
+            .collect();
+        if stuck > 0.0 {
+            settled.push(Part {
+                share: stuck,
+                ..each_other()
+            });
+        }
+        settled
+    }
+
+    /// all wait on each other leave it uncovered.
+    fn cycles(&self) -> HashMap<u32, f64> {
+        let threads = self.interval.threads;
+        let edges: HashMap<u32, Vec<u32>> = threads
+            .iter()
+            .filter(|t| t.off_s > 0.0)
+            .filter_map(|t| match &t.off {
+                Wait::On(on) => Some((t.tid, self.members(on, t))),
+                _ => None,
+            })
+            .collect();
+        let mut uncovered = HashMap::new();
+        for cycle in strongly_connected(threads.iter().map(|t| t.tid), &edges) {
+            if cycle.len() < 2 {
+                continue;
+            }
+            let inside = |tid: &u32| cycle.contains(tid);
+            let mut work = 0.0;
+            let mut span = 0.0_f64;
+            for &tid in &cycle {
+                let t = self.by_tid[&tid];
+                span = span.max(t.on_cpu_s + t.cpu_wait_s + t.off_s);
+                let off_works = match &t.off {
+                    Wait::Step(_) => true,
+                    Wait::On(_) => edges.get(&tid).is_some_and(|m| !m.iter().all(inside)),
+                    Wait::Idle(_) => false,
+                };
+                work += t.on_cpu_s + t.cpu_wait_s + if off_works { t.off_s } else { 0.0 };
+            }
+            let share = if span > 0.0 {
+                (1.0 - work / span).max(0.0)
+            } else {
+                1.0
+            };
+            uncovered.extend(cycle.iter().map(|&tid| (tid, share)));
+        }
+        uncovered
     }
 
     /// A thread's shares: on a CPU, waiting for one, and its off time as its wait says
@@ -174,23 +289,20 @@ impl Resolver<'_> {
                 .processes
                 .get(&span.pid)
                 .map_or_else(|| "".into(), |p| p.name.clone());
-            let mut add = |key: StepKey, idle: bool, seconds: f64| {
+            let mut add = |part: Part, seconds: f64| {
                 if seconds > 0.0 {
                     parts.push(Part {
-                        key,
-                        idle,
                         share: seconds / total,
+                        ..part
                     });
                 }
             };
             add(
-                StepKey::new(Step::Cpu, Place::Process(process.clone())),
-                false,
+                step_part(Step::Cpu, Place::Process(process.clone())),
                 span.on_cpu_s,
             );
             add(
-                StepKey::new(Step::CpuWait, Place::Process(process.clone())),
-                false,
+                step_part(Step::CpuWait, Place::Process(process.clone())),
                 span.cpu_wait_s,
             );
             if span.off_s > 0.0 {
@@ -202,16 +314,13 @@ impl Resolver<'_> {
                     {
                         vec![step_part(key.step, Place::Process(process))]
                     }
-                    Wait::Step(key) => vec![Part {
-                        key: key.clone(),
-                        idle: false,
-                        share: 1.0,
-                    }],
+                    Wait::Step(key) => vec![step_part(key.step, key.place.clone())],
                     Wait::Idle(reason) => vec![idle(reason)],
                     Wait::On(_) => followed,
                 };
                 for part in off {
-                    add(part.key, part.idle, part.share * span.off_s);
+                    let seconds = part.share * span.off_s;
+                    add(part, seconds);
                 }
             }
         }
@@ -222,7 +331,16 @@ impl Resolver<'_> {
     fn on(&mut self, on: &On, waiter: &ThreadSpan) -> Vec<Part> {
         let members = self.members(on, waiter);
         if members.is_empty() {
+            let own_pipe = |key: &(u64, u64), writers: bool| {
+                self.interval.pipes.get(key).is_some_and(|h| {
+                    h.iter()
+                        .any(|&(pid, writing)| pid == waiter.pid && writing == writers)
+                })
+            };
             return vec![match on {
+                On::Pipe { key, writers, .. } if own_pipe(key, *writers) => {
+                    idle("a pipe only it holds, with no child at work")
+                }
                 On::Pipe { writers: true, .. } => step_part(
                     Step::Other,
                     Place::Named("a pipe from outside the command".into()),
@@ -266,7 +384,7 @@ impl Resolver<'_> {
                 of(&children)
             }
             On::Pipe { key, writers, .. } => {
-                let holders: Vec<u32> = self
+                let mut holders: Vec<u32> = self
                     .interval
                     .pipes
                     .get(key)
@@ -277,9 +395,33 @@ impl Resolver<'_> {
                             .collect()
                     })
                     .unwrap_or_default();
+                if holders.contains(&waiter.pid) {
+                    // Its own end (make's jobserver, a self-pipe a signal handler
+                    // writes): what comes through it comes of its descendants' work.
+                    holders.extend(self.descendants(waiter.pid));
+                }
                 of(&holders)
             }
         }
+    }
+
+    /// Every process below `pid` in the tree.
+    fn descendants(&self, pid: u32) -> Vec<u32> {
+        let processes = self.interval.processes;
+        let mut found = vec![pid];
+        let mut next = 0;
+        while next < found.len() {
+            let parent = found[next];
+            found.extend(
+                processes
+                    .iter()
+                    .filter(|(child, p)| p.ppid == parent && **child != pid)
+                    .map(|(child, _)| *child),
+            );
+            next += 1;
+        }
+        found.remove(0);
+        found
     }
 
     /// What a set of threads did: each counts by the share of its time in work (a
@@ -323,7 +465,7 @@ fn merge(parts: Vec<Part>) -> Vec<Part> {
     for part in parts {
         match out
             .iter_mut()
-            .find(|p| p.key == part.key && p.idle == part.idle)
+            .find(|p| p.key == part.key && p.idle == part.idle && p.back == part.back)
         {
             Some(p) => p.share += part.share,
             None => out.push(part),
@@ -337,11 +479,17 @@ fn merge(parts: Vec<Part>) -> Vec<Part> {
     out
 }
 
+/// What threads that wait on each other with none at work are charged.
+fn each_other() -> Part {
+    idle("threads waiting on each other")
+}
+
 fn step_part(step: Step, place: Place) -> Part {
     Part {
         key: StepKey::new(step, place),
         idle: false,
         share: 1.0,
+        back: None,
     }
 }
 
@@ -350,7 +498,65 @@ fn idle(reason: &str) -> Part {
         key: StepKey::named(Step::Other, reason),
         idle: true,
         share: 1.0,
+        back: None,
     }
+}
+
+/// The strongly connected sets of `nodes` under `edges` (Tarjan's algorithm).
+fn strongly_connected(
+    nodes: impl Iterator<Item = u32>,
+    edges: &HashMap<u32, Vec<u32>>,
+) -> Vec<Vec<u32>> {
+    struct State<'e> {
+        edges: &'e HashMap<u32, Vec<u32>>,
+        index: HashMap<u32, usize>,
+        low: HashMap<u32, usize>,
+        stack: Vec<u32>,
+        on_stack: HashSet<u32>,
+        found: Vec<Vec<u32>>,
+    }
+    fn visit(s: &mut State, node: u32) {
+        let n = s.index.len();
+        s.index.insert(node, n);
+        s.low.insert(node, n);
+        s.stack.push(node);
+        s.on_stack.insert(node);
+        for &next in s.edges.get(&node).map_or(&[][..], Vec::as_slice) {
+            if !s.index.contains_key(&next) {
+                visit(s, next);
+                let low = s.low[&node].min(s.low[&next]);
+                s.low.insert(node, low);
+            } else if s.on_stack.contains(&next) {
+                let low = s.low[&node].min(s.index[&next]);
+                s.low.insert(node, low);
+            }
+        }
+        if s.low[&node] == s.index[&node] {
+            let mut set = Vec::new();
+            while let Some(top) = s.stack.pop() {
+                s.on_stack.remove(&top);
+                set.push(top);
+                if top == node {
+                    break;
+                }
+            }
+            s.found.push(set);
+        }
+    }
+    let mut state = State {
+        edges,
+        index: HashMap::new(),
+        low: HashMap::new(),
+        stack: Vec::new(),
+        on_stack: HashSet::new(),
+        found: Vec::new(),
+    };
+    for node in nodes {
+        if !state.index.contains_key(&node) {
+            visit(&mut state, node);
+        }
+    }
+    state.found
 }
 
 #[cfg(test)]
@@ -532,6 +738,95 @@ mod tests {
         };
         let shares = charge(&interval, 1);
         assert_eq!(share(&shares, Step::Other), 1.0, "{shares:?}");
+    }
+
+    /// `make -j2`: make (1) waits in poll on its jobserver pipe, whose both ends only
+    /// it holds; its child sh (2) waits for cc1 (3), at work on a CPU.
+    #[test]
+    fn a_jobserver_that_only_make_holds_waits_on_what_its_children_do() {
+        let procs = processes(&[(1, "make", 0), (2, "sh", 1), (3, "cc1", 2)]);
+        let pipes = HashMap::from([((9, 9), vec![(1, true), (1, false)])]);
+        let jobserver = Wait::On(On::Pipe {
+            key: (9, 9),
+            writers: true,
+            pid: 1,
+        });
+        let mut threads = vec![
+            span(1, 1, 0.0001, 0.0, 0.0099, jobserver),
+            waiting_for_children(2),
+            span(
+                3,
+                3,
+                0.009,
+                0.001,
+                0.0,
+                Wait::Step(StepKey::named(Step::Cpu, "")),
+            ),
+        ];
+        let interval = Interval {
+            threads: &threads,
+            processes: &procs,
+            pipes: &pipes,
+        };
+        let shares = charge(&interval, 1);
+        assert!(share(&shares, Step::Cpu) > 0.89, "{shares:?}");
+        assert!(
+            shares
+                .iter()
+                .any(|(k, s)| k.place == Place::Process("cc1".into()) && *s > 0.8),
+            "{shares:?}"
+        );
+        // With no child left, the wait is on nothing: not on the world outside.
+        threads.truncate(1);
+        let interval = Interval {
+            threads: &threads,
+            processes: &processes(&[(1, "make", 0)]),
+            pipes: &pipes,
+        };
+        let shares = charge(&interval, 1);
+        let words: Vec<String> = shares.iter().map(|(k, _)| k.place.words()).collect();
+        assert!(!words.iter().any(|w| w.contains("outside")), "{shares:?}");
+    }
+
+    /// Two threads that hand a lock back and forth (CPython's GIL): each runs half of
+    /// the interval and waits on the other the rest, and the main thread waits on
+    /// both; at every moment one of them is at work.
+    #[test]
+    fn threads_that_take_turns_are_charged_their_work_and_a_deadlock_is_not() {
+        let procs = processes(&[(1, "python3", 0)]);
+        let pipes = HashMap::new();
+        let siblings = |tid| Wait::On(On::Siblings { pid: 1, tid });
+        let turns = vec![
+            span(1, 1, 0.0, 0.0, 0.01, siblings(1)),
+            span(2, 1, 0.005, 0.0, 0.005, siblings(2)),
+            span(3, 1, 0.0048, 0.0002, 0.005, siblings(3)),
+        ];
+        let interval = Interval {
+            threads: &turns,
+            processes: &procs,
+            pipes: &pipes,
+        };
+        let shares = charge(&interval, 1);
+        let busy = share(&shares, Step::Cpu) + share(&shares, Step::CpuWait);
+        assert!(busy > 0.99, "{shares:?}");
+        // Each ran a tenth of the interval and waited on the other the rest: 80% of
+        // the interval neither was at work, which each thread's own account says; the
+        // process's threads together weigh those at work more (0.73).
+        let stuck = vec![
+            span(1, 1, 0.0, 0.0, 0.01, siblings(1)),
+            span(2, 1, 0.001, 0.0, 0.009, siblings(2)),
+            span(3, 1, 0.001, 0.0, 0.009, siblings(3)),
+        ];
+        let interval = Interval {
+            threads: &stuck,
+            processes: &procs,
+            pipes: &pipes,
+        };
+        let shares = charge(&interval, 1);
+        let other = share(&shares, Step::Other);
+        assert!((0.7..0.82).contains(&other), "{shares:?}");
+        let total: f64 = shares.iter().map(|(_, s)| s).sum();
+        assert!((total - 1.0).abs() < 1e-9);
     }
 
     #[test]
