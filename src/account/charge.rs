@@ -10,7 +10,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::classify::{On, Wait};
+use super::classify::{On, Sleep, Wait};
 use super::step::{Place, Step, StepKey};
 
 /// One thread's time in an interval.
@@ -31,6 +31,8 @@ pub struct ThreadSpan {
     /// Not read this sample (a busy thread waiting its turn): its times are its last
     /// shares, which say how it divides its time, not how much it had.
     pub estimated: bool,
+    /// How it slept off its CPU, where it was blocked.
+    pub sleep: Option<Sleep>,
 }
 
 /// A process of the tree as the interval saw it.
@@ -64,6 +66,9 @@ struct Part {
     /// A wait that came back to this thread, still waiting: settled once that thread's
     /// own share is known.
     back: Option<u32>,
+    /// For time on a CPU, the device step the thread waited on in the same interval:
+    /// CPU that may go with the step (its system calls' own work, a journal's).
+    alongside: Option<StepKey>,
 }
 
 impl Part {
@@ -79,9 +84,21 @@ impl Part {
     }
 }
 
+/// An interval's wall time as charged: shares of steps that add up to 1, and of those
+/// the shares on a CPU alongside a device step's waits, by that step.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Charged {
+    /// Each step at its place.
+    pub shares: Shares,
+    /// Time on a CPU (already in `shares`) spent by threads in the same interval as
+    /// they waited on a device step, by that step: what freeing the step may take away
+    /// with it besides its waits.
+    pub alongside: Shares,
+}
+
 /// How the interval's wall time is shared among steps, seen from process `root`: what
 /// its threads did, waits on members charged to what they did.
-pub fn charge(interval: &Interval, root: u32) -> Shares {
+pub fn charge(interval: &Interval, root: u32) -> Charged {
     let mut resolver = Resolver {
         interval,
         by_tid: interval.threads.iter().map(|t| (t.tid, t)).collect(),
@@ -96,22 +113,32 @@ pub fn charge(interval: &Interval, root: u32) -> Shares {
         .filter(|t| t.pid == root)
         .map(|t| t.tid)
         .collect();
-    merge(
+    let parts = merge(
         resolver
             .set(&threads)
             .into_iter()
             .map(|p| Part { back: None, ..p })
             .collect(),
-    )
-    .into_iter()
-    .map(|p| {
-        if p.idle {
-            (StepKey::new(Step::Other, p.key.place), p.share)
-        } else {
-            (p.key, p.share)
+    );
+    let mut charged = Charged::default();
+    for part in parts {
+        if let Some(step) = &part.alongside {
+            match charged.alongside.iter_mut().find(|(k, _)| k == step) {
+                Some((_, share)) => *share += part.share,
+                None => charged.alongside.push((step.clone(), part.share)),
+            }
         }
-    })
-    .collect()
+        let key = if part.idle {
+            StepKey::new(Step::Other, part.key.place)
+        } else {
+            part.key
+        };
+        match charged.shares.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, share)) => *share += part.share,
+            None => charged.shares.push((key, part.share)),
+        }
+    }
+    charged
 }
 
 /// The members a wait is on, in words: `cat (pid 41) through a pipe`.
@@ -297,8 +324,15 @@ impl Resolver<'_> {
                     });
                 }
             };
+            let alongside = match &span.off {
+                Wait::Step(key) if key.step.on_device() && span.off_s > 0.0 => Some(key.clone()),
+                _ => None,
+            };
             add(
-                step_part(Step::Cpu, Place::Process(process.clone())),
+                Part {
+                    alongside,
+                    ..step_part(Step::Cpu, Place::Process(process.clone()))
+                },
                 span.on_cpu_s,
             );
             add(
@@ -463,10 +497,12 @@ fn merge(parts: Vec<Part>) -> Vec<Part> {
     let total: f64 = parts.iter().map(|p| p.share).sum();
     let mut out: Vec<Part> = Vec::new();
     for part in parts {
-        match out
-            .iter_mut()
-            .find(|p| p.key == part.key && p.idle == part.idle && p.back == part.back)
-        {
+        match out.iter_mut().find(|p| {
+            p.key == part.key
+                && p.idle == part.idle
+                && p.back == part.back
+                && p.alongside == part.alongside
+        }) {
             Some(p) => p.share += part.share,
             None => out.push(part),
         }
@@ -490,6 +526,7 @@ fn step_part(step: Step, place: Place) -> Part {
         idle: false,
         share: 1.0,
         back: None,
+        alongside: None,
     }
 }
 
@@ -499,6 +536,7 @@ fn idle(reason: &str) -> Part {
         idle: true,
         share: 1.0,
         back: None,
+        alongside: None,
     }
 }
 
@@ -572,6 +610,7 @@ mod tests {
             off_s: off,
             off: what,
             estimated: false,
+            sleep: None,
         }
     }
 
@@ -618,7 +657,7 @@ mod tests {
             processes: &procs,
             pipes: &pipes,
         };
-        charge(&interval, 1)
+        charge(&interval, 1).shares
     }
 
     #[test]
@@ -691,7 +730,7 @@ mod tests {
             processes: &procs,
             pipes: &pipes,
         };
-        let shares = charge(&interval, 5);
+        let shares = charge(&interval, 5).shares;
         assert!((share(&shares, Step::Cpu) - 0.6).abs() < 1e-9, "{shares:?}");
         assert!((share(&shares, Step::CpuWait) - 0.4).abs() < 1e-9);
     }
@@ -721,7 +760,7 @@ mod tests {
             pipes: &pipes,
         };
         // b reads a pipe no member writes: its input comes from outside.
-        let shares = charge(&interval, 1);
+        let shares = charge(&interval, 1).shares;
         assert_eq!(shares.len(), 1);
         assert_eq!(
             shares[0].0,
@@ -736,7 +775,7 @@ mod tests {
             processes: &procs,
             pipes: &pipes,
         };
-        let shares = charge(&interval, 1);
+        let shares = charge(&interval, 1).shares;
         assert_eq!(share(&shares, Step::Other), 1.0, "{shares:?}");
     }
 
@@ -768,7 +807,7 @@ mod tests {
             processes: &procs,
             pipes: &pipes,
         };
-        let shares = charge(&interval, 1);
+        let shares = charge(&interval, 1).shares;
         assert!(share(&shares, Step::Cpu) > 0.89, "{shares:?}");
         assert!(
             shares
@@ -783,7 +822,7 @@ mod tests {
             processes: &processes(&[(1, "make", 0)]),
             pipes: &pipes,
         };
-        let shares = charge(&interval, 1);
+        let shares = charge(&interval, 1).shares;
         let words: Vec<String> = shares.iter().map(|(k, _)| k.place.words()).collect();
         assert!(!words.iter().any(|w| w.contains("outside")), "{shares:?}");
     }
@@ -806,7 +845,7 @@ mod tests {
             processes: &procs,
             pipes: &pipes,
         };
-        let shares = charge(&interval, 1);
+        let shares = charge(&interval, 1).shares;
         let busy = share(&shares, Step::Cpu) + share(&shares, Step::CpuWait);
         assert!(busy > 0.99, "{shares:?}");
         // Each ran a tenth of the interval and waited on the other the rest: 80% of
@@ -822,7 +861,7 @@ mod tests {
             processes: &procs,
             pipes: &pipes,
         };
-        let shares = charge(&interval, 1);
+        let shares = charge(&interval, 1).shares;
         let other = share(&shares, Step::Other);
         assert!((0.7..0.82).contains(&other), "{shares:?}");
         let total: f64 = shares.iter().map(|(_, s)| s).sum();
@@ -846,6 +885,6 @@ mod tests {
             processes: &procs,
             pipes: &pipes,
         };
-        assert!(share(&charge(&interval, 1), Step::Sleep) > 0.99);
+        assert!(share(&charge(&interval, 1).shares, Step::Sleep) > 0.99);
     }
 }

@@ -8,6 +8,8 @@
 
 use std::net::IpAddr;
 
+use serde::{Deserialize, Serialize};
+
 use super::step::{Place, Step, StepKey};
 use crate::platform::fds::{Awaited, FdTarget};
 use crate::platform::sockets::TcpSocket;
@@ -55,6 +57,99 @@ pub enum On {
     },
 }
 
+/// The place of a wait on a descriptor that was closed before it could be looked at:
+/// the thread has moved on since its call was read.
+const CLOSED: &str = "a descriptor closed before it could be read";
+
+impl Wait {
+    /// Whether the thread moved on while its wait was read (its call names a
+    /// descriptor since closed): its call is worth reading again.
+    pub fn raced(&self) -> bool {
+        matches!(self, Wait::Step(key) if key.place == Place::Named(CLOSED.into()))
+    }
+}
+
+/// What the kernel has a blocked thread sleep in, as its own record would name it (the
+/// kernel stack of a switch), from the call and wchan: a device, a pipe, a futex, a
+/// child, a socket, a timer, poll or select, a signal, or something else. It says how
+/// a thread waits, where the [`Wait`] says on what: a poll on a pipe sleeps in `poll`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sleep {
+    /// The block layer or a filesystem's wait for its device (reads, writeback, fsync,
+    /// a journal, a page of a file).
+    Disk,
+    /// A pipe's read or write.
+    Pipe,
+    /// A futex (a lock, a condition variable, a join).
+    Futex,
+    /// wait4 or waitid.
+    Child,
+    /// A socket's send, receive, connect or accept.
+    Socket,
+    /// nanosleep and clock_nanosleep.
+    Timer,
+    /// poll, select or epoll.
+    Poll,
+    /// pause, sigsuspend, sigtimedwait.
+    Signal,
+    /// Anything else.
+    #[default]
+    Other,
+}
+
+/// How thread blocked in `syscall`, sleeping in kernel function `wchan`, sleeps.
+pub fn sleep_of(wchan: Option<&str>, syscall: Option<Syscall>) -> Sleep {
+    let by_wchan = |w: &str| {
+        if w.contains("pipe") {
+            Sleep::Pipe
+        } else if w.contains("futex") {
+            Sleep::Futex
+        } else if w.starts_with("sk_")
+            || w.starts_with("tcp_")
+            || w.starts_with("inet_")
+            || w.starts_with("unix_")
+            || w == "wait_woken"
+        {
+            Sleep::Socket
+        } else if waits_on_device(w) || WRITE_THROTTLE.contains(&w) || w.starts_with("jbd2") {
+            Sleep::Disk
+        } else {
+            Sleep::Other
+        }
+    };
+    let Some(Syscall::Call { number, .. }) = syscall else {
+        return wchan.map_or(Sleep::Other, by_wchan);
+    };
+    match number {
+        n if nr::POLLS.contains(&n) => Sleep::Poll,
+        nr::WAIT4 | nr::WAITID => Sleep::Child,
+        nr::FUTEX => Sleep::Futex,
+        n if nr::SLEEPS.contains(&n) => Sleep::Timer,
+        n if nr::SIGNALS.contains(&n) => Sleep::Signal,
+        n if nr::ACCEPTS.contains(&n) || n == nr::CONNECT => Sleep::Socket,
+        n if nr::SYNCS.contains(&n) || n == nr::SYNC => Sleep::Disk,
+        _ => wchan.map_or(Sleep::Other, by_wchan),
+    }
+}
+
+impl Sleep {
+    /// Its name as stored (`disk`, `pipe`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Sleep::Disk => "disk",
+            Sleep::Pipe => "pipe",
+            Sleep::Futex => "futex",
+            Sleep::Child => "child",
+            Sleep::Socket => "socket",
+            Sleep::Timer => "timer",
+            Sleep::Poll => "poll",
+            Sleep::Signal => "signal",
+            Sleep::Other => "other",
+        }
+    }
+}
+
 /// What a file's device is, for a wait on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Storage {
@@ -82,6 +177,9 @@ pub trait Lookup {
     fn interface(&mut self, ip: IpAddr) -> Option<String>;
     /// The descriptors a thread in poll, select or epoll waits on.
     fn awaited(&mut self, pid: u32, number: u64, args: &[u64; 6]) -> Vec<Awaited>;
+    /// The device of the filesystem holding the path at `address` in the memory of
+    /// `pid`, relative to its descriptor `dirfd` or its working folder.
+    fn path_device(&mut self, pid: u32, dirfd: Option<u64>, address: u64) -> Option<(u32, u32)>;
     /// A 32-bit word of the memory of `pid` (a futex and what lies beside it).
     fn word(&mut self, pid: u32, address: u64) -> Option<u32>;
     /// Whether `tid` is a thread of the tree.
@@ -108,6 +206,84 @@ mod nr {
     pub const SIGNALS: [u64; 3] = [34, 130, 128];
     pub const LOCKS: [u64; 2] = [72, 73];
     pub const RINGS: [u64; 3] = [426, 208, 333];
+    /// Calls that look a path up and leave what they find as it was: open, stat,
+    /// lstat, access, readlink, execve, statx, newfstatat, faccessat, faccessat2,
+    /// readlinkat, openat, openat2; `*AT` where the path is the second argument.
+    pub const PATH_READS: [u64; 7] = [2, 4, 6, 21, 89, 59, 332];
+    pub const PATH_READS_AT: [u64; 5] = [262, 269, 439, 267, 257];
+    /// Calls that change what a path names: creat, unlink, rename, mkdir, rmdir, link,
+    /// symlink, truncate, chmod, chown, lchown; and unlinkat, renameat, renameat2,
+    /// mkdirat, linkat, fchmodat, fchownat, utimensat, mknodat.
+    pub const PATH_WRITES: [u64; 11] = [85, 87, 82, 83, 84, 86, 88, 76, 90, 92, 94];
+    pub const PATH_WRITES_AT: [u64; 9] = [263, 264, 316, 258, 265, 268, 260, 280, 259];
+    /// Calls on a descriptor's file or folder that are neither reads nor writes of its
+    /// data: getdents, getdents64, fstat, close; and ftruncate, fchmod, fchown, fallocate.
+    pub const FD_READS: [u64; 4] = [78, 217, 5, 3];
+    pub const FD_WRITES: [u64; 4] = [77, 91, 93, 285];
+}
+
+/// Whether a kernel function a thread sleeps in is a filesystem's or the block layer's
+/// wait for its device (a metadata block read, a journal commit, a bio): the scheduler's
+/// own functions (`io_schedule`, `bit_wait_io`) are skipped in wchan, so the caller
+/// shows (`__ext4_find_entry`, `ext4_read_bh`, `jbd2_log_wait_commit`).
+fn waits_on_device(wchan: &str) -> bool {
+    const FILESYSTEMS: [&str; 9] = [
+        "ext4_", "__ext4_", "jbd2", "__jbd2", "xfs_", "xlog_", "btrfs_", "f2fs_", "fat_",
+    ];
+    const BLOCK: [&str; 9] = [
+        "folio_wait",
+        "__folio_lock",
+        "wait_on_page",
+        "__lock_page",
+        "_bh",
+        "buffer",
+        "bread",
+        "bio",
+        "blk_",
+    ];
+    FILESYSTEMS.iter().any(|p| wchan.starts_with(p)) || BLOCK.iter().any(|p| wchan.contains(p))
+}
+
+/// A wait on the device under a path or a descriptor outside a read or write of its
+/// data: the filesystem reading its metadata (a folder, an inode) or committing a
+/// change to it. `None` where the call is none of those or the wait is not the device's.
+fn metadata(
+    pid: u32,
+    number: u64,
+    args: &[u64; 6],
+    wchan: &str,
+    look: &mut dyn Lookup,
+) -> Option<Wait> {
+    if !waits_on_device(wchan) {
+        return None;
+    }
+    let changes = nr::PATH_WRITES.contains(&number)
+        || nr::PATH_WRITES_AT.contains(&number)
+        || nr::FD_WRITES.contains(&number)
+        || wchan.starts_with("jbd2")
+        || wchan.contains("commit");
+    let step = if changes {
+        Step::DiskWrite
+    } else {
+        Step::DiskRead
+    };
+    let at = |fd: u64| Some(fd).filter(|&fd| fd as u32 as i32 != libc::AT_FDCWD);
+    let device = if nr::PATH_READS.contains(&number) || nr::PATH_WRITES.contains(&number) {
+        look.path_device(pid, None, args[0])
+    } else if nr::PATH_READS_AT.contains(&number) || nr::PATH_WRITES_AT.contains(&number) {
+        look.path_device(pid, at(args[0]), args[1])
+    } else if nr::FD_READS.contains(&number) || nr::FD_WRITES.contains(&number) {
+        match look.fd(pid, args[0]) {
+            Some(FdTarget::File { device, .. }) => Some(device),
+            _ => None,
+        }
+    } else {
+        return None;
+    };
+    Some(match device {
+        Some(device) => on_storage(look.storage(pid, device), step, Step::NetReceive),
+        None => Wait::Step(StepKey::named(step, "a file's metadata")),
+    })
 }
 
 /// The kernel functions that hold a writer back for its device: writeback throttling
@@ -227,6 +403,9 @@ fn in_call(
     if nr::RINGS.contains(&number) {
         return step(Step::Other, "asynchronous I/O completions");
     }
+    if let Some(wait) = wchan.and_then(|w| metadata(pid, number, args, w, look)) {
+        return wait;
+    }
     step(Step::Other, wchan.unwrap_or("a system call"))
 }
 
@@ -278,7 +457,7 @@ fn on_fd(pid: u32, fd: u64, writing: bool, look: &mut dyn Lookup) -> Wait {
         },
         Some(FdTarget::Terminal(path)) => step(Step::Other, &format!("terminal {path}")),
         Some(FdTarget::Other(link)) => Wait::Idle(format!("waiting on {link}")),
-        None => step(Step::Other, "a descriptor that could not be read"),
+        None => step(Step::Other, CLOSED),
     }
 }
 
@@ -299,6 +478,8 @@ fn synced(pid: u32, fd: u64, look: &mut dyn Lookup) -> Wait {
         Some(FdTarget::File { device, .. }) => {
             on_storage(look.storage(pid, device), Step::DiskWrite, Step::NetSend)
         }
+        // Closed before it could be looked at, never seen open: still a sync.
+        None => step(Step::DiskWrite, CLOSED),
         _ => on_fd(pid, fd, true, look),
     }
 }
@@ -372,6 +553,7 @@ mod tests {
         sockets: HashMap<u64, TcpSocket>,
         awaited: Vec<Awaited>,
         words: HashMap<u64, u32>,
+        paths: HashMap<u64, (u32, u32)>,
         threads: Vec<u32>,
     }
 
@@ -393,6 +575,14 @@ mod tests {
         }
         fn awaited(&mut self, _pid: u32, _number: u64, _args: &[u64; 6]) -> Vec<Awaited> {
             self.awaited.clone()
+        }
+        fn path_device(
+            &mut self,
+            _pid: u32,
+            _dirfd: Option<u64>,
+            address: u64,
+        ) -> Option<(u32, u32)> {
+            self.paths.get(&address).copied()
         }
         fn word(&mut self, _pid: u32, address: u64) -> Option<u32> {
             self.words.get(&address).copied()
@@ -463,6 +653,64 @@ mod tests {
             &mut look,
         );
         assert_eq!(fsync, device(Step::DiskWrite, "loop3"));
+    }
+
+    #[test]
+    fn metadata_reads_and_changes_wait_on_the_device_of_their_path() {
+        let mut look = fake();
+        look.paths.insert(0x7000, (7, 3));
+        // newfstatat(AT_FDCWD, path): an inode read from loop3.
+        let stat = classify(
+            1,
+            1,
+            Some("__ext4_get_inode_loc"),
+            call(262, [0xffff_ff9c, 0x7000, 0, 0, 0, 0]),
+            &mut look,
+        );
+        assert_eq!(stat, device(Step::DiskRead, "loop3"));
+        let open = classify(
+            1,
+            1,
+            Some("ext4_read_bh"),
+            call(257, [u64::MAX - 99, 0x7000, 0, 0, 0, 0]),
+            &mut look,
+        );
+        assert_eq!(open, device(Step::DiskRead, "loop3"));
+        // unlink(path) waiting for the journal: a write to loop3.
+        let unlink = classify(
+            1,
+            1,
+            Some("jbd2_log_wait_commit"),
+            call(87, [0x7000, 0, 0, 0, 0, 0]),
+            &mut look,
+        );
+        assert_eq!(unlink, device(Step::DiskWrite, "loop3"));
+        // getdents64 of a folder's descriptor.
+        let listing = classify(
+            1,
+            1,
+            Some("__ext4_find_entry"),
+            call(217, [3, 0, 0, 0, 0, 0]),
+            &mut look,
+        );
+        assert_eq!(listing, device(Step::DiskRead, "loop3"));
+        // A path that cannot be read still names the step; a lock is not the device.
+        let unknown = classify(
+            1,
+            1,
+            Some("ext4_read_bh"),
+            call(4, [0x9000, 0, 0, 0, 0, 0]),
+            &mut look,
+        );
+        assert_eq!(unknown, step(Step::DiskRead, "a file's metadata"));
+        let locked = classify(
+            1,
+            1,
+            Some("rwsem_down_write_slowpath"),
+            call(87, [0x7000, 0, 0, 0, 0, 0]),
+            &mut look,
+        );
+        assert_eq!(locked, step(Step::Other, "rwsem_down_write_slowpath"));
     }
 
     #[test]

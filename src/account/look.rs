@@ -50,7 +50,11 @@ impl Machine {
 
 impl Lookup for Machine {
     fn fd(&mut self, pid: u32, fd: u64) -> Option<FdTarget> {
-        let link = std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok()?;
+        let Ok(link) = std::fs::read_link(format!("/proc/{pid}/fd/{fd}")) else {
+            // Closed since its call was read (a journal opened and closed for each
+            // commit): what it led to when last seen open stands for it.
+            return self.fds.get(&(pid, fd)).map(|(_, target)| target.clone());
+        };
         let link = link.to_string_lossy();
         if let Some((kept, target)) = self.fds.get(&(pid, fd))
             && *kept == link
@@ -106,6 +110,11 @@ impl Lookup for Machine {
         } else {
             fds::epoll_watched(pid, args[0])
         }
+    }
+
+    fn path_device(&mut self, pid: u32, dirfd: Option<u64>, address: u64) -> Option<(u32, u32)> {
+        let path = fds::string_at(self.memory(pid)?, address)?;
+        fds::device_of_path(pid, dirfd, &path)
     }
 
     fn word(&mut self, pid: u32, address: u64) -> Option<u32> {

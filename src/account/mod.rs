@@ -17,8 +17,8 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-pub use charge::{Interval, ProcessView, Shares, ThreadSpan, charge, describe};
-pub use classify::{On, Wait};
+pub use charge::{Charged, Interval, ProcessView, Shares, ThreadSpan, charge, describe};
+pub use classify::{On, Sleep, Wait};
 pub use look::TcpTotal;
 pub use step::{Place, Step, StepKey};
 pub use totals::{Account, Bucket, Counted, Holder, ProcessTotal, StepTotal, WaitTotal};

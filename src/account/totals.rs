@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::time::Instant;
 
-use super::charge::{Interval, ThreadSpan, charge, describe};
+use super::charge::{Charged, Interval, ThreadSpan, charge, describe};
 use super::classify::Wait;
 use super::holders::Holders;
 use super::look::{Machine, TcpTotal};
@@ -22,6 +22,10 @@ pub struct StepTotal {
     pub key: StepKey,
     /// Wall seconds charged to it.
     pub seconds: f64,
+    /// For a device step, wall seconds charged to time on a CPU (counted under `cpu`)
+    /// in the intervals the tree waited on it: work that may go with the step, as a
+    /// file system's journaling does with an fsync.
+    pub cpu_alongside_s: f64,
     /// Seconds of the windows (100 ms or more) the tree waited on its device or
     /// interface for half or more of, where that was read through them: what its bytes
     /// are a rate over.
@@ -69,6 +73,8 @@ pub struct WaitTotal {
     pub what: String,
     /// Its step, where it is one (not for a wait on another member or on nothing).
     pub step: Option<Step>,
+    /// How its threads slept in it, as the kernel's record names it.
+    pub kind: Option<super::Sleep>,
     /// Thread-seconds.
     pub seconds: f64,
 }
@@ -288,20 +294,18 @@ impl Totals {
         let seconds = self
             .last
             .map_or(0.0, |l| now.duration_since(l).as_secs_f64());
-        let shares = if self.last.is_some() {
+        let Charged { shares, alongside } = if self.last.is_some() {
             charge(&interval, self.root)
         } else {
-            Vec::new()
+            Charged::default()
         };
         self.count_places(&shares);
         let moved = self.read_counters();
+        for (key, share) in &alongside {
+            self.step_total(key).cpu_alongside_s += share * seconds;
+        }
         for (key, share) in &shares {
-            let total = self.steps.entry(key.clone()).or_insert_with(|| StepTotal {
-                key: key.clone(),
-                seconds: 0.0,
-                active_seconds: 0.0,
-                bytes: 0,
-            });
+            let total = self.step_total(key);
             total.seconds += share * seconds;
             self.bucket.steps[key.step.index()] += share * seconds;
             if key.place.device().or(key.place.interface()).is_some() {
@@ -338,6 +342,17 @@ impl Totals {
         self.samples += 1;
         self.last = Some(now);
         seen.quiet
+    }
+
+    /// The running total of `key`, made where there is none yet.
+    fn step_total(&mut self, key: &StepKey) -> &mut StepTotal {
+        self.steps.entry(key.clone()).or_insert_with(|| StepTotal {
+            key: key.clone(),
+            seconds: 0.0,
+            cpu_alongside_s: 0.0,
+            active_seconds: 0.0,
+            bytes: 0,
+        })
     }
 
     /// Ends a rate window: a device or link the tree waited on for half of it or more
@@ -481,11 +496,17 @@ impl Totals {
             if on_cpu {
                 total.cpu_s += span.off_s;
             } else if span.off_s > 0.0 && !what.is_empty() {
-                match total.waits.iter_mut().find(|w| w.what == what) {
+                let kind = span.sleep;
+                match total
+                    .waits
+                    .iter_mut()
+                    .find(|w| w.what == what && w.kind == kind)
+                {
                     Some(w) => w.seconds += span.off_s,
                     None => total.waits.push(WaitTotal {
                         what,
                         step,
+                        kind,
                         seconds: span.off_s,
                     }),
                 }

@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use super::charge::{ProcessView, ThreadSpan};
-use super::classify::{self, Wait};
+use super::classify::{self, Sleep, Wait};
 use super::look::Machine;
 use super::step::{Step, StepKey};
 use crate::platform::threads::{self, SchedTimes, ThreadFiles};
@@ -34,6 +34,8 @@ struct Tracked {
     cpu_at: Option<Instant>,
     /// The wait it was last seen blocked in.
     last_wait: Option<Wait>,
+    /// How it slept in that wait.
+    last_sleep: Sleep,
     /// The CPU it last ran on, where its state was read.
     cpu: Option<u32>,
     /// When it was last read.
@@ -83,6 +85,7 @@ impl Tracked {
             off_s: now.duration_since(self.last_at).as_secs_f64(),
             off: self.ended_wait(),
             estimated: false,
+            sleep: self.last_wait.as_ref().map(|_| self.last_sleep),
         }
     }
 
@@ -134,6 +137,8 @@ impl Tracked {
         let all_along = off_s <= LOOK_AT_OFF * seconds || queued > 0.0;
         self.steady =
             (all_along && busy > 0.0).then(|| (on_cpu_s / busy, (cpu_wait_s + queued) / busy));
+        let blocked =
+            !matches!(&off, Wait::Step(key) if matches!(key.step, Step::Cpu | Step::CpuWait));
         let span = ThreadSpan {
             tid,
             pid,
@@ -142,6 +147,7 @@ impl Tracked {
             off_s,
             off,
             estimated: false,
+            sleep: blocked.then_some(self.last_sleep),
         };
         (span, waited)
     }
@@ -297,6 +303,7 @@ impl Tree {
                         off_s: 0.0,
                         off: running(),
                         estimated: true,
+                        sleep: None,
                     });
                     continue;
                 }
@@ -456,6 +463,7 @@ impl Tree {
                         off_s: 0.0,
                         cpu_at: None,
                         last_wait: None,
+                        last_sleep: Sleep::Other,
                         cpu: None,
                         last_at: now,
                         name,
@@ -536,9 +544,18 @@ fn look_at(
     if !ran && let Some(wait) = &tracked.last_wait {
         return wait.clone();
     }
-    let wchan = tracked.files.wchan(buffer);
-    let syscall = tracked.files.syscall(buffer);
-    let wait = classify::classify(pid, tid, wchan.as_deref(), syscall, machine);
+    let mut read = || {
+        let wchan = tracked.files.wchan(buffer);
+        let syscall = tracked.files.syscall(buffer);
+        let sleep = classify::sleep_of(wchan.as_deref(), syscall);
+        let wait = classify::classify(pid, tid, wchan.as_deref(), syscall, machine);
+        (wait, sleep)
+    };
+    let (mut wait, mut sleep) = read();
+    if wait.raced() {
+        // Its call named a descriptor closed since: it has moved on, to what it does now.
+        (wait, sleep) = read();
+    }
     if let Wait::Step(key) = &wait
         && key.step == Step::Cpu
     {
@@ -546,5 +563,6 @@ fn look_at(
         return tracked.last_wait.clone().unwrap_or(wait);
     }
     tracked.last_wait = Some(wait.clone());
+    tracked.last_sleep = sleep;
     wait
 }

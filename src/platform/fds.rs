@@ -250,6 +250,50 @@ pub fn memory(pid: u32) -> Option<File> {
     File::open(format!("/proc/{pid}/mem")).ok()
 }
 
+/// The C string at `address` in a process's memory (a path a blocked call was given),
+/// up to `PATH_MAX` bytes.
+pub fn string_at(mem: &File, address: u64) -> Option<std::ffi::OsString> {
+    use std::os::unix::ffi::OsStringExt;
+    const PATH_MAX: usize = 4096;
+    let mut text = Vec::new();
+    let mut chunk = [0u8; 256];
+    while text.len() < PATH_MAX {
+        let at = address.checked_add(text.len() as u64)?;
+        // A chunk may cross into an unmapped page: read what there is, a byte at a time.
+        let got = match mem.read_at(&mut chunk, at) {
+            Ok(n) if n > 0 => n,
+            _ => mem.read_at(&mut chunk[..1], at).ok().filter(|n| *n > 0)?,
+        };
+        match chunk[..got].iter().position(|b| *b == 0) {
+            Some(end) => {
+                text.extend_from_slice(&chunk[..end]);
+                return Some(std::ffi::OsString::from_vec(text));
+            }
+            None => text.extend_from_slice(&chunk[..got]),
+        }
+    }
+    None
+}
+
+/// The device (`st_dev`) of the filesystem that holds `path` as process `pid` sees it:
+/// relative to its descriptor `dirfd` (a `*at` call's), else to its working folder.
+/// A path that does not exist (a file being made, or already unlinked) is on its
+/// folder's filesystem.
+pub fn device_of_path(pid: u32, dirfd: Option<u64>, path: &std::ffi::OsStr) -> Option<(u32, u32)> {
+    let path = std::path::Path::new(path);
+    let base = match (path.is_absolute(), dirfd) {
+        (true, _) => format!("/proc/{pid}/root"),
+        (false, Some(fd)) => format!("/proc/{pid}/fd/{fd}"),
+        (false, None) => format!("/proc/{pid}/cwd"),
+    };
+    let full = std::path::Path::new(&base).join(path.strip_prefix("/").unwrap_or(path));
+    let meta = match std::fs::symlink_metadata(&full) {
+        Ok(meta) => meta,
+        Err(_) => std::fs::metadata(full.parent()?).ok()?,
+    };
+    Some((rustix::fs::major(meta.dev()), rustix::fs::minor(meta.dev())))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

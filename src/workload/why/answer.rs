@@ -42,13 +42,20 @@ pub fn summarize(context: &WhyContext, items: &[WhyItem]) -> WhySummary {
         })
         .collect();
     shares.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
+    let cpu_s: f64 = items
+        .iter()
+        .filter_map(|i| match i {
+            WhyItem::Process(p) => Some(p.cpu_s),
+            _ => None,
+        })
+        .sum();
     WhySummary {
         command: CommandSummary {
             argv: context.argv.clone(),
             exit_code: context.exit_code,
             wall_s: context.wall_s.unwrap_or(context.sampled_s),
         },
-        limiting: limiting(&steps, context).map(|mut limit| {
+        limiting: limiting(&steps, cpu_s, context).map(|mut limit| {
             limit.tcp = connection(items, &steps, &limit);
             limit
         }),
@@ -68,7 +75,7 @@ fn by_place(step: Step) -> bool {
 }
 
 /// The step with most of the wall time.
-fn limiting(steps: &[&StepItem], context: &WhyContext) -> Option<Limiting> {
+fn limiting(steps: &[&StepItem], cpu_s: f64, context: &WhyContext) -> Option<Limiting> {
     // Candidates: a device or link on its own; any other step across its places,
     // named by the place with most time.
     let mut candidates: Vec<(Step, &StepItem, f64)> = Vec::new();
@@ -89,18 +96,38 @@ fn limiting(steps: &[&StepItem], context: &WhyContext) -> Option<Limiting> {
     }
     let most = candidates.iter().map(|c| c.2).fold(0.0, f64::max);
     let tie = TIE * context.sampled_s;
-    let (step, top, seconds) = candidates
+    let mut close: Vec<(Step, &StepItem, f64)> = candidates
         .into_iter()
         .filter(|c| c.2 >= most - tie)
-        .max_by(|a, b| {
-            let own_work = |step: Step| step == Step::Cpu;
-            own_work(b.0)
-                .cmp(&own_work(a.0))
-                .then(a.2.total_cmp(&b.2))
-                .then(b.0.cmp(&a.0))
-        })?;
-    let share = seconds / context.sampled_s.max(1e-9);
+        .collect();
+    close.sort_by(|a, b| {
+        let own_work = |step: Step| step == Step::Cpu;
+        own_work(b.0)
+            .cmp(&own_work(a.0))
+            .then(a.2.total_cmp(&b.2))
+            .then(b.0.cmp(&a.0))
+    });
+    let (step, top, seconds) = close.pop()?;
+    let sampled = context.sampled_s.max(1e-9);
+    let tie_with = close
+        .iter()
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+        .map(|(other, item, s)| {
+            format!(
+                "{} {}, {:.0}%",
+                other.words(),
+                item.place,
+                s / sampled * 100.0
+            )
+        });
+    let share = seconds / sampled;
     let capability = capability(context, step, &top.place);
+    let alongside = if step.on_device() {
+        top.cpu_alongside_s / sampled
+    } else {
+        0.0
+    };
+    let whole = share + alongside;
     Some(Limiting {
         step,
         place: top.place.clone(),
@@ -109,6 +136,11 @@ fn limiting(steps: &[&StepItem], context: &WhyContext) -> Option<Limiting> {
         capability_bytes_per_sec: capability.and_then(|c| c.bytes_per_sec),
         capability_run: capability.and_then(|c| c.run_id),
         speedup_if_free: (share < WHOLE).then(|| 1.0 / (1.0 - share)),
+        cpu_alongside_share: alongside,
+        speedup_if_free_with_cpu: (alongside > 0.0 && whole < WHOLE).then(|| 1.0 / (1.0 - whole)),
+        speedup_twice_cpu_speed: (step == Step::Cpu).then(|| 1.0 / (1.0 - share / 2.0)),
+        cpus_busy: (step == Step::Cpu).then(|| cpu_s / sampled),
+        tie_with,
         held_by: if step == Step::CpuWait {
             context
                 .held_by
@@ -214,25 +246,15 @@ pub fn capability<'a>(context: &'a WhyContext, step: Step, place: &str) -> Optio
 }
 
 /// The answer in one line: the step, where, its share of the wall time, its rate
-/// against what the device or link can do, and the most freeing it would gain.
+/// against what the device or link can do, and what freeing it (or, for the CPU, a
+/// faster or larger one) would gain.
 pub fn answer(summary: &WhySummary, context: &WhyContext) -> Option<String> {
     let limit = summary.limiting.as_ref()?;
     let wall = format_seconds(summary.command.wall_s);
     let percent = format!("{:.0}%", limit.share * 100.0);
-    let free = match limit.step {
-        Step::DiskRead => "were reads free",
-        Step::DiskWrite => "were writes free",
-        Step::NetReceive | Step::NetSend => "were the network free",
-        Step::Cpu => "were its CPU work free",
-        Step::CpuWait => "without the wait for a CPU",
-        _ => "without it",
-    };
-    let gain = match limit.speedup_if_free {
-        Some(speedup) => format!("up to {} faster {free}", times(speedup)),
-        None => "nearly all of its time".to_string(),
-    };
+    let gain = gain(limit, context);
     let what = limit.step.words();
-    let words = match limit.step {
+    let mut words = match limit.step {
         Step::Cpu => format!(
             "{what} limits this command: {percent} of {wall} on a CPU, most in {} ({gain})",
             limit.place
@@ -264,7 +286,7 @@ pub fn answer(summary: &WhySummary, context: &WhyContext) -> Option<String> {
                 .as_ref()
                 .map_or(String::new(), |tcp| tcp_words(tcp, step));
             format!(
-                "{what} limits this command: {percent} of {wall} waiting on {}{at}{against} ({gain}){tcp}",
+                "{what} limits this command: {percent} of {wall} waiting on {}{at} ({gain}){against}{tcp}",
                 limit.place
             )
         }
@@ -280,7 +302,63 @@ pub fn answer(summary: &WhySummary, context: &WhyContext) -> Option<String> {
             limit.place
         ),
     };
+    if let Some(tie) = &limit.tie_with {
+        words.push_str(&format!(
+            "; a tie with {tie} (within 5% of the time a wait is named before the command's own CPU work)"
+        ));
+    }
     Some(words)
+}
+
+/// What changing the limiting step would gain, in words: for the CPU, CPUs twice as
+/// fast and whether more of them would help; for a device, its waits alone and, with
+/// the CPU spent around them, the far end of the bracket; else the step made free.
+fn gain(limit: &Limiting, context: &WhyContext) -> String {
+    let free = match limit.step {
+        Step::DiskRead => "were reads free",
+        Step::DiskWrite => "were writes free",
+        Step::NetReceive | Step::NetSend => "were the network free",
+        Step::CpuWait => "without the wait for a CPU",
+        _ => "without it",
+    };
+    let bound = |speedup: Option<f64>| match speedup {
+        Some(speedup) => format!("up to {} faster {free}", times(speedup)),
+        None => "nearly all of its time".to_string(),
+    };
+    match limit.step {
+        Step::Cpu => {
+            let faster = limit.speedup_twice_cpu_speed.map_or(String::new(), |x| {
+                format!("{} faster with CPUs twice as fast", times(x))
+            });
+            match (limit.cpus_busy, context.cpus) {
+                (Some(busy), Some(cpus)) if busy >= cpus as f64 - 0.25 => format!(
+                    "{faster}; it kept {busy:.1} of its {cpus} CPUs busy, so more CPUs would help too"
+                ),
+                (Some(busy), Some(cpus)) => format!(
+                    "{faster}; it kept {busy:.1} of its {cpus} CPUs busy: more CPUs would not help unless it ran more at once"
+                ),
+                _ => faster,
+            }
+        }
+        step if step.on_device() && limit.cpu_alongside_share >= 0.01 => {
+            let waits = match limit.speedup_if_free {
+                Some(x) => format!("{} faster for their waits alone", times(x)),
+                None => "nearly all of its time in their waits alone".to_string(),
+            };
+            let around = format!(
+                "the CPU around them, {:.0}% of the time",
+                limit.cpu_alongside_share * 100.0
+            );
+            match limit.speedup_if_free_with_cpu {
+                Some(x) => format!("{free}: {waits}, up to {} with {around}", times(x)),
+                None if limit.speedup_if_free.is_some() => {
+                    format!("{free}: {waits}; with {around}, nearly all of its time")
+                }
+                None => format!("{free}: {waits}"),
+            }
+        }
+        _ => bound(limit.speedup_if_free),
+    }
 }
 
 /// A speedup as a factor: `14x`, `1.35x`.
@@ -328,6 +406,7 @@ fn against(limit: &Limiting, context: &WhyContext, step: Step) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::why::stored::ProcessItem;
 
     fn step(step: Step, place: &str, seconds: f64, bytes: u64) -> WhyItem {
         WhyItem::Step(StepItem {
@@ -337,6 +416,7 @@ mod tests {
             interface: None,
             peer: None,
             seconds,
+            cpu_alongside_s: 0.0,
             active_seconds: if bytes > 0 { seconds } else { 0.0 },
             bytes,
         })
@@ -373,7 +453,92 @@ mod tests {
         assert!((limit.speedup_if_free.unwrap() - 1.0 / 0.07).abs() < 1e-9);
         let words = answer(&summary, &context).unwrap();
         assert!(
-            words.starts_with("disk read limits this command: 93% of 8.10 s waiting on loop3 at 104 MB/s, 99% of what run 12 measured: the device"),
+            words.starts_with(
+                "disk read limits this command: 93% of 8.10 s waiting on loop3 at 104 MB/s \
+                 (up to 14x faster were reads free), 99% of what run 12 measured: the device"
+            ),
+            "{words}"
+        );
+    }
+
+    /// sqlite committing row by row: its fsyncs wait on the disk half of the time, and
+    /// the CPU around them (the file system's journaling) is most of the rest.
+    #[test]
+    fn a_device_s_gain_is_bracketed_by_its_waits_and_the_cpu_around_them() {
+        let mut write = step(Step::DiskWrite, "vda", 4.4, 0);
+        if let WhyItem::Step(s) = &mut write {
+            s.cpu_alongside_s = 3.2;
+        }
+        let items = vec![write, step(Step::Cpu, "python3", 3.4, 0)];
+        let summary = summarize(&context(), &items);
+        let limit = summary.limiting.clone().unwrap();
+        assert_eq!(limit.step, Step::DiskWrite);
+        assert!((limit.speedup_if_free.unwrap() - 1.0 / (1.0 - 0.55)).abs() < 1e-9);
+        assert!((limit.cpu_alongside_share - 0.4).abs() < 1e-9);
+        assert!((limit.speedup_if_free_with_cpu.unwrap() - 20.0).abs() < 1e-6);
+        // 0.55 against 0.425 of CPU: no tie.
+        assert_eq!(limit.tie_with, None);
+        let words = answer(&summary, &context()).unwrap();
+        assert!(
+            words.contains(
+                "(were writes free: 2.22x faster for their waits alone, up to 20x with the \
+                 CPU around them, 40% of the time)"
+            ),
+            "{words}"
+        );
+        // Waits and the CPU around them are all of the time: no far end to state.
+        if let WhyItem::Step(s) = &mut items.clone()[0] {
+            s.cpu_alongside_s = 3.6;
+            let summary = summarize(&context(), &[WhyItem::Step(s.clone())]);
+            let limit = summary.limiting.unwrap();
+            assert_eq!(limit.speedup_if_free_with_cpu, None);
+        }
+    }
+
+    #[test]
+    fn a_cpu_limit_says_what_faster_and_more_cpus_would_do_and_a_tie_is_said() {
+        let mut context = context();
+        context.cpus = Some(2);
+        let process = |name: &str, cpu_s: f64| {
+            WhyItem::Process(ProcessItem {
+                pid: 1,
+                ppid: 0,
+                name: name.into(),
+                threads: 1,
+                cpu_s,
+                cpu_wait_s: 0.0,
+                waits: Vec::new(),
+                cpu_by_thread: Vec::new(),
+                waits_readable: true,
+            })
+        };
+        let items = vec![step(Step::Cpu, "cc1", 7.6, 0), process("cc1", 15.0)];
+        let summary = summarize(&context, &items);
+        let limit = summary.limiting.clone().unwrap();
+        assert!((limit.speedup_twice_cpu_speed.unwrap() - 1.0 / 0.525).abs() < 1e-9);
+        let words = answer(&summary, &context).unwrap();
+        assert!(
+            words.contains(
+                "(1.90x faster with CPUs twice as fast; it kept 1.9 of its 2 CPUs busy, so \
+                 more CPUs would help too)"
+            ),
+            "{words}"
+        );
+        assert!(!words.contains("free"), "{words}");
+        // One busy thread of two CPUs; and a disk wait within 5% of it.
+        let items = vec![
+            step(Step::Cpu, "dd", 3.9, 0),
+            step(Step::DiskWrite, "vda", 4.0, 0),
+            process("dd", 3.9),
+        ];
+        let summary = summarize(&context, &items);
+        let limit = summary.limiting.clone().unwrap();
+        assert_eq!(limit.step, Step::DiskWrite);
+        assert_eq!(limit.tie_with.as_deref(), Some("CPU dd, 49%"));
+        let items = vec![step(Step::Cpu, "python3", 7.6, 0), process("python3", 7.6)];
+        let words = answer(&summarize(&context, &items), &context).unwrap();
+        assert!(
+            words.contains("it kept 0.9 of its 2 CPUs busy: more CPUs would not help"),
             "{words}"
         );
     }

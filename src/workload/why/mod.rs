@@ -200,6 +200,7 @@ impl WhyWorkload {
         context.samples = account.samples;
         context.sampled_s = account.seconds;
         context.sampler_cpu_seconds = account.sampler_cpu_seconds;
+        context.cpus = Some(crate::platform::cores::allowed_cpus().len()).filter(|n| *n > 0);
         context.held_by = account
             .holders
             .iter()
@@ -254,6 +255,32 @@ impl WhyWorkload {
     }
 }
 
+/// A folder on the filesystem mounted at `mount` that this user may write in, for the
+/// command that would measure its device: the user's home, the working folder, the
+/// mount point itself or a shared temporary folder, the first on that filesystem; else
+/// the mount point.
+fn writable_folder_on(mount: &std::path::Path) -> PathBuf {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(device) = std::fs::metadata(mount).map(|m| m.dev()) else {
+        return mount.to_path_buf();
+    };
+    let candidates = [
+        std::env::var_os("HOME").map(PathBuf::from),
+        std::env::current_dir().ok(),
+        Some(mount.to_path_buf()),
+        Some(PathBuf::from("/var/tmp")),
+        Some(PathBuf::from("/tmp")),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|folder| {
+            std::fs::metadata(folder).is_ok_and(|m| m.is_dir() && m.dev() == device)
+                && rustix::fs::access(folder, rustix::fs::Access::WRITE_OK).is_ok()
+        })
+        .unwrap_or_else(|| mount.to_path_buf())
+}
+
 /// A device's or link's limit from its physics, else what to run to measure it.
 fn physics(ask: &Ask) -> Capability {
     let limit = |bytes_per_sec: Option<f64>, source: String| Capability {
@@ -277,8 +304,8 @@ fn physics(ask: &Ask) -> Capability {
         return limit(
             None,
             format!(
-                "no run measured it yet: `ratelab disk {}` would",
-                chain.mount_point.display()
+                "no run measured it yet; `ratelab disk {}` would measure it",
+                writable_folder_on(&chain.mount_point).display()
             ),
         );
     }

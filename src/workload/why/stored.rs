@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::account::{Bucket, ProcessTotal, Step, StepTotal};
+use crate::account::{Bucket, ProcessTotal, Sleep, Step, StepTotal};
 
 /// What `ratelab why` was asked to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -52,6 +52,9 @@ pub struct WhyContext {
     /// Processes of the tree whose waits could not be named (another user's, setuid),
     /// in words.
     pub unreadable: Vec<String>,
+    /// CPUs ratelab's process could run on, as the command inherited them.
+    #[serde(default)]
+    pub cpus: Option<usize>,
 }
 
 /// A process that held the CPUs the tree waited for.
@@ -116,6 +119,10 @@ pub struct StepItem {
     pub peer: Option<String>,
     /// Wall seconds charged.
     pub seconds: f64,
+    /// For a device step, wall seconds on a CPU (charged to `cpu`) in the intervals the
+    /// command waited on it: work that may go with the step; 0 in runs stored before.
+    #[serde(default)]
+    pub cpu_alongside_s: f64,
     /// Seconds of the samples in which it was charged, its device or interface read.
     pub active_seconds: f64,
     /// Bytes its device or interface moved its way in those samples.
@@ -152,6 +159,11 @@ pub struct WaitItem {
     pub what: String,
     /// Its step, where it is one.
     pub step: Option<Step>,
+    /// How its threads slept in it, as the kernel's own record names it (`disk`,
+    /// `pipe`, `futex`, `child`, `socket`, `timer`, `poll`, `signal`, `other`); null in
+    /// runs stored before it was kept.
+    #[serde(default)]
+    pub kind: Option<Sleep>,
     /// Thread-seconds.
     pub seconds: f64,
 }
@@ -239,9 +251,31 @@ pub struct Limiting {
     pub capability_bytes_per_sec: Option<f64>,
     /// The run that measured it; null for physics or none.
     pub capability_run: Option<i64>,
-    /// The most the command could speed up were this step free: 1 / (1 − share);
-    /// null where the step is the whole of its time.
+    /// What freeing the step gains for its waits alone, the rest of the command as it
+    /// was: 1 / (1 − share); null where the step is the whole of its time. For `cpu`,
+    /// what the command gains were its CPU work free.
     pub speedup_if_free: Option<f64>,
+    /// For a device step, the share of the wall time on a CPU in the intervals the
+    /// command waited on it (a file system's work in an fsync, and the command's own
+    /// between its waits).
+    #[serde(default)]
+    pub cpu_alongside_share: f64,
+    /// For a device step, what freeing it gains were that CPU to go with it:
+    /// 1 / (1 − share − cpu_alongside_share), the other end of the bracket whose near
+    /// end is `speedup_if_free`; null where the two leave under 1% of the time.
+    #[serde(default)]
+    pub speedup_if_free_with_cpu: Option<f64>,
+    /// For `cpu`, what the command gains with CPUs twice as fast: 1 / (1 − share / 2).
+    #[serde(default)]
+    pub speedup_twice_cpu_speed: Option<f64>,
+    /// For `cpu`, the CPUs the command kept busy on average (its CPU seconds over the
+    /// wall time), beside those it could use.
+    #[serde(default)]
+    pub cpus_busy: Option<f64>,
+    /// The other step within 5% of the wall time of this one, where the choice was a
+    /// tie, in words (`cpu in dd, 49%`).
+    #[serde(default)]
+    pub tie_with: Option<String>,
     /// For a wait for a CPU, who held it.
     pub held_by: Vec<String>,
     /// For a link, TCP's own account of the connection to its peer, where it was read.
@@ -270,6 +304,7 @@ impl StepItem {
             interface: total.key.place.interface().map(str::to_string),
             peer: total.key.place.peer().map(str::to_string),
             seconds: total.seconds,
+            cpu_alongside_s: total.cpu_alongside_s,
             active_seconds: total.active_seconds,
             bytes: total.bytes,
         }
@@ -292,6 +327,7 @@ impl ProcessItem {
                 .map(|w| WaitItem {
                     what: w.what.clone(),
                     step: w.step,
+                    kind: w.kind,
                     seconds: w.seconds,
                 })
                 .collect(),
