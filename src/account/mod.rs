@@ -1,5 +1,5 @@
 //! The thread account: where each thread of a process tree spent its time, from what
-//! the kernel keeps of every thread (shared/WHY.md), and how the tree's wall time is
+//! the kernel keeps of every thread (docs/why.md), and how the tree's wall time is
 //! charged to steps. A sampler thread reads the tree's threads at a fixed rate; their
 //! time on a CPU and waiting for one comes from the kernel's counters, and a sample
 //! only says what the rest was (a disk, a socket, a timer, another member). It serves
