@@ -184,6 +184,66 @@ fn the_commands_output_and_exit_code_stay_its_own() {
 }
 
 #[test]
+fn the_json_document_goes_to_stderr_to_a_file_or_to_stdout_as_asked() {
+    let _alone = common::rig::exclusive();
+    let help = ratelab().args(["why", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    let json = help
+        .split("\n      --json\n")
+        .nth(1)
+        .and_then(|after| after.split("\n\n").next())
+        .unwrap_or_default();
+    assert!(
+        json.contains("stderr") && !json.contains("stdout"),
+        "{help}"
+    );
+    assert!(help.contains("`-` for stdout"), "{help}");
+    let command = ["--", "sh", "-c", "echo out"];
+    // By default on stderr: stdout is the command's alone.
+    let output = ratelab()
+        .args(["why", "--json", "--no-store"])
+        .args(command)
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "out\n");
+    let doc = common::json(&output.stderr);
+    assert_eq!(doc["workloads"][0]["kind"], "why", "{doc}");
+    // `--out -`: on stdout, after what the command printed there.
+    let output = ratelab()
+        .args(["why", "--json", "--no-store", "--out", "-"])
+        .args(command)
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let after = stdout
+        .strip_prefix("out\n")
+        .expect("the command's output first");
+    assert_eq!(
+        common::json(after.as_bytes())["workloads"][0]["kind"],
+        "why"
+    );
+    assert!(
+        output.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // `--out FILE`: there, and nothing of ratelab's on either stream.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("why.json");
+    let output = ratelab()
+        .args(["why", "--json", "--no-store", "--out"])
+        .arg(&file)
+        .args(command)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "out\n");
+    assert!(output.stderr.is_empty());
+    assert_eq!(document(&file)["workloads"][0]["kind"], "why");
+}
+
+#[test]
 fn a_compressor_is_limited_by_its_cpu_alone_and_in_a_pipeline() {
     let _alone = common::rig::exclusive();
     if !common::have_or_skip("a_compressor_is_limited_by_its_cpu", "zstd") {

@@ -36,11 +36,17 @@ disk, whichever it is (docs/why.md).\n\n\
 The answer comes first: the step that limits the command, where, its share of the wall time, \
 the most the command could gain were that step free, and, for a device or link, its rate \
 against what a stored disk, iops or net run measured of it (else its physical limit). The \
-report goes to stderr (or --out FILE), so the command's output stays its own. The run is \
-stored as kind `why`. ratelab exits with the command's exit code (128 + N where signal N ended \
+report, or with --json the run document, goes to stderr, so the command's stdout stays its \
+own: --out FILE writes it to FILE instead, --out - to stdout after the command's output. The \
+run is stored as kind `why`. ratelab exits with the command's exit code (128 + N where signal N ended \
 it), or with its own: 2 for bad usage, 3 where the command cannot be started or the process \
 is not there, 130 when interrupted (the command is ended, the run stored incomplete)."
 )]
+// The one --json of every measuring verb, whose document goes where this verb's report
+// goes: stdout belongs to the command.
+#[command(mut_arg("json", |a| a.help(
+    "Write the run as one JSON document instead of the report: to stderr, or where --out says"
+)))]
 pub struct WhyArgs {
     /// Watch this running process and its children instead of starting a command.
     #[arg(long, value_name = "PID", conflicts_with = "command")]
@@ -51,7 +57,7 @@ pub struct WhyArgs {
     /// Samples a second.
     #[arg(long, value_name = "HZ", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub hz: u32,
-    /// Write the report (or the --json document) to this file instead of stderr.
+    /// Write the report (or the --json document) to this file instead of stderr; `-` for stdout.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// The command to run, after `--`.

@@ -40,17 +40,18 @@ pub fn render(doc: &RunDocument, format: Format) -> anyhow::Result<Vec<u8>> {
     })
 }
 
-/// Writes report bytes to `out`, or to stdout when `out` is `None`.
+/// Writes report bytes to `out` (`-` is stdout), or to stdout when `out` is `None`.
 pub fn emit(bytes: &[u8], out: Option<&Path>) -> anyhow::Result<()> {
     emit_to(bytes, out, false)
 }
 
-/// Writes rendered output to `out`, or else to stderr where `stderr` says (a verb
-/// whose stdout belongs to a command it runs), or else to stdout.
+/// Writes rendered output to `out` (`-` is stdout, as for `results report --out -`),
+/// or else to stderr where `stderr` says (a verb whose stdout belongs to a command it
+/// runs), or else to stdout.
 pub fn emit_to(bytes: &[u8], out: Option<&Path>, stderr: bool) -> anyhow::Result<()> {
     use anyhow::Context as _;
     match out {
-        Some(path) => {
+        Some(path) if path.as_os_str() != "-" => {
             std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
         }
         None if stderr => {
@@ -60,7 +61,7 @@ pub fn emit_to(bytes: &[u8], out: Option<&Path>, stderr: bool) -> anyhow::Result
                 .and_then(|()| stderr.flush())
                 .context("cannot write to stderr")
         }
-        None => {
+        _ => {
             let mut stdout = std::io::stdout().lock();
             match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
                 // A closed pipe (`| head`) is the reader's choice, not an error.
