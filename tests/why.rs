@@ -455,6 +455,29 @@ fn an_ordinary_user_sees_its_own_commands_and_is_told_what_it_cannot_see() {
             .unwrap()
             .is_empty()
     );
+    // Commands that end before the sampler reads them, as zombies whose files the
+    // kernel hands to root: ended, not hidden.
+    for command in [&["false"][..], &["ls", "/usr"], &["sh", "-c", "true"]] {
+        for _ in 0..3 {
+            let output = common::as_nobody(common::bin())
+                .args(["why", "--json", "--no-store", "--out"])
+                .arg(&out)
+                .arg("--")
+                .args(command)
+                .stdout(Stdio::null())
+                .output()
+                .unwrap();
+            assert!(output.status.code().is_some_and(|c| c <= 1), "{command:?}");
+            let doc = document(&out);
+            let context = &doc["workloads"][0]["context"];
+            assert_eq!(context["unreadable"], serde_json::json!([]), "{command:?}");
+            assert!(
+                !doc["verdicts"].to_string().contains("waits_unreadable"),
+                "{command:?}: {}",
+                doc["verdicts"]
+            );
+        }
+    }
     // init is root's: its CPU time can be read, not its waits.
     let out = dir.path().join("init.json");
     let output = common::as_nobody(common::bin())

@@ -55,6 +55,9 @@ pub struct ThreadFiles {
     wchan: Option<File>,
     /// None where this user may not read it (needs ptrace access).
     syscall: Option<File>,
+    /// Whether this user was refused its wait files while it lived: another user's
+    /// thread, or a setuid or otherwise non-dumpable one.
+    refused: bool,
 }
 
 impl ThreadFiles {
@@ -62,24 +65,37 @@ impl ThreadFiles {
     pub fn open(pid: u32, tid: u32) -> std::io::Result<ThreadFiles> {
         let dir = format!("/proc/{pid}/task/{tid}");
         let mut scratch = Vec::with_capacity(64);
-        let readable = |name: &str, scratch: &mut Vec<u8>| {
-            let file = File::open(format!("{dir}/{name}")).ok()?;
+        let mut refused = false;
+        let mut readable = |name: &str, scratch: &mut Vec<u8>| {
+            let file = File::open(format!("{dir}/{name}"));
             // Opening may succeed where reading is refused (ptrace access is checked
             // at read): try once.
-            pread_into(&file, scratch).ok()?;
-            Some(file)
+            let read = file.and_then(|file| pread_into(&file, scratch).map(|()| file));
+            refused |= read.as_ref().is_err_and(is_refusal);
+            read.ok()
         };
-        Ok(ThreadFiles {
+        let wchan = readable("wchan", &mut scratch);
+        let syscall = readable("syscall", &mut scratch);
+        let mut files = ThreadFiles {
             stat: File::open(format!("{dir}/stat"))?,
             schedstat: File::open(format!("{dir}/schedstat"))?,
-            wchan: readable("wchan", &mut scratch),
-            syscall: readable("syscall", &mut scratch),
-        })
+            wchan,
+            syscall,
+            refused,
+        };
+        // A thread that has ended and is not yet reaped has no memory left, so the
+        // kernel gives its files to root (proc(5), /proc/PID ownership): a refusal then
+        // hides nothing of this user's.
+        files.refused &= files
+            .stat(&mut scratch)
+            .is_some_and(|stat| !matches!(stat.state, b'Z' | b'X'));
+        Ok(files)
     }
 
-    /// Whether its waits can be named: wchan and syscall are readable.
+    /// Whether its waits can be named: this user was not refused wchan or syscall
+    /// while it lived (a thread that ended first hides nothing).
     pub fn waits_readable(&self) -> bool {
-        self.wchan.is_some() && self.syscall.is_some()
+        !self.refused
     }
 
     /// Its CPU times now; `None` when the thread is gone.
@@ -129,6 +145,12 @@ impl OwnTimes {
         pread_into(&self.file, &mut self.buffer).ok()?;
         parse_schedstat(std::str::from_utf8(&self.buffer).ok()?)
     }
+}
+
+/// Whether reading a /proc file failed for want of permission, not because its
+/// thread is gone.
+fn is_refusal(error: &std::io::Error) -> bool {
+    matches!(error.raw_os_error(), Some(libc::EACCES | libc::EPERM))
 }
 
 /// Reads a /proc file whole from its start into `buffer`, which keeps its allocation.
