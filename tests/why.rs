@@ -427,6 +427,15 @@ fn ctrl_c_ends_the_command_and_keeps_the_run_incomplete() {
     assert_eq!(runs[0]["status"], "incomplete", "{runs}");
     let run = common::stored_run(&db, runs[0]["run_id"].as_i64().unwrap());
     assert_eq!(run["incomplete_reason"], "interrupted");
+    // The signal that ended it was ratelab's own (or the terminal's), not a failure of
+    // the command's.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("command_failed"), "{stderr}");
+    assert!(
+        !run["verdicts"].to_string().contains("command_failed"),
+        "{}",
+        run["verdicts"]
+    );
 }
 
 #[test]

@@ -28,14 +28,17 @@ impl Kind for WhyKind {
         let mut out = Vec::new();
         let context = &w.context;
         let command = &w.record.target;
-        if let Some(code) = context.exit_code.filter(|c| *c != 0) {
+        // Interrupted, the command was ended by ratelab's SIGTERM (or the terminal's
+        // SIGINT, which reached it too): how it ended says nothing of it.
+        let interrupted = context.ended_by.as_deref() == Some("interrupted");
+        if let Some(code) = context.exit_code.filter(|c| *c != 0 && !interrupted) {
             out.push(verdict(
                 "command_failed",
                 Severity::Warning,
                 format!("`{command}` exited {code}: its time may not be that of the whole work"),
             ));
         }
-        if let Some(signal) = context.signal {
+        if let Some(signal) = context.signal.filter(|_| !interrupted) {
             out.push(verdict(
                 "command_failed",
                 Severity::Warning,
