@@ -329,14 +329,64 @@ fn a_watched_process_is_followed_for_its_seconds() {
     while std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap() != "sleep\n" {
         std::thread::sleep(Duration::from_millis(5));
     }
-    let doc = why(&["--pid", &pid, "--seconds", "1"], &[], 0);
+    let dir = tempfile::tempdir().unwrap();
+    let (db, out) = (dir.path().join("r.db"), dir.path().join("why.json"));
+    let status = ratelab()
+        .args(["why", "--json", "--db"])
+        .arg(&db)
+        .arg("--out")
+        .arg(&out)
+        .args(["--pid", &pid, "--seconds", "1"])
+        .status()
+        .unwrap();
     let _ = sleeper.kill();
     let _ = sleeper.wait();
+    assert!(status.success());
+    let doc = document(&out);
     assert_eq!(limiting(&doc)["step"], "sleep", "{doc}");
     let context = &doc["workloads"][0]["context"];
     assert_eq!(context["ended_by"], "seconds");
     assert_eq!(context["argv"][0], "sleep");
     assert!(context["exit_code"].is_null());
+    // Named by its command line, its pid beside it, in the report and the listing.
+    let name = format!("sleep 30 (pid {pid})");
+    assert_eq!(doc["workloads"][0]["target"], name.as_str());
+    let listed = common::results(&db, &["list"]);
+    assert!(listed.contains(&name), "{listed}");
+    let shown = common::results(&db, &["show", "1"]);
+    assert!(shown.contains(&format!("why 1: {name}")), "{shown}");
+}
+
+#[test]
+fn ratelab_is_never_one_of_the_processes_it_watches() {
+    let _alone = common::rig::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("why.json");
+    // The shell runs ratelab, which watches the shell: ratelab descends from what it
+    // watches, as from init with --pid 1. The exit after it keeps the shell from
+    // becoming ratelab by exec.
+    let status = Command::new("sh")
+        .args([
+            "-c",
+            "\"$0\" why --json --no-store --out \"$1\" --pid $$ --seconds 1; exit $?",
+        ])
+        .arg(common::bin())
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let doc = document(&out);
+    let processes: Vec<&Value> = doc["workloads"][0]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["op"] == "process")
+        .collect();
+    let pid = &doc["workloads"][0]["context"]["pid"];
+    assert!(
+        processes.len() == 1 && processes[0]["pid"] == *pid,
+        "only the shell is watched: {processes:?}"
+    );
 }
 
 #[test]
@@ -501,14 +551,24 @@ fn an_ordinary_user_sees_its_own_commands_and_is_told_what_it_cannot_see() {
             "--out",
         ])
         .arg(&out)
-        .output()
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
+    // setpriv execs ratelab: the child is ratelab.
+    let ratelab_pid = output.id();
+    let output = output.wait_with_output().unwrap();
     assert!(
         output.status.success(),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
     let init = document(&out);
+    let itself = init["workloads"][0]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["op"] == "process" && i["pid"] == ratelab_pid);
+    assert!(itself.is_none(), "ratelab watched itself: {itself:?}");
     let unreadable = init["workloads"][0]["context"]["unreadable"].to_string();
     assert!(unreadable.contains("(pid 1)"), "{unreadable}");
     let verdicts = init["verdicts"].to_string();

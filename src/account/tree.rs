@@ -181,6 +181,8 @@ impl Member {
 /// The tree under one root.
 pub struct Tree {
     root: u32,
+    /// This process: never a member unless it is the root.
+    own: u32,
     /// A thread never followed (the sampler's own, when the root is its process).
     skip_tid: Option<u32>,
     members: HashMap<u32, Member>,
@@ -211,6 +213,7 @@ impl Tree {
     pub fn new(root: u32, skip_tid: Option<u32>) -> Tree {
         Tree {
             root,
+            own: std::process::id(),
             skip_tid,
             members: HashMap::new(),
             strangers: HashSet::new(),
@@ -406,10 +409,13 @@ impl Tree {
             })
             .collect();
         // A child may be listed before its parent: add until nothing more joins.
+        // ratelab itself descends from what --pid may name (its shell, init): it and
+        // what it starts are a stranger, unless it is the root it watches.
         loop {
             let before = new.len();
             new.retain(|(pid, ppid, name)| {
-                if *pid == self.root || self.members.contains_key(ppid) {
+                let joins = *pid != self.own && self.members.contains_key(ppid);
+                if *pid == self.root || joins {
                     self.members.insert(
                         *pid,
                         Member {

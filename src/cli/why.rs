@@ -125,10 +125,11 @@ fn command_exit(doc: &crate::document::RunDocument) -> Option<u8> {
         return None;
     }
     let record = doc.workloads.first()?;
-    let context: WhyContext = serde_json::from_value(record.context.clone()).ok()?;
-    if context.pid.is_some() && record.target.starts_with("process ") {
+    let plan: WhyPlan = serde_json::from_value(record.params.clone()).ok()?;
+    if plan.pid.is_some() {
         return None;
     }
+    let context: WhyContext = serde_json::from_value(record.context.clone()).ok()?;
     match (context.exit_code, context.signal) {
         (Some(code), _) => u8::try_from(code).ok(),
         (None, Some(signal)) => u8::try_from(128 + signal).ok(),

@@ -281,6 +281,22 @@ fn writable_folder_on(mount: &std::path::Path) -> PathBuf {
         .unwrap_or_else(|| mount.to_path_buf())
 }
 
+/// Characters of a watched process's command line shown before it is cut: a
+/// daemon's can run to pages.
+const WATCHED_CHARS: usize = 60;
+
+/// A process watched with `--pid`, by its command line as read at the start (cut
+/// where it runs long) and its pid: `postgres -D /var/lib/postgresql (pid 2226)`.
+fn watched(argv: &[String], pid: u32) -> String {
+    let line = argv.join(" ");
+    let shown = match line.char_indices().nth(WATCHED_CHARS) {
+        Some((cut, _)) => format!("{}…", line[..cut].trim_end()),
+        None if line.is_empty() => "process".to_string(),
+        None => line,
+    };
+    format!("{shown} (pid {pid})")
+}
+
 /// A device's or link's limit from its physics, else what to run to measure it.
 fn physics(ask: &Ask) -> Capability {
     let limit = |bytes_per_sec: Option<f64>, source: String| Capability {
@@ -347,7 +363,7 @@ impl Workload for WhyWorkload {
 
     fn target(&self) -> String {
         match (&self.plan.command[..], self.plan.pid) {
-            ([], Some(pid)) => format!("process {pid}"),
+            ([], Some(pid)) => watched(&self.context.argv, pid),
             (command, _) => command.join(" "),
         }
     }
@@ -423,5 +439,26 @@ impl Workload for WhyWorkload {
             self.reap();
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_watched_process_is_named_by_its_command_line_and_pid() {
+        let argv = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            watched(&argv(&["sleep", "30"]), 2226),
+            "sleep 30 (pid 2226)"
+        );
+        assert_eq!(watched(&[], 7), "process (pid 7)");
+        let long = watched(&argv(&["java", &"-Dx=é".repeat(40)]), 9);
+        assert!(long.ends_with("… (pid 9)"), "{long}");
+        assert_eq!(
+            long.chars().count(),
+            WATCHED_CHARS + "… (pid 9)".chars().count()
+        );
     }
 }
