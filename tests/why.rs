@@ -244,6 +244,71 @@ fn the_json_document_goes_to_stderr_to_a_file_or_to_stdout_as_asked() {
 }
 
 #[test]
+fn processes_of_one_name_are_one_row_of_the_table_and_apart_in_the_document() {
+    let _alone = common::rig::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let output = ratelab()
+        .env("COLUMNS", "80")
+        .args(["why", "--db"])
+        .arg(&db)
+        .args(["--", "sh", "-c", "sleep 0.3 & sleep 0.3 & sleep 0.3 & wait"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let rows: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with('│') && l.contains("┆ sleep "))
+        .collect();
+    assert!(
+        rows.len() == 1 && rows[0].contains("×3"),
+        "one row of three sleeps: {stderr}"
+    );
+    assert!(
+        stderr.contains("most waited on") && !stderr.contains("left out to fit"),
+        "{stderr}"
+    );
+    let doc = common::json(common::results(&db, &["export", "1"]).as_bytes());
+    let sleeps = doc["workloads"][0]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["op"] == "process" && i["name"] == "sleep")
+        .count();
+    assert_eq!(sleeps, 3, "{doc}");
+}
+
+#[test]
+fn a_short_command_s_account_agrees_with_itself() {
+    let _alone = common::rig::exclusive();
+    for command in ["false", "true"] {
+        let output = ratelab()
+            .env("COLUMNS", "200")
+            .args(["why", "--no-store", "--hz", "1000", "--", command])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        // A command of a millisecond or two holds too few of the plan's intervals for
+        // a rate of samples to mean anything.
+        let title = stderr
+            .lines()
+            .find(|l| l.starts_with("where the "))
+            .expect("the steps table");
+        assert!(!title.contains("a second"), "{stderr}");
+        // Its wall time is the base of the answer, the title and the rows alike.
+        let wall = title
+            .strip_prefix("where the ")
+            .and_then(|t| t.split(" of `").next())
+            .unwrap();
+        assert!(stderr.contains(&format!("% of {wall} ")), "{stderr}");
+        for row in stderr.lines().filter(|l| l.contains("┆ 100.0% ┆")) {
+            assert!(row.contains(&format!(" {wall} ┆")), "{stderr}");
+        }
+    }
+}
+
+#[test]
 fn a_compressor_is_limited_by_its_cpu_alone_and_in_a_pipeline() {
     let _alone = common::rig::exclusive();
     if !common::have_or_skip("a_compressor_is_limited_by_its_cpu", "zstd") {

@@ -68,7 +68,12 @@ impl Kind for WhyKind {
 
     fn tables(&self, w: &Stored<Self>) -> Vec<Table> {
         let summary = self.summarize(w);
-        let mut out = vec![tables::steps(&summary, &w.context, &w.record.target)];
+        let mut out = vec![tables::steps(
+            &summary,
+            &w.context,
+            &w.params,
+            &w.record.target,
+        )];
         out.extend(tables::processes(&w.items));
         out
     }
