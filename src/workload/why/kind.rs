@@ -4,7 +4,9 @@
 use super::answer::{answer, summarize};
 use super::stored::{WhyContext, WhyItem, WhyPlan, WhySummary};
 use super::tables;
+use crate::account::Step;
 use crate::document::{Severity, Verdict};
+use crate::vocab::units::format_seconds;
 use crate::vocab::{Chart, Exposure, SummaryLine, Table};
 use crate::workload::{DecodeError, Kind, Stored};
 
@@ -51,7 +53,7 @@ impl Kind for WhyKind {
                 Severity::Warning,
                 format!(
                     "the waits of {} cannot be read as this user (wchan, the system call and the descriptors need the access ptrace needs: the same user, or root): their time off a CPU is charged to `other`, only their CPU time and their wait for a CPU are known",
-                    context.unreadable.join(", ")
+                    named(&context.unreadable, NAMED_IN_WORDS)
                 ),
             ));
         }
@@ -60,7 +62,8 @@ impl Kind for WhyKind {
 
     fn summary_lines(&self, w: &Stored<Self>) -> Result<Vec<SummaryLine>, DecodeError> {
         let summary = self.summarize(w);
-        Ok(answer(&summary, &w.context)
+        Ok(unseen(&summary, &w.context)
+            .or_else(|| answer(&summary, &w.context))
             .map(|line| SummaryLine::new("why", line))
             .into_iter()
             .collect())
@@ -85,5 +88,98 @@ impl Kind for WhyKind {
     fn exposure(&self, _w: &Stored<Self>) -> Exposure {
         // Other work is part of the answer (a wait for a CPU names who held it).
         Exposure::NONE
+    }
+}
+
+/// Where the account charges the time off a CPU of threads whose waits may not be read
+/// (`crate::account::classify`).
+const UNREADABLE_PLACE: &str = "waits not readable";
+/// Unreadable processes named in words before the rest are counted.
+const NAMED_IN_WORDS: usize = 6;
+
+/// The answer where most of the time went to waits this user may not read (`--pid` of
+/// another user's process, a tree of setuid members): that what limits the command
+/// cannot be seen, whose waits hide it, and what can be seen (its time on a CPU and
+/// waiting for one), rather than a step called `other` that limits it.
+fn unseen(summary: &WhySummary, context: &WhyContext) -> Option<String> {
+    let limit = summary.limiting.as_ref()?;
+    if limit.step != Step::Other || limit.place != UNREADABLE_PLACE {
+        return None;
+    }
+    let share = |step: Step| -> f64 {
+        summary
+            .steps
+            .iter()
+            .filter(|s| s.step == step)
+            .map(|s| s.share)
+            .sum()
+    };
+    let percent = |share: f64| {
+        if share >= 0.1 {
+            format!("{:.0}%", share * 100.0)
+        } else {
+            format!("{:.1}%", share * 100.0)
+        }
+    };
+    let whose = if context.unreadable.is_empty() {
+        String::new()
+    } else {
+        format!(", of {}", named(&context.unreadable, 1))
+    };
+    Some(format!(
+        "what limits this command cannot be seen: {} of {} went to waits this user may not \
+         read{whose} (root, or their own user, can read them); what can be seen: {} on a CPU \
+         and {} waiting for one",
+        percent(limit.share),
+        format_seconds(summary.command.wall_s),
+        percent(share(Step::Cpu)),
+        percent(share(Step::CpuWait)),
+    ))
+}
+
+/// The first `most` of `names`, and how many more.
+fn named(names: &[String], most: usize) -> String {
+    match names.len().checked_sub(most) {
+        Some(more) if more > 0 => format!("{} and {more} more", names[..most].join(", ")),
+        _ => names.join(", "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_that_cannot_be_read_are_the_answer_not_a_step_that_limits() {
+        let step = |step: &str, place: &str, seconds: f64| {
+            serde_json::json!({"op": "step", "step": step, "where": place, "device": null,
+                "interface": null, "peer": null, "seconds": seconds, "active_seconds": 0.0,
+                "bytes": 0})
+        };
+        let items: Vec<WhyItem> = serde_json::from_value(serde_json::json!([
+            step("other", UNREADABLE_PLACE, 0.97),
+            step("cpu", "init", 0.025),
+            step("cpu_wait", "init", 0.005),
+        ]))
+        .unwrap();
+        let context = WhyContext {
+            wall_s: Some(1.0),
+            sampled_s: 1.0,
+            unreadable: vec!["init (pid 1)".into(), "sshd (pid 812)".into()],
+            ..WhyContext::default()
+        };
+        let summary = summarize(&context, &items);
+        assert_eq!(
+            unseen(&summary, &context).unwrap(),
+            "what limits this command cannot be seen: 97% of 1.00 s went to waits this user \
+             may not read, of init (pid 1) and 1 more (root, or their own user, can read them); \
+             what can be seen: 2.5% on a CPU and 0.5% waiting for one"
+        );
+        let readable = summarize(&context, &items[1..]);
+        assert_eq!(unseen(&readable, &context), None);
+        assert_eq!(
+            named(&context.unreadable, 6),
+            "init (pid 1), sshd (pid 812)"
+        );
     }
 }
