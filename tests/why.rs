@@ -638,4 +638,40 @@ fn an_ordinary_user_sees_its_own_commands_and_is_told_what_it_cannot_see() {
     assert!(unreadable.contains("(pid 1)"), "{unreadable}");
     let verdicts = init["verdicts"].to_string();
     assert!(verdicts.contains("waits_unreadable"), "{verdicts}");
+    // Root's sleeper, watched by nobody: that it cannot see is the answer, with what it
+    // can see, not a step called other that limits it.
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = sleeper.id().to_string();
+    while std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap() != "sleep\n" {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let output = common::as_nobody(common::bin())
+        .env("COLUMNS", "200")
+        .args(["why", "--no-store", "--pid", &pid, "--seconds", "1"])
+        .output()
+        .unwrap();
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    let report = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{report}");
+    let answer = report
+        .split("summary:")
+        .nth(1)
+        .and_then(|s| s.split("\n\n").next())
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        answer.contains("what limits this command cannot be seen")
+            && answer.contains(&format!("of sleep (pid {pid})"))
+            && answer.contains("on a CPU and")
+            && !answer.contains("-0"),
+        "{report}"
+    );
+    assert!(!report.contains("other waits limit"), "{report}");
+    assert!(
+        report.contains(&format!("why 1: sleep 30 (pid {pid})")),
+        "{report}"
+    );
 }

@@ -112,7 +112,8 @@ fn unseen(summary: &WhySummary, context: &WhyContext) -> Option<String> {
             .iter()
             .filter(|s| s.step == step)
             .map(|s| s.share)
-            .sum()
+            .sum::<f64>()
+            .max(0.0)
     };
     let percent = |share: f64| {
         if share >= 0.1 {

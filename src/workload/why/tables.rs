@@ -115,13 +115,17 @@ fn row(group: &[&ProcessItem]) -> Vec<String> {
             None => waits.push((&wait.what, wait.seconds)),
         }
     }
+    let hidden = group.iter().filter(|p| !p.waits_readable).count();
+    if hidden > 0 {
+        // Said once, by the note below.
+        waits.retain(|(what, _)| !what.ends_with("waits not readable"));
+    }
     waits.sort_by(|a, b| b.1.total_cmp(&a.1));
     let mut shown: Vec<String> = waits
         .iter()
         .take(WAITS_SHOWN)
         .map(|(what, seconds)| format!("{what} {}", format_seconds(*seconds)))
         .collect();
-    let hidden = group.iter().filter(|p| !p.waits_readable).count();
     match (hidden, group.len()) {
         (0, _) => {}
         (_, 1) => shown.push("(its waits cannot be read as this user)".into()),
