@@ -502,55 +502,74 @@ fn bad_input_is_refused_and_nothing_is_stored_complete() {
 #[test]
 fn ctrl_c_ends_the_command_and_keeps_the_run_incomplete() {
     let _alone = common::rig::exclusive();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("r.db");
-    let child = ratelab()
-        .args(["why", "--db"])
-        .arg(&db)
-        .args(["--", "sh", "-c", "sleep 30; echo survived"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start ratelab why");
-    let ratelab_pid = child.id();
-    // Wait until the command's sleep runs: the tree is watched by then.
-    let started = Instant::now();
-    let sleeper = loop {
-        let found = common::descendants(ratelab_pid)
-            .into_iter()
-            .find(|(_, name)| name == "sleep");
-        if let Some((pid, _)) = found {
-            break pid;
+    // SIGINT to ratelab alone (it ends the command with SIGTERM), and to its process
+    // group, as a terminal's Ctrl-C, which ends the command by itself.
+    for group in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("r.db");
+        let mut command = ratelab();
+        if group {
+            std::os::unix::process::CommandExt::process_group(&mut command, 0);
         }
+        let child = command
+            .args(["why", "--db"])
+            .arg(&db)
+            .args(["--", "sh", "-c", "sleep 30; echo survived"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start ratelab why");
+        let ratelab_pid = child.id();
+        // Wait until the command's sleep runs: the tree is watched by then.
+        let started = Instant::now();
+        let sleeper = loop {
+            let found = common::descendants(ratelab_pid)
+                .into_iter()
+                .find(|(_, name)| name == "sleep");
+            if let Some((pid, _)) = found {
+                break pid;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "sleep never started"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        std::thread::sleep(Duration::from_millis(200));
+        let output = if group {
+            let pid = rustix::process::Pid::from_child(&child);
+            rustix::process::kill_process_group(pid, rustix::process::Signal::INT).unwrap();
+            let output = child.wait_with_output().unwrap();
+            assert_eq!(output.status.code(), Some(130), "{output:?}");
+            output
+        } else {
+            common::stop_with(child, rustix::process::Signal::INT)
+        };
+        assert!(!String::from_utf8_lossy(&output.stdout).contains("survived"));
+        // Ended: gone, or dead and not yet reaped by whoever inherited it.
+        let state = std::fs::read_to_string(format!("/proc/{sleeper}/stat")).unwrap_or_default();
+        let state = state.rsplit(')').next().unwrap_or_default().trim_start();
         assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "sleep never started"
+            state.is_empty() || state.starts_with('Z'),
+            "the command's sleep outlived ratelab: {state}"
         );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    std::thread::sleep(Duration::from_millis(200));
-    let output = common::stop_with(child, rustix::process::Signal::INT);
-    assert!(!String::from_utf8_lossy(&output.stdout).contains("survived"));
-    // Ended: gone, or dead and not yet reaped by whoever inherited it.
-    let state = std::fs::read_to_string(format!("/proc/{sleeper}/stat")).unwrap_or_default();
-    let state = state.rsplit(')').next().unwrap_or_default().trim_start();
-    assert!(
-        state.is_empty() || state.starts_with('Z'),
-        "the command's sleep outlived ratelab: {state}"
-    );
-    let runs = common::stored_runs(&db);
-    assert_eq!(runs[0]["status"], "incomplete", "{runs}");
-    let run = common::stored_run(&db, runs[0]["run_id"].as_i64().unwrap());
-    assert_eq!(run["incomplete_reason"], "interrupted");
-    // The signal that ended it was ratelab's own (or the terminal's), not a failure of
-    // the command's.
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!stderr.contains("command_failed"), "{stderr}");
-    assert!(
-        !run["verdicts"].to_string().contains("command_failed"),
-        "{}",
-        run["verdicts"]
-    );
+        let runs = common::stored_runs(&db);
+        assert_eq!(runs[0]["status"], "incomplete", "{runs}");
+        let run = common::stored_run(&db, runs[0]["run_id"].as_i64().unwrap());
+        assert_eq!(run["incomplete_reason"], "interrupted");
+        // The signal that ended it was ratelab's own or the terminal's, not a failure
+        // of the command's.
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !stderr.contains("command_failed"),
+            "group {group}: {stderr}"
+        );
+        assert!(
+            !run["verdicts"].to_string().contains("command_failed"),
+            "group {group}: {}",
+            run["verdicts"]
+        );
+    }
 }
 
 #[test]

@@ -416,13 +416,18 @@ impl Workload for WhyWorkload {
         };
         let watch =
             Watch::start(root, plan).map_err(|e| Error::io("start the sampler of", "why", e));
-        let (ended_by, at) = self.wait(root, start, ctx);
+        let (mut ended_by, at) = self.wait(root, start, ctx);
         if ended_by == "interrupted" {
             self.end_tree(root);
         }
         // The last sample sees the ended command before it is reaped.
         let account = watch.map(Watch::finish).unwrap_or_default();
         self.reap();
+        // A Ctrl-C at the terminal reaches the command too, in ratelab's process group:
+        // it may have ended of it before the stop was seen, interrupted all the same.
+        if ctx.cancel.is_set() {
+            ended_by = "interrupted";
+        }
         self.context.wall_s = Some(at.duration_since(start).as_secs_f64());
         self.context.ended_by = Some(ended_by.to_string());
         self.record(&account, ctx);
