@@ -28,7 +28,13 @@ pub struct ThreadStat {
     pub major_faults: u64,
     /// The CPU it last ran on.
     pub cpu: u32,
+    /// Whether it has begun to exit (`PF_EXITING`), which comes before it gives up its
+    /// memory and long before it is a zombie.
+    pub exiting: bool,
 }
+
+/// `PF_EXITING` among a task's flags (include/linux/sched.h).
+const PF_EXITING: u64 = 0x4;
 
 /// What a thread's `syscall` file says it is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,12 +89,12 @@ impl ThreadFiles {
             syscall,
             refused,
         };
-        // A thread that has ended and is not yet reaped has no memory left, so the
-        // kernel gives its files to root (proc(5), /proc/PID ownership): a refusal then
-        // hides nothing of this user's.
+        // A thread that is exiting gives up its memory before it becomes a zombie, and
+        // one without memory has its files given to root (proc(5), /proc/PID
+        // ownership): a refusal then hides nothing of this user's.
         files.refused &= files
             .stat(&mut scratch)
-            .is_some_and(|stat| !matches!(stat.state, b'Z' | b'X'));
+            .is_some_and(|stat| !stat.exiting && !matches!(stat.state, b'Z' | b'X'));
         Ok(files)
     }
 
@@ -236,6 +242,7 @@ pub fn parse_thread_stat(text: &str) -> Option<ThreadStat> {
         name,
         major_faults: field(12)?,
         cpu: u32::try_from(field(39)?).ok()?,
+        exiting: field(9)? & PF_EXITING != 0,
     })
 }
 
@@ -296,6 +303,9 @@ mod tests {
         assert_eq!(stat.name, "zstd (w) 1");
         assert_eq!(stat.major_faults, 7);
         assert_eq!(stat.cpu, 1);
+        assert!(!stat.exiting);
+        let exiting = text.replacen(" 4194368 ", " 4194372 ", 1);
+        assert!(parse_thread_stat(&exiting).unwrap().exiting);
         assert_eq!(parse_thread_stat("1 (init) S 0"), None);
     }
 
