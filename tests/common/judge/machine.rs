@@ -10,8 +10,12 @@ use std::time::Instant;
 
 /// The share of the machine's CPU time the hypervisor took that a try may have.
 pub const STEAL_MAX: f64 = 0.05;
-/// The share of the machine's CPU time other processes may have used.
-pub const OTHERS_MAX: f64 = 0.10;
+/// The share of the machine's CPU time other processes may have used. A program that
+/// keeps both CPUs busy waits for every CPU-second others take, and the judge allows
+/// 50 ms of difference in that wait: on the project's quiet VM others used 0-1%, and
+/// a try beside 5-6% (a build elsewhere) already put 0.06-0.35 s more wait into git
+/// gc's account of 2.7 s under why than under perf.
+pub const OTHERS_MAX: f64 = 0.02;
 
 /// The machine over one run.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
