@@ -60,6 +60,10 @@ pub struct Run {
     pub wall_s: f64,
     /// CPU seconds of the command and every process it waited for (wait4's rusage).
     pub cpu_s: f64,
+    /// CPU seconds of the process the test started alone, all its threads (read from
+    /// it as a zombie, before it is reaped): the watcher's own (ratelab, perf) where
+    /// the program runs under one.
+    pub own_cpu_s: f64,
     pub quiet: Quiet,
     pub success: bool,
     /// The last lines it wrote to stderr.
@@ -105,6 +109,29 @@ fn kernel_thread_ticks() -> u64 {
         .sum()
 }
 
+/// The CPU ticks process `pid` has used itself, all its threads, not its children's:
+/// fields 14 and 15 of /proc/PID/stat, which a zombie still has.
+fn own_ticks(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let fields: Vec<u64> = stat
+                .get(stat.rfind(')')? + 2..)?
+                .split(' ')
+                .map(|f| f.parse().unwrap_or(0))
+                .collect();
+            Some(fields.get(11)? + fields.get(12)?)
+        })
+        .unwrap_or(0)
+}
+
+impl Run {
+    /// CPU seconds of what the watcher started: the program's tree.
+    pub fn program_cpu_s(&self) -> f64 {
+        (self.cpu_s - self.own_cpu_s).max(0.0)
+    }
+}
+
 /// Runs `command` to its end with its stderr in `stderr` (a file), and says what the
 /// machine did meanwhile.
 pub fn timed(command: &mut Command, stderr: &Path) -> Run {
@@ -119,6 +146,19 @@ pub fn timed(command: &mut Command, stderr: &Path) -> Run {
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
     let pid = child.id() as libc::pid_t;
+    // SAFETY: siginfo is plain data; WNOWAIT leaves the child to be reaped below.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; the pid is this test's child.
+    let waited = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOWAIT,
+        )
+    };
+    assert_eq!(waited, 0, "waitid for {command:?}");
+    let own_ticks = own_ticks(pid as u32);
     let mut status = 0;
     // SAFETY: rusage is plain data the kernel fills; the pid is this test's child.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -133,12 +173,14 @@ pub fn timed(command: &mut Command, stderr: &Path) -> Run {
     // SAFETY: sysconf only reads a constant of the system.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
     let all = (all1 - all0).max(1) as f64;
+    let own_cpu_s = own_ticks as f64 / hz;
     let others_ticks = (busy1 - busy0) as f64 - cpu_s * hz - kernel1.saturating_sub(kernel0) as f64;
     let text = std::fs::read_to_string(stderr).unwrap_or_default();
     let tail: Vec<&str> = text.lines().rev().take(12).collect();
     Run {
         wall_s,
         cpu_s,
+        own_cpu_s,
         quiet: Quiet {
             steal: (steal1 - steal0) as f64 / all,
             others: (others_ticks / all).max(0.0),
