@@ -12,8 +12,10 @@ use serde_json::Value;
 
 use super::{Program, Record, Run, compare, record, rows, why};
 
-/// Tries lost to a noisy machine before the test gives up on it.
-pub const NOISY_TRIES: usize = 3;
+/// Tries lost to a noisy machine before the test gives up on it: CPython's threads
+/// under the GIL took 1.95-2.63 CPU seconds for the same count on a quiet VM, so a
+/// third of their tries are not the same work under why as under perf.
+pub const NOISY_TRIES: usize = 4;
 
 /// A program of the corpus, with what makes each run start from the same state.
 pub struct Case<'a> {
@@ -146,7 +148,12 @@ impl Case<'_> {
             let mut problems = compare(&doc, &record);
             problems.extend(expect(&doc, &record));
             self.say_try(n, &doc, &record, &why_run, &perf_run, &problems);
-            if let Some(why) = machine.noisy().or_else(|| same_work(&why_run, &perf_run)) {
+            let judged_cpu = record
+                .group_by_name()
+                .values()
+                .any(|f| f.cpu_s >= super::compare::CPU_AT_LEAST_S);
+            let unlike = || judged_cpu.then(|| same_work(&why_run, &perf_run)).flatten();
+            if let Some(why) = machine.noisy().or_else(unlike) {
                 super::super::say(&format!(
                     "{}: try {n} not counted, the machine was noisy: {why}",
                     self.test
@@ -252,7 +259,10 @@ impl Case<'_> {
 /// least in seconds (a tenth of the least CPU a judged name has): on a quiet VM a
 /// build's first run once took 23% more CPU than its second (9.51 s against 7.74 s
 /// with their watchers, no steal, no other process), and the kernel's figures of one
-/// run say nothing of why's of the other.
+/// run say nothing of why's of the other. Only where a name's CPU is judged: perf's
+/// -g takes each switch's stack in the switching task, which a program that switches
+/// thousands of times pays for (sqlite's commits: 0.31 s under why, 0.42-0.48 s under
+/// perf).
 pub const SAME_WORK_WITHIN: f64 = 0.10;
 pub const SAME_WORK_WITHIN_S: f64 = 0.05;
 
