@@ -7,6 +7,7 @@ pub mod delay_line;
 pub mod fuse;
 pub mod golden;
 pub mod iperf3_peers;
+pub mod judge;
 pub mod net_server;
 pub mod netns;
 pub mod postgres;

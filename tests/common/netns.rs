@@ -201,13 +201,20 @@ impl Link {
     /// Starts `program -s` (an iperf3) in the server's namespace and waits until it
     /// listens.
     pub fn serve_iperf3_with(&mut self, program: &Path, port: u16) {
+        let port_text = port.to_string();
+        self.serve(program.as_os_str(), &["-s", "-p", &port_text], port);
+    }
+
+    /// Starts `program args...` in the server's namespace and waits until it listens
+    /// on `port`; it is killed when the link is dropped.
+    pub fn serve(&mut self, program: &std::ffi::OsStr, args: &[&str], port: u16) {
         let child = Command::new("ip")
             .args(["netns", "exec", &self.server])
             .arg(program)
-            .args(["-s", "-p", &port.to_string()])
+            .args(args)
             .stdout(Stdio::null())
             .spawn()
-            .expect("start iperf3 -s");
+            .unwrap_or_else(|e| panic!("start {program:?} in {}: {e}", self.server));
         self.servers.push(child);
         for _ in 0..100 {
             let listening = Command::new("ip")
@@ -219,7 +226,7 @@ impl Link {
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
-        panic!("iperf3 did not start listening on port {port}");
+        panic!("{program:?} did not start listening on port {port}");
     }
 }
 

@@ -227,14 +227,23 @@ impl Throttle {
 
     /// `program args...` started inside the cgroup, so its I/O is throttled.
     pub fn command(&self, program: impl AsRef<Path>) -> Command {
-        let mut command = Command::new("sh");
+        let mut words = self.prefix().into_iter();
+        let mut command = Command::new(words.next().expect("sh"));
         super::isolated(&mut command)
-            .arg("-c")
-            .arg("echo $$ > \"$1\" && shift && exec \"$@\"")
-            .arg("sh")
-            .arg(self.path.join("cgroup.procs"))
+            .args(words)
             .arg(program.as_ref());
         command
+    }
+
+    /// The words that start a program (the words after them) inside the cgroup.
+    pub fn prefix(&self) -> Vec<std::ffi::OsString> {
+        vec![
+            "sh".into(),
+            "-c".into(),
+            "echo $$ > \"$1\" && shift && exec \"$@\"".into(),
+            "sh".into(),
+            self.path.join("cgroup.procs").into(),
+        ]
     }
 }
 
