@@ -221,7 +221,10 @@ fn the_comparison_holds_within_the_tolerances_and_names_each_miss() {
     let row = judge::rows(&agrees, &record);
     assert_eq!(
         row,
-        ["python3 x1/1: cpu 1.75/1.80 s, cpu_wait 0.14/0.10 s, off futex 1.50/1.70 (why/kernel)"]
+        [
+            "python3 x1/1: cpu 1.75/1.80 s, cpu_wait 0.14/0.10+0.00 s, off futex 1.50/1.70 \
+         (why/kernel; + in threads shorter than a sample)"
+        ]
     );
 }
 
@@ -235,4 +238,42 @@ fn waits_without_a_kind_leave_the_kinds_unjudged() {
         .remove("kind");
     assert!(judge::compare(&doc, &record).is_empty());
     assert!(judge::rows(&doc, &record)[0].contains("futex ?/1.70"));
+}
+
+/// A thread of process 100 that sleeps in a futex, wakes, is preempted as it exits
+/// and dies: its last switch-outs are timehist's nameless `:-1` lines on the CPU its
+/// EXIT record names; another of 2 ms lives less than a sample.
+const EXITING_EVENTS: &str = "\
+      sh 100 [000] 10.000000: PERF_RECORD_COMM exec: py:100/100
+      py 101 [001] 10.500300: PERF_RECORD_EXIT(100:101):(1:1)
+      py 102 [000] 10.603200: PERF_RECORD_EXIT(100:102):(1:1)
+      py 100 [000] 10.700000: PERF_RECORD_EXIT(100:100):(1:1)
+";
+const EXITING_TIMEHIST: &str = "\
+   10.050000 [0000]  py[100]                   0.000      0.000     50.000      S  do_wait <- kernel_wait4
+   10.100000 [0001]  py[101/100]               0.000      0.001    100.000      S  futex_wait_queue <- futex_wait
+   10.500500 [0001]  :-1[-1/1]                 9.000      0.000      0.300      W
+   10.500600 [0001]  :-1[-1/1]                 0.000      0.000      0.050      Z
+   10.601000 [0000]  py[102/100]               0.000      0.500      1.000      R
+   10.603500 [0000]  :-1[-1/1]                 0.000      0.000      0.400      Z
+   10.700000 [0000]  py[100]                 649.000      0.000      1.000      Z
+";
+
+#[test]
+fn an_exiting_threads_last_run_is_its_own_and_a_short_threads_wait_is_apart() {
+    let record = judge::sum(
+        100,
+        &parse_task_events(EXITING_EVENTS),
+        &parse_timehist(EXITING_TIMEHIST),
+    );
+    let py = process(&record, "py");
+    // 50 + 1 ms of the main thread, 100 + 0.3 + 0.05 of 101, 1 + 0.4 of 102.
+    assert!((py.cpu_s - 0.15275).abs() < 1e-6, "{py:?}");
+    // 101 slept from 10.1 to the start of its last run (10.5002); the main thread from
+    // 10.05 to 10.699.
+    assert!((py.off("futex") - 0.4002).abs() < 1e-6, "{py:?}");
+    // 101 waited 1 µs to first run and 50 µs between its two last runs (preempted);
+    // 102 lived 3.7 ms: its 0.5 ms delay and the 2.1 ms it was preempted for are apart.
+    assert!((py.cpu_wait_s - 0.000051).abs() < 1e-9, "{py:?}");
+    assert!((py.cpu_wait_unseen_s - 0.0026).abs() < 1e-6, "{py:?}");
 }

@@ -61,11 +61,18 @@ pub enum On {
 /// the thread has moved on since its call was read.
 const CLOSED: &str = "a descriptor closed before it could be read";
 
+/// The place of a wait in poll, select or epoll whose descriptors could not be read
+/// (the call's memory changed under the read).
+const UNREAD_POLL: &str = "a poll whose descriptors could not be read";
+
 impl Wait {
     /// Whether the thread moved on while its wait was read (its call names a
-    /// descriptor since closed): its call is worth reading again.
+    /// descriptor since closed, or memory no longer there): its call is worth reading
+    /// again.
     pub fn raced(&self) -> bool {
-        matches!(self, Wait::Step(key) if key.place == Place::Named(CLOSED.into()))
+        matches!(self, Wait::Step(key)
+            if key.place == Place::Named(CLOSED.into())
+                || key.place == Place::Named(UNREAD_POLL.into()))
     }
 }
 
@@ -176,7 +183,8 @@ pub trait Lookup {
     /// The interface that holds local address `ip`.
     fn interface(&mut self, ip: IpAddr) -> Option<String>;
     /// The descriptors a thread in poll, select or epoll waits on.
-    fn awaited(&mut self, pid: u32, number: u64, args: &[u64; 6]) -> Vec<Awaited>;
+    /// `None` where they cannot be read.
+    fn awaited(&mut self, pid: u32, number: u64, args: &[u64; 6]) -> Option<Vec<Awaited>>;
     /// The device of the filesystem holding the path at `address` in the memory of
     /// `pid`, relative to its descriptor `dirfd` or its working folder.
     fn path_device(&mut self, pid: u32, dirfd: Option<u64>, address: u64) -> Option<(u32, u32)>;
@@ -488,7 +496,9 @@ fn synced(pid: u32, fd: u64, look: &mut dyn Lookup) -> Wait {
 /// waits to write first (a sender blocked on a full socket also waits to read its
 /// control connection), then those whose step is a device or a link, then members.
 fn polled(pid: u32, number: u64, args: &[u64; 6], look: &mut dyn Lookup) -> Wait {
-    let awaited = look.awaited(pid, number, args);
+    let Some(awaited) = look.awaited(pid, number, args) else {
+        return step(Step::Other, UNREAD_POLL);
+    };
     if awaited.is_empty() {
         return step(Step::Sleep, "timer");
     }
@@ -573,8 +583,8 @@ mod tests {
         fn interface(&mut self, _ip: IpAddr) -> Option<String> {
             Some("veth-a".into())
         }
-        fn awaited(&mut self, _pid: u32, _number: u64, _args: &[u64; 6]) -> Vec<Awaited> {
-            self.awaited.clone()
+        fn awaited(&mut self, _pid: u32, _number: u64, _args: &[u64; 6]) -> Option<Vec<Awaited>> {
+            Some(self.awaited.clone())
         }
         fn path_device(
             &mut self,

@@ -96,31 +96,30 @@ impl Lookup for Machine {
             .clone()
     }
 
-    fn awaited(&mut self, pid: u32, number: u64, args: &[u64; 6]) -> Vec<Awaited> {
-        if POLL.contains(&number) {
-            match self.memory(pid) {
-                Some(mem) => fds::polled(mem, args[0], args[1]),
-                None => Vec::new(),
-            }
-        } else if SELECT.contains(&number) {
-            match self.memory(pid) {
-                Some(mem) => fds::selected(mem, args[0], args[1], args[2]),
-                None => Vec::new(),
-            }
-        } else {
-            fds::epoll_watched(pid, args[0])
+    fn awaited(&mut self, pid: u32, number: u64, args: &[u64; 6]) -> Option<Vec<Awaited>> {
+        if !POLL.contains(&number) && !SELECT.contains(&number) {
+            return fds::epoll_watched(pid, args[0]);
         }
+        self.in_memory(pid, |mem| {
+            if POLL.contains(&number) {
+                fds::polled(mem, args[0], args[1])
+            } else {
+                fds::selected(mem, args[0], args[1], args[2])
+            }
+        })
     }
 
     fn path_device(&mut self, pid: u32, dirfd: Option<u64>, address: u64) -> Option<(u32, u32)> {
-        let path = fds::string_at(self.memory(pid)?, address)?;
+        let path = self.in_memory(pid, |mem| fds::string_at(mem, address))?;
         fds::device_of_path(pid, dirfd, &path)
     }
 
     fn word(&mut self, pid: u32, address: u64) -> Option<u32> {
-        let mut bytes = [0u8; 4];
-        self.memory(pid)?.read_exact_at(&mut bytes, address).ok()?;
-        Some(u32::from_ne_bytes(bytes))
+        self.in_memory(pid, |mem| {
+            let mut bytes = [0u8; 4];
+            mem.read_exact_at(&mut bytes, address).ok()?;
+            Some(u32::from_ne_bytes(bytes))
+        })
     }
 
     fn is_member_thread(&self, tid: u32) -> bool {
@@ -129,11 +128,20 @@ impl Lookup for Machine {
 }
 
 impl Machine {
-    fn memory(&mut self, pid: u32) -> Option<&File> {
-        self.memory
-            .entry(pid)
-            .or_insert_with(|| fds::memory(pid))
-            .as_ref()
+    /// `read` of the memory of `pid`, through the file kept open for it; where that
+    /// fails, through one opened again: a file opened before the process exec'd (a
+    /// child read between its fork and its exec) reads the memory it had then, which
+    /// is gone.
+    fn in_memory<T>(&mut self, pid: u32, read: impl Fn(&File) -> Option<T>) -> Option<T> {
+        if let Some(Some(mem)) = self.memory.get(&pid)
+            && let Some(found) = read(mem)
+        {
+            return Some(found);
+        }
+        let mem = fds::memory(pid);
+        let found = mem.as_ref().and_then(&read);
+        self.memory.insert(pid, mem);
+        found
     }
 }
 

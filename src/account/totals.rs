@@ -13,6 +13,7 @@ use super::holders::Holders;
 use super::look::{Machine, TcpTotal};
 use super::step::{Place, Step, StepKey};
 use super::tree::Tree;
+use crate::platform::cores::calling_thread_cpu_seconds;
 use crate::platform::threads::pread_into;
 
 /// The wall time charged to one step at one place.
@@ -141,6 +142,9 @@ pub struct Account {
     pub tcp: Vec<TcpTotal>,
     /// CPU seconds the sampler's thread used.
     pub sampler_cpu_seconds: f64,
+    /// Thread-seconds the tree waited for a CPU because the sampler held one, taken
+    /// out of its waits.
+    pub sampler_displaced_s: f64,
 }
 
 impl Account {
@@ -245,6 +249,12 @@ pub struct Totals {
     window: Window,
     holders: Holders,
     buffer: Vec<u8>,
+    /// CPUs the tree may run on.
+    cpus: usize,
+    /// The sampler thread's own CPU seconds at the last sample.
+    own_cpu_s: f64,
+    /// Thread-seconds of waiting for a CPU the sampler's own CPU caused, taken out.
+    displaced_s: f64,
 }
 
 impl Totals {
@@ -267,6 +277,9 @@ impl Totals {
             window: Window::default(),
             holders: Holders::new(),
             buffer: Vec::with_capacity(256),
+            cpus: crate::platform::cores::allowed_cpus().len().max(1),
+            own_cpu_s: calling_thread_cpu_seconds(),
+            displaced_s: 0.0,
         }
     }
 
@@ -278,7 +291,11 @@ impl Totals {
     /// Takes one sample and adds it up; says whether the tree was quiet since the last.
     pub fn sample(&mut self) -> bool {
         let now = Instant::now();
-        let seen = self.tree.sample(&mut self.machine);
+        let mut seen = self.tree.sample(&mut self.machine);
+        let seconds = self
+            .last
+            .map_or(0.0, |l| now.duration_since(l).as_secs_f64());
+        self.take_out_own_cpu(&mut seen.spans, seconds);
         let unknown_pipe = seen.spans.iter().any(|s| {
             matches!(&s.off, Wait::On(super::On::Pipe { key, .. }) if !self.tree.pipes.contains_key(key))
         });
@@ -291,9 +308,6 @@ impl Totals {
             processes: &views,
             pipes: &self.tree.pipes,
         };
-        let seconds = self
-            .last
-            .map_or(0.0, |l| now.duration_since(l).as_secs_f64());
         let Charged { shares, alongside } = if self.last.is_some() {
             charge(&interval, self.root)
         } else {
@@ -342,6 +356,30 @@ impl Totals {
         self.samples += 1;
         self.last = Some(now);
         seen.quiet
+    }
+
+    /// Takes out of the threads' waits for a CPU what the sampler's own CPU since the
+    /// last sample caused: where the tree asked for nearly every CPU (on one or waiting
+    /// for one) all along, each slice the sampler ran was a slice one of its threads waited
+    /// (on a 2-core machine, a build's compilers waited about the sampler's 2% of a
+    /// core). The account is of the command as it runs unwatched.
+    fn take_out_own_cpu(&mut self, spans: &mut [ThreadSpan], seconds: f64) {
+        let own = calling_thread_cpu_seconds();
+        let used = (own - std::mem::replace(&mut self.own_cpu_s, own)).max(0.0);
+        let measured = || spans.iter().filter(|s| !s.estimated);
+        let waited: f64 = measured().map(|s| s.cpu_wait_s).sum();
+        let demand: f64 = measured().map(|s| s.on_cpu_s).sum::<f64>() + waited;
+        // Nearly every CPU: its counters lag a switch behind, and a compiler that ends
+        // or starts in the interval leaves part of it to the next.
+        if seconds <= 0.0 || waited <= 0.0 || demand < (self.cpus as f64 - 0.5) * seconds {
+            return;
+        }
+        let displaced = used.min(waited);
+        let keep = 1.0 - displaced / waited;
+        for span in spans.iter_mut().filter(|s| !s.estimated) {
+            span.cpu_wait_s *= keep;
+        }
+        self.displaced_s += displaced;
     }
 
     /// The running total of `key`, made where there is none yet.
@@ -474,10 +512,13 @@ impl Totals {
             };
             total.cpu_s += span.on_cpu_s;
             total.cpu_wait_s += span.cpu_wait_s;
-            let thread = self
-                .tree
-                .thread_name(span.pid, span.tid)
-                .unwrap_or_default();
+            let thread = if span.tid == super::tree::unseen_threads(span.pid) {
+                "threads unseen as they began or ended"
+            } else {
+                self.tree
+                    .thread_name(span.pid, span.tid)
+                    .unwrap_or_default()
+            };
             let (what, step, on_cpu) = match &span.off {
                 Wait::Step(key) if key.step == Step::Cpu => (String::new(), None, true),
                 Wait::Step(key) if key.step == Step::CpuWait => {
@@ -564,6 +605,7 @@ impl Totals {
                 .collect(),
             tcp: self.machine.tcp.totals(),
             sampler_cpu_seconds,
+            sampler_displaced_s: self.displaced_s,
         }
     }
 }

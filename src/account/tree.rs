@@ -169,12 +169,109 @@ pub struct Member {
     ran: bool,
     /// Whether its main thread could still be read: a process is gone when not.
     alive: bool,
+    /// Its CPU time by its own `stat` against its threads' counters.
+    balance: CpuBalance,
+}
+
+/// A process's CPU time by its own `stat`, which counts every thread it had, the ended
+/// ones too, against what its threads' counters were seen to add up to: what is owed
+/// is the CPU of threads that ran since their last sample and ended, or came and went
+/// between two samples (a compiler's codegen threads live a few milliseconds each).
+struct CpuBalance {
+    stat: Option<std::fs::File>,
+    /// Ticks when it was first read: 0 for a process that began under watch, whose
+    /// every tick is the command's.
+    first_ticks: u64,
+    /// Seconds its threads were seen on a CPU, and given it since.
+    accounted_s: f64,
+}
+
+impl CpuBalance {
+    /// The balance of `pid`: from nothing where it began under watch, else from now.
+    fn open(pid: u32, born_watched: bool, buffer: &mut Vec<u8>) -> CpuBalance {
+        let stat = std::fs::File::open(format!("/proc/{pid}/stat")).ok();
+        let mut balance = CpuBalance {
+            stat,
+            first_ticks: 0,
+            accounted_s: 0.0,
+        };
+        if !born_watched {
+            balance.first_ticks = balance.ticks(buffer).unwrap_or(0);
+        }
+        balance
+    }
+
+    fn ticks(&self, buffer: &mut Vec<u8>) -> Option<u64> {
+        threads::pread_into(self.stat.as_ref()?, buffer).ok()?;
+        Some(threads::parse_thread_stat(std::str::from_utf8(buffer).ok()?)?.cpu_ticks)
+    }
+
+    /// CPU seconds its `stat` counts beyond what was accounted, less one tick (what its
+    /// reading in whole ticks may be short of); none where it cannot be read.
+    fn owed(&self, buffer: &mut Vec<u8>, tick_s: f64) -> f64 {
+        self.ticks(buffer).map_or(0.0, |ticks| {
+            ticks.saturating_sub(self.first_ticks) as f64 * tick_s - self.accounted_s - tick_s
+        })
+    }
+}
+
+/// The thread id a process's unseen threads' CPU is given under: one no thread has.
+pub fn unseen_threads(pid: u32) -> u32 {
+    u32::MAX - pid
 }
 
 impl Member {
     /// Threads it has now.
     pub fn thread_count(&self) -> usize {
         self.threads.len()
+    }
+
+    /// Gives the CPU its `stat` counts beyond its threads' counters (`spans[first..]`,
+    /// this sample's) to its threads that ended since the last sample, as much as
+    /// each was off its CPU, and the rest to its threads that came and went unseen
+    /// (a span of their own). Not while a busy thread waits its turn to be read,
+    /// whose CPU its counters give later.
+    fn settle(
+        &mut self,
+        pid: u32,
+        spans: &mut Vec<ThreadSpan>,
+        first: usize,
+        ended: &[usize],
+        (buffer, tick_s): (&mut Vec<u8>, f64),
+    ) {
+        let mine = &spans[first..];
+        self.balance.accounted_s += mine
+            .iter()
+            .filter(|s| !s.estimated)
+            .map(|s| s.on_cpu_s)
+            .sum::<f64>();
+        if mine.iter().any(|s| s.estimated) {
+            return;
+        }
+        let mut owed = self.balance.owed(buffer, tick_s);
+        if owed <= 0.0 {
+            return;
+        }
+        self.balance.accounted_s += owed;
+        for &at in ended {
+            let span = &mut spans[at];
+            let given = owed.min(span.off_s);
+            span.on_cpu_s += given;
+            span.off_s -= given;
+            owed -= given;
+        }
+        if owed > 0.0 {
+            spans.push(ThreadSpan {
+                tid: unseen_threads(pid),
+                pid,
+                on_cpu_s: owed,
+                cpu_wait_s: 0.0,
+                off_s: 0.0,
+                off: running(),
+                estimated: false,
+                sleep: None,
+            });
+        }
     }
 }
 
@@ -195,6 +292,8 @@ pub struct Tree {
     last_pid: Option<u32>,
     /// Samples taken, for the turns of steady threads.
     round: u64,
+    /// Seconds a clock tick of `stat` holds.
+    tick_s: f64,
 }
 
 /// What one sample saw.
@@ -222,6 +321,7 @@ impl Tree {
             loadavg: std::fs::File::open("/proc/loadavg").ok(),
             last_pid: None,
             round: 0,
+            tick_s: 1.0 / threads::ticks_per_sec(),
         }
     }
 
@@ -290,6 +390,8 @@ impl Tree {
         let turns = steady.div_ceil(STEADY_READS).max(1) as u64;
         for (&pid, member) in &mut self.members {
             let mut gone = Vec::new();
+            let first = spans.len();
+            let mut ended = Vec::new();
             for (&tid, tracked) in &mut member.threads {
                 let now = Instant::now();
                 if let Some((on, wait)) = tracked.steady
@@ -316,6 +418,7 @@ impl Tree {
                     if tid == pid {
                         member.alive = false;
                     }
+                    ended.push(spans.len());
                     spans.push(tracked.ended(pid, tid, now));
                     continue;
                 };
@@ -333,6 +436,7 @@ impl Tree {
             for tid in gone {
                 member.threads.remove(&tid);
             }
+            member.settle(pid, &mut spans, first, &ended, (buffer, self.tick_s));
         }
         Seen {
             spans,
@@ -426,6 +530,7 @@ impl Tree {
                             comm: std::fs::File::open(format!("/proc/{pid}/comm")).ok(),
                             ran: true,
                             alive: true,
+                            balance: CpuBalance::open(*pid, self.round > 0, &mut self.buffer),
                         },
                     );
                     false
@@ -460,18 +565,33 @@ impl Tree {
                     .map(|s| s.name)
                     .unwrap_or_default();
                 let now = Instant::now();
+                // A thread begun under watch (after the first sample) is the command's
+                // from its start: its time on a CPU and waiting for one before it was
+                // first seen (a new thread's first wait for a CPU among them) counts,
+                // as though it had been read as it began.
+                let (first_at, base) = if self.round > 0 {
+                    let before = std::time::Duration::from_nanos(
+                        times.on_cpu_ns.saturating_add(times.waiting_ns),
+                    );
+                    (
+                        now.checked_sub(before).unwrap_or(now),
+                        SchedTimes::default(),
+                    )
+                } else {
+                    (now, times)
+                };
                 member.threads.insert(
                     tid,
                     Tracked {
                         files,
-                        first: (now, times),
-                        times,
+                        first: (first_at, base),
+                        times: base,
                         off_s: 0.0,
                         cpu_at: None,
                         last_wait: None,
                         last_sleep: Sleep::Other,
                         cpu: None,
-                        last_at: now,
+                        last_at: first_at,
                         name,
                         steady: None,
                         runnable: false,
@@ -547,7 +667,10 @@ fn look_at(
             }
         });
     }
-    if !ran && let Some(wait) = &tracked.last_wait {
+    if !ran
+        && let Some(wait) = &tracked.last_wait
+        && !wait.raced()
+    {
         return wait.clone();
     }
     let mut read = || {

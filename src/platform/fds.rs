@@ -114,14 +114,12 @@ const POLLOUT: u16 = 0x004;
 const MAX_AWAITED: u64 = 4096;
 
 /// The descriptors of a `poll`/`ppoll` call: `nfds` structs `{int fd; short events;
-/// short revents}` at `address` in the memory of `pid`.
-pub fn polled(mem: &File, address: u64, nfds: u64) -> Vec<Awaited> {
+/// short revents}` at `address` in the memory of `pid`; `None` where it cannot be read.
+pub fn polled(mem: &File, address: u64, nfds: u64) -> Option<Vec<Awaited>> {
     let count = nfds.min(MAX_AWAITED) as usize;
     let mut bytes = vec![0u8; count * 8];
-    if mem.read_exact_at(&mut bytes, address).is_err() {
-        return Vec::new();
-    }
-    parse_pollfds(&bytes)
+    mem.read_exact_at(&mut bytes, address).ok()?;
+    Some(parse_pollfds(&bytes))
 }
 
 /// The descriptors of made-up `struct pollfd` bytes, each once.
@@ -149,24 +147,24 @@ pub fn parse_pollfds(bytes: &[u8]) -> Vec<Awaited> {
 }
 
 /// The descriptors of a `select`/`pselect6` call: `nfds` bits in each of the read and
-/// write sets at `reads` and `writes` (either may be 0: none) in the memory of `pid`.
-pub fn selected(mem: &File, nfds: u64, reads: u64, writes: u64) -> Vec<Awaited> {
+/// write sets at `reads` and `writes` (either may be 0: none) in the memory of `pid`;
+/// `None` where a set cannot be read.
+pub fn selected(mem: &File, nfds: u64, reads: u64, writes: u64) -> Option<Vec<Awaited>> {
     let words = nfds.min(MAX_AWAITED).div_ceil(64) as usize;
-    let set = |address: u64| {
-        let mut bytes = vec![0u8; words * 8];
-        (address != 0 && mem.read_exact_at(&mut bytes, address).is_ok()).then_some(bytes)
-    };
     let mut out = Vec::new();
-    for (bytes, writing) in [(set(writes), true), (set(reads), false)] {
-        if let Some(bytes) = bytes {
-            out.extend(
-                set_bits(&bytes, nfds)
-                    .into_iter()
-                    .map(|fd| Awaited { fd, writing }),
-            );
+    for (address, writing) in [(writes, true), (reads, false)] {
+        if address == 0 {
+            continue;
         }
+        let mut bytes = vec![0u8; words * 8];
+        mem.read_exact_at(&mut bytes, address).ok()?;
+        out.extend(
+            set_bits(&bytes, nfds)
+                .into_iter()
+                .map(|fd| Awaited { fd, writing }),
+        );
     }
-    out
+    Some(out)
 }
 
 /// The descriptors set in an `fd_set`'s bytes, below `nfds`.
@@ -188,10 +186,10 @@ pub fn set_bits(bytes: &[u8], nfds: u64) -> Vec<u64> {
 
 /// The descriptors an epoll instance `epfd` of `pid` watches, from its fdinfo's `tfd:`
 /// lines (`tfd: 5 events: 19 data: … pos:0 ino:… sdev:…`, events in hex).
-pub fn epoll_watched(pid: u32, epfd: u64) -> Vec<Awaited> {
+pub fn epoll_watched(pid: u32, epfd: u64) -> Option<Vec<Awaited>> {
     std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{epfd}"))
+        .ok()
         .map(|text| parse_epoll_fdinfo(&text))
-        .unwrap_or_default()
 }
 
 /// The `tfd:` lines of an epoll's fdinfo text.

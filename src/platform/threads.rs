@@ -31,6 +31,16 @@ pub struct ThreadStat {
     /// Whether it has begun to exit (`PF_EXITING`), which comes before it gives up its
     /// memory and long before it is a zombie.
     pub exiting: bool,
+    /// Clock ticks on a CPU, user and system (fields 14 and 15): read from a process's
+    /// own `stat`, those of all its threads, the ended ones too.
+    pub cpu_ticks: u64,
+}
+
+/// Clock ticks a second, as `stat` counts them (`_SC_CLK_TCK`).
+pub fn ticks_per_sec() -> f64 {
+    // SAFETY: sysconf reads a constant of the system.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 { hz as f64 } else { 100.0 }
 }
 
 /// `PF_EXITING` among a task's flags (include/linux/sched.h).
@@ -243,6 +253,7 @@ pub fn parse_thread_stat(text: &str) -> Option<ThreadStat> {
         major_faults: field(12)?,
         cpu: u32::try_from(field(39)?).ok()?,
         exiting: field(9)? & PF_EXITING != 0,
+        cpu_ticks: field(14)? + field(15)?,
     })
 }
 
@@ -304,6 +315,7 @@ mod tests {
         assert_eq!(stat.major_faults, 7);
         assert_eq!(stat.cpu, 1);
         assert!(!stat.exiting);
+        assert_eq!(stat.cpu_ticks, 300);
         let exiting = text.replacen(" 4194368 ", " 4194372 ", 1);
         assert!(parse_thread_stat(&exiting).unwrap().exiting);
         assert_eq!(parse_thread_stat("1 (init) S 0"), None);

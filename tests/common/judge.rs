@@ -1,8 +1,9 @@
 //! The judge of issue 49: the kernel's own record of where a program's time went,
 //! `perf sched record -g` (every switch, with the kernel stack each thread left from),
 //! summed per process of the program's tree, to set `ratelab why`'s account against.
-//! shared/WHY.md's last section says how the record reads on these kernels. The
-//! program runs apart under each (why, perf, why, perf), never under both at once.
+//! shared/WHY.md's last section says how the record reads on these kernels. Both
+//! watch the same run ([`watched`]): two runs of one build differ by more than the
+//! tolerances, and what perf costs the program is then in both accounts.
 
 mod compare;
 mod machine;
@@ -112,8 +113,11 @@ pub struct Process {
     /// Seconds on a CPU, its threads together.
     pub cpu_s: f64,
     /// Seconds runnable waiting for a CPU: the delay from a wakeup to running, and the
-    /// whole time off the CPU after a switch-out while still runnable (preempted).
+    /// whole time off the CPU after a switch-out while still runnable (preempted); of
+    /// threads that lived at least [`parse::UNSEEN_UNDER_S`].
     pub cpu_wait_s: f64,
+    /// The same of threads that lived less: between two samples of why's.
+    pub cpu_wait_unseen_s: f64,
     /// Seconds off the CPUs asleep, by the kind of wait ([`KINDS`], in that order) the
     /// stack it left from names.
     pub off_s: [f64; KINDS.len()],
@@ -152,6 +156,7 @@ pub struct Figures {
     pub processes: usize,
     pub cpu_s: f64,
     pub cpu_wait_s: f64,
+    pub cpu_wait_unseen_s: f64,
     pub off_s: [f64; KINDS.len()],
 }
 
@@ -182,6 +187,7 @@ impl Record {
             group.processes += 1;
             group.cpu_s += p.cpu_s;
             group.cpu_wait_s += p.cpu_wait_s;
+            group.cpu_wait_unseen_s += p.cpu_wait_unseen_s;
             for (sum, s) in group.off_s.iter_mut().zip(p.off_s) {
                 *sum += s;
             }
@@ -213,32 +219,65 @@ fn tracefs() {
     );
 }
 
-/// Runs `program` under `perf sched record -g`, started as `sh -c 'echo $$ > ROOT;
-/// exec "$@"'` so that the root's pid is known, and reads the record back: the tree
-/// from `perf script --show-task-events`, the time from `perf sched timehist --state
-/// -g`. `work` holds perf.data (put it on a tmpfs: it is written while the program
-/// runs). Also says how quiet the machine was meanwhile.
-pub fn record(program: &Program, work: &Path) -> (Record, Run) {
+/// Runs `program` under `ratelab why --json --no-store --out OUT` (inside the
+/// program's prefix, as the program would run there), the whole under `perf sched
+/// record -g --kernel-callchains` (the stacks a wait is read from are the kernel's),
+/// the program started as `sh -c 'echo $$ > ROOT; exec "$@"'` so that its root's pid
+/// is known. Both watch the very same run: two runs of a parallel build differ by more
+/// than the tolerances (rustc's threads waited 0.13-0.19 s for a CPU under why, 0.24-0.30
+/// s in the next run, under perf), and perf's own cost is in both accounts. Reads the
+/// record back (the tree from `perf script --show-task-events`, the time from `perf
+/// sched timehist --state -g`) and why's document; `work` holds perf.data (put it on a
+/// tmpfs: it is written while the program runs). Also says how quiet the machine was.
+pub fn watched(program: &Program, work: &Path) -> (serde_json::Value, Record, Run) {
     tracefs();
     let data = work.join("perf.data");
+    let out = work.join("why.json");
     let root_file = work.join("root.pid");
-    let _ = std::fs::remove_file(&root_file);
+    for stale in [&out, &root_file] {
+        let _ = std::fs::remove_file(stale);
+    }
     let script = format!("echo $$ > '{}'; exec \"$@\"", root_file.display());
-    let mut perf = program.started_by(
-        &["perf", "sched", "record", "-g", "-o"]
+    let bin = super::bin();
+    let perf = ["perf", "sched", "record", "-g", "--kernel-callchains", "-o"];
+    let why = ["why", "--json", "--no-store", "--out"];
+    let mut command = program.started_by(
+        &perf
             .map(OsStr::new)
             .into_iter()
             .chain([data.as_os_str(), OsStr::new("--")])
             .collect::<Vec<_>>(),
-        &["sh", "-c", &script, "sh"].map(OsStr::new),
+        &[bin.as_os_str()]
+            .into_iter()
+            .chain(why.map(OsStr::new))
+            .chain([out.as_os_str(), OsStr::new("--")])
+            .chain(["sh", "-c", &script, "sh"].map(OsStr::new))
+            .collect::<Vec<_>>(),
     );
-    let run = timed(&mut perf, &work.join("perf.stderr"));
+    let run = timed(&mut command, &work.join("watched.stderr"));
+    assert!(
+        run.success,
+        "perf sched record or ratelab why failed: {}",
+        run.stderr_tail
+    );
+    let text = std::fs::read(&out).unwrap_or_else(|e| {
+        panic!(
+            "ratelab why wrote no document ({e}); it said: {}",
+            run.stderr_tail
+        )
+    });
     let root: u32 = std::fs::read_to_string(&root_file)
         .ok()
         .and_then(|s| s.trim().parse().ok())
-        .expect("the program under perf wrote its pid");
+        .expect("the program wrote its pid");
     let events = perf_output(
-        &["script", "--show-task-events", "-G", "-F", "comm,tid,time"],
+        &[
+            "script",
+            "--show-task-events",
+            "-G",
+            "-F",
+            "comm,tid,time,cpu",
+        ],
         &data,
     );
     let timehist = perf_output(
@@ -253,7 +292,7 @@ pub fn record(program: &Program, work: &Path) -> (Record, Run) {
         .flat_map(|e| e.lines())
         .find(|l| l.contains("lost"))
         .map(str::to_string);
-    (record, run)
+    (super::json(&text), record, run)
 }
 
 /// `perf ARGS -i DATA`'s stdout and stderr.
@@ -268,33 +307,4 @@ fn perf_output(args: &[&str], data: &Path) -> (String, String) {
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(output.status.success(), "perf {args:?} failed: {stderr}");
     (String::from_utf8_lossy(&output.stdout).into_owned(), stderr)
-}
-
-/// Runs `ratelab why --json --no-store --out OUT -- PROGRAM` (inside the program's
-/// prefix, as the program would run there); returns its document and how quiet the
-/// machine was meanwhile.
-pub fn why(program: &Program, work: &Path) -> (serde_json::Value, Run) {
-    let out = work.join("why.json");
-    let _ = std::fs::remove_file(&out);
-    let bin = super::bin();
-    let mut command = program.started_by(
-        &[],
-        &[
-            bin.as_os_str(),
-            OsStr::new("why"),
-            OsStr::new("--json"),
-            OsStr::new("--no-store"),
-            OsStr::new("--out"),
-            out.as_os_str(),
-            OsStr::new("--"),
-        ],
-    );
-    let run = timed(&mut command, &work.join("why.stderr"));
-    let text = std::fs::read(&out).unwrap_or_else(|e| {
-        panic!(
-            "ratelab why wrote no document ({e}); it said: {}",
-            run.stderr_tail
-        )
-    });
-    (super::json(&text), run)
 }

@@ -200,6 +200,7 @@ impl WhyWorkload {
         context.samples = account.samples;
         context.sampled_s = account.seconds;
         context.sampler_cpu_seconds = account.sampler_cpu_seconds;
+        context.sampler_displaced_s = account.sampler_displaced_s;
         context.cpus = Some(crate::platform::cores::allowed_cpus().len()).filter(|n| *n > 0);
         context.held_by = account
             .holders

@@ -43,6 +43,10 @@ pub struct WhyContext {
     pub samples: u64,
     /// CPU seconds ratelab's sampler used.
     pub sampler_cpu_seconds: f64,
+    /// Thread-seconds the command waited for a CPU the sampler held, taken out of its
+    /// waits (where the command asked for every CPU); 0 in runs stored before.
+    #[serde(default)]
+    pub sampler_displaced_s: f64,
     /// Why watching ended: `exited`, `seconds`, `interrupted`.
     pub ended_by: Option<String>,
     /// Processes outside the tree that ran on the CPUs its threads waited for, most first.

@@ -24,6 +24,12 @@ pub struct Tree {
     pub started: BTreeMap<u32, f64>,
     /// Pid → when it exited.
     pub exited: BTreeMap<u32, f64>,
+    /// Tid → when the thread exited. A thread killed in its sleep (the other threads of
+    /// a process that calls exit) last switches as a task perf can no longer name, so
+    /// timehist has no line for its last wait: its exit closes it.
+    pub thread_exited: BTreeMap<u32, f64>,
+    /// Tid → the CPU it exited on, where the record says.
+    pub exit_cpu: BTreeMap<u32, u32>,
 }
 
 /// Reads the FORK, COMM and EXIT records (other lines are skipped):
@@ -53,10 +59,14 @@ pub fn parse_task_events(text: &str) -> Tree {
                 }
             }
         } else if let Some(ids) = record.strip_prefix("EXIT") {
-            if let Some(((pid, tid), _)) = pair_of_ids(ids)
-                && pid == tid
-            {
-                tree.exited.insert(pid, time);
+            if let Some(((pid, tid), _)) = pair_of_ids(ids) {
+                tree.thread_exited.insert(tid, time);
+                if let Some(cpu) = cpu_of(&line[..at]) {
+                    tree.exit_cpu.insert(tid, cpu);
+                }
+                if pid == tid {
+                    tree.exited.insert(pid, time);
+                }
             }
         } else if let Some(rest) = record.strip_prefix("COMM") {
             let exec = rest.starts_with(" exec");
@@ -84,6 +94,13 @@ pub fn parse_task_events(text: &str) -> Tree {
 }
 
 /// `(a:b):(c:d)` as ((a, b), (c, d)).
+/// The CPU of a record, `[001]` among the fields before it.
+fn cpu_of(fields: &str) -> Option<u32> {
+    fields
+        .split_whitespace()
+        .find_map(|f| f.strip_prefix('[')?.strip_suffix(']')?.parse().ok())
+}
+
 fn pair_of_ids(text: &str) -> Option<((u32, u32), (u32, u32))> {
     let one = |part: &str| -> Option<(u32, u32)> {
         let (a, b) = part
@@ -95,10 +112,16 @@ fn pair_of_ids(text: &str) -> Option<((u32, u32), (u32, u32))> {
     Some((one(left)?, one(right)?))
 }
 
+/// The tid of a switch-out timehist prints as `:-1[-1/PID]`: a thread of PID that was
+/// reaped as it exited (any but the main one) makes its last switch as a task perf can
+/// no longer name; which thread it was, its EXIT record on that CPU says.
+pub const EXITED: u32 = u32::MAX;
+
 /// One switch-out of a thread, as timehist prints it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Switch {
     pub time: f64,
+    pub cpu: u32,
     pub comm: String,
     pub tid: u32,
     pub pid: u32,
@@ -152,6 +175,7 @@ fn switch(line: &str) -> Option<Switch> {
         .collect();
     Some(Switch {
         time,
+        cpu: cpu_of(tokens[1])?,
         comm,
         tid,
         pid,
@@ -167,8 +191,15 @@ fn switch(line: &str) -> Option<Switch> {
 fn ids(token: &str) -> Option<(u32, u32)> {
     let inside = token.strip_suffix(']')?;
     let inside = &inside[inside.rfind('[')? + 1..];
+    let tid_of = |t: &str| {
+        if t == "-1" {
+            Some(EXITED)
+        } else {
+            t.parse().ok()
+        }
+    };
     match inside.split_once('/') {
-        Some((tid, pid)) => Some((tid.parse().ok()?, pid.parse().ok()?)),
+        Some((tid, pid)) => Some((tid_of(tid)?, pid.parse().ok()?)),
         None => {
             let tid = inside.parse().ok()?;
             Some((tid, tid))
@@ -271,10 +302,82 @@ fn frame_kind(f: &str, socket_frames: bool) -> Option<&'static str> {
 #[derive(Default)]
 struct Thread {
     last: Option<(char, &'static str)>,
+    last_time: f64,
+    /// When it began: its first switch less the run and the wait that led to it.
+    born: Option<f64>,
     cpu_s: f64,
     cpu_wait_s: f64,
     off_s: [f64; KINDS.len()],
 }
+
+/// Which of a switch's slices: the tree on a CPU, the tree waiting for one, the watcher
+/// (perf, the root's parent) on a CPU.
+#[derive(Clone, Copy)]
+enum Slice {
+    Running,
+    Waiting,
+    Watcher,
+}
+
+/// The seconds of each kind of slice in each 10 ms window of the record.
+#[derive(Default)]
+struct Load {
+    origin: Option<f64>,
+    windows: Vec<[f64; 3]>,
+}
+
+impl Load {
+    const WINDOW_S: f64 = 0.01;
+
+    /// Adds the slice from `from` to `to` (seconds) to the windows it overlaps.
+    fn add(&mut self, slice: Slice, from: f64, to: f64) {
+        if to <= from {
+            return;
+        }
+        // perf's own slices begin before the program: every window is after the first.
+        let origin = *self.origin.get_or_insert(from - 10.0);
+        let start = (from - origin).max(0.0);
+        let end = to - origin;
+        if end <= start {
+            return;
+        }
+        let (first, last) = (
+            (start / Self::WINDOW_S) as usize,
+            (end / Self::WINDOW_S) as usize,
+        );
+        if self.windows.len() <= last {
+            self.windows.resize(last + 1, [0.0; 3]);
+        }
+        for window in first..=last {
+            let (a, b) = (
+                window as f64 * Self::WINDOW_S,
+                (window + 1) as f64 * Self::WINDOW_S,
+            );
+            let part = end.min(b) - start.max(a);
+            if part > 0.0 {
+                self.windows[window][slice as usize] += part;
+            }
+        }
+    }
+
+    /// The tree's seconds waiting for a CPU that the watcher's slices took: in each
+    /// window where the tree ran or waited for nearly every CPU, the least of the two.
+    fn displaced(&self) -> f64 {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        self.windows
+            .iter()
+            .filter(|w| w[0] + w[1] >= (cpus - 0.5) * Self::WINDOW_S)
+            .map(|w| w[1].min(w[2]))
+            .sum()
+    }
+}
+
+/// A thread that lived less than this began and ended between two of why's samples (at
+/// its 100 a second): its CPU is in its process's own `stat`, which why reads, but its
+/// waits for a CPU are in no file an ordinary user can read once it is gone (rustc's
+/// codegen threads: 110 in one build, each a few milliseconds, 0.05 s of waiting
+/// between them).
+pub const UNSEEN_UNDER_S: f64 = 0.01;
 
 /// Sums the switches of `root`'s tree per process; the root's wall from its start to
 /// its exit.
@@ -295,7 +398,15 @@ pub fn sum(root: u32, tree: &Tree, switches: &[Switch]) -> Record {
     let mut threads: BTreeMap<(u32, u32), Thread> = BTreeMap::new();
     let mut names: BTreeMap<u32, String> = BTreeMap::new();
     let (mut first, mut last) = (f64::MAX, 0.0f64);
-    for s in switches.iter().filter(|s| in_tree(s.pid)) {
+    let watcher = tree.parent.get(&root).copied();
+    let mut load = Load::default();
+    for s in switches.iter().filter(|s| Some(s.pid) == watcher) {
+        load.add(Slice::Watcher, s.time - s.run_s, s.time);
+    }
+    for s in switches
+        .iter()
+        .filter(|s| in_tree(s.pid) && s.tid != EXITED)
+    {
         names.insert(s.pid, s.comm.clone());
         if s.pid == root {
             first = first.min(s.time - s.run_s);
@@ -304,19 +415,75 @@ pub fn sum(root: u32, tree: &Tree, switches: &[Switch]) -> Record {
             }
         }
         let t = threads.entry((s.pid, s.tid)).or_default();
+        t.born
+            .get_or_insert(s.time - s.run_s - s.wait_s.max(s.delay_s));
         t.cpu_s += s.run_s;
+        let ran = s.time - s.run_s;
+        load.add(Slice::Running, ran, s.time);
         match t.last {
-            Some((state, _)) if runnable(state) => t.cpu_wait_s += s.wait_s,
+            Some((state, _)) if runnable(state) => {
+                t.cpu_wait_s += s.wait_s;
+                load.add(Slice::Waiting, ran - s.wait_s, ran);
+            }
             Some((_, kind)) => {
                 t.cpu_wait_s += s.delay_s;
+                load.add(Slice::Waiting, ran - s.delay_s, ran);
                 t.off_s[kind_index(kind)] += (s.wait_s - s.delay_s).max(0.0);
             }
-            None => t.cpu_wait_s += s.delay_s,
+            None => {
+                t.cpu_wait_s += s.delay_s;
+                load.add(Slice::Waiting, ran - s.delay_s, ran);
+            }
         }
         t.last = Some((s.state, kind_of(&s.stack)));
+        t.last_time = s.time;
+    }
+    // A thread that exited ran from its last wait to its exit: its last switch-outs, on
+    // the CPU it exited on, are nameless ones just after (one, or more where it was
+    // preempted as it exited, up to the one that leaves it dead). timehist gives them
+    // the pid of its process's parent, or of no process, and waits that are not its.
+    let mut nameless: Vec<Option<&Switch>> = switches
+        .iter()
+        .filter(|s| s.tid == EXITED)
+        .map(Some)
+        .collect();
+    for ((_, tid), t) in threads.iter_mut() {
+        let Some(&exit) = tree.thread_exited.get(tid) else {
+            continue;
+        };
+        let mut until = exit;
+        if let Some(&cpu) = tree.exit_cpu.get(tid) {
+            let mine = nameless.iter_mut().filter(|s| {
+                s.is_some_and(|s| s.cpu == cpu && s.time >= exit && s.time - exit < 0.05)
+            });
+            let mut previous: Option<f64> = None;
+            for slot in mine {
+                let s = slot.take().expect("filtered on Some");
+                let ran = s.time - s.run_s;
+                t.cpu_s += s.run_s;
+                load.add(Slice::Running, ran, s.time);
+                match previous {
+                    None => until = until.min(ran),
+                    Some(out) => t.cpu_wait_s += (ran - out).max(0.0),
+                }
+                previous = Some(s.time);
+                if !runnable(s.state) {
+                    break;
+                }
+            }
+        }
+        match t.last {
+            Some((state, _)) if runnable(state) && until > t.last_time => {
+                t.cpu_wait_s += until - t.last_time;
+            }
+            Some((state, kind)) if !matches!(state, 'X' | 'Z') && until > t.last_time => {
+                t.off_s[kind_index(kind)] += until - t.last_time;
+            }
+            _ => {}
+        }
     }
     let mut processes: BTreeMap<u32, Process> = BTreeMap::new();
-    for ((pid, _), t) in threads {
+    for ((pid, tid), t) in threads {
         let p = processes.entry(pid).or_insert_with(|| Process {
             pid,
             ppid: if pid == root {
@@ -334,9 +501,28 @@ pub fn sum(root: u32, tree: &Tree, switches: &[Switch]) -> Record {
         });
         p.threads += 1;
         p.cpu_s += t.cpu_s;
-        p.cpu_wait_s += t.cpu_wait_s;
+        let ended = tree.thread_exited.get(&tid).copied().unwrap_or(t.last_time);
+        if ended - t.born.unwrap_or(t.last_time) < UNSEEN_UNDER_S {
+            p.cpu_wait_unseen_s += t.cpu_wait_s;
+        } else {
+            p.cpu_wait_s += t.cpu_wait_s;
+        }
         for (sum, s) in p.off_s.iter_mut().zip(t.off_s) {
             *sum += s;
+        }
+    }
+    // perf's own CPU kept the tree's threads waiting where they asked for nearly every
+    // CPU: taken out, as why takes out its sampler's.
+    let displaced = load.displaced();
+    let waited: f64 = processes
+        .values()
+        .map(|p| p.cpu_wait_s + p.cpu_wait_unseen_s)
+        .sum();
+    if waited > 0.0 {
+        let keep = 1.0 - displaced.min(waited) / waited;
+        for p in processes.values_mut() {
+            p.cpu_wait_s *= keep;
+            p.cpu_wait_unseen_s *= keep;
         }
     }
     let start = tree.started.get(&root).copied().unwrap_or(first).min(first);

@@ -1,8 +1,7 @@
-//! How the corpus judges a program on a noisy machine: tries alternate `why` and the
-//! kernel's record (why, perf, why, perf) so a slow moment hits both, and a try counts
-//! only where the machine was quiet by the test's own measure (steal, other
-//! processes' CPU, and the two runs' own CPU by wait4, which must be the same work),
-//! never by ratelab's own verdict on its run. Two quiet tries that agree pass; two
+//! How the corpus judges a program on a noisy machine: each try is one run watched by
+//! `why` and recorded by the kernel at once, so a slow moment hits both, and a try
+//! counts only where the machine was quiet by the test's own measure (steal, other
+//! processes' CPU), never by ratelab's own verdict on its run. Two quiet tries that agree pass; two
 //! that disagree fail; a machine never quiet passes unchecked, except under `CI`,
 //! where nothing passes unchecked.
 
@@ -10,11 +9,9 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::{Program, Record, Run, compare, record, rows, why};
+use super::{Program, Record, Run, compare, rows, watched};
 
-/// Tries lost to a noisy machine before the test gives up on it: CPython's threads
-/// under the GIL took 1.95-2.63 CPU seconds for the same count on a quiet VM, so a
-/// third of their tries are not the same work under why as under perf.
+/// Tries lost to a noisy machine before the test gives up on it.
 pub const NOISY_TRIES: usize = 4;
 
 /// A program of the corpus, with what makes each run start from the same state.
@@ -33,8 +30,7 @@ pub struct Case<'a> {
 pub struct Judged {
     pub doc: Value,
     pub record: Record,
-    pub why_run: Run,
-    pub perf_run: Run,
+    pub run: Run,
     /// What disagreed, in words; empty when the try passed.
     pub problems: Vec<String>,
 }
@@ -117,10 +113,10 @@ impl Case<'_> {
         None
     }
 
-    /// Tries `why` and the kernel's record, alternating, until two quiet tries (see
-    /// [`Quiet`](super::Quiet) and [`SAME_WORK_WITHIN`]) agree
-    /// with each other's figures and with `expect` (the step named, in words of what
-    /// is wrong), or two disagree (which fails the test). Prints a line per try.
+    /// Tries `why` and the kernel's record on one run each try, until two quiet tries
+    /// (see [`Quiet`](super::Quiet)) agree with each other's figures and with `expect`
+    /// (the step named, in words of what is wrong), or two disagree (which fails the
+    /// test). Prints a line per try.
     pub fn judged(&self, expect: impl Fn(&Value, &Record) -> Vec<String>) -> Vec<Judged> {
         let mut quiet: Vec<Judged> = Vec::new();
         let mut noise = Vec::new();
@@ -130,30 +126,12 @@ impl Case<'_> {
                 break;
             }
             (self.before)();
-            let (doc, why_run) = why(&self.program, &self.work);
-            assert!(
-                why_run.success,
-                "{}: ratelab why failed: {}",
-                self.test, why_run.stderr_tail
-            );
-            (self.before)();
-            let (record, perf_run) = record(&self.program, &self.work);
-            assert!(
-                perf_run.success,
-                "{}: perf sched record failed: {}",
-                self.test, perf_run.stderr_tail
-            );
-            let machine = why_run.quiet.worst(perf_run.quiet);
+            let (doc, record, run) = watched(&self.program, &self.work);
             let n = quiet.len() + noise.len() + 1;
             let mut problems = compare(&doc, &record);
             problems.extend(expect(&doc, &record));
-            self.say_try(n, &doc, &record, &why_run, &perf_run, &problems);
-            let judged_cpu = record
-                .group_by_name()
-                .values()
-                .any(|f| f.cpu_s >= super::compare::CPU_AT_LEAST_S);
-            let unlike = || judged_cpu.then(|| same_work(&why_run, &perf_run)).flatten();
-            if let Some(why) = machine.noisy().or_else(unlike) {
+            self.say_try(n, &doc, &record, &run, &problems);
+            if let Some(why) = run.quiet.noisy() {
                 super::super::say(&format!(
                     "{}: try {n} not counted, the machine was noisy: {why}",
                     self.test
@@ -164,8 +142,7 @@ impl Case<'_> {
             quiet.push(Judged {
                 doc,
                 record,
-                why_run,
-                perf_run,
+                run,
                 problems,
             });
         }
@@ -192,19 +169,11 @@ impl Case<'_> {
         quiet
     }
 
-    fn say_try(
-        &self,
-        n: usize,
-        doc: &Value,
-        record: &Record,
-        why_run: &Run,
-        perf_run: &Run,
-        problems: &[String],
-    ) {
+    fn say_try(&self, n: usize, doc: &Value, record: &Record, run: &Run, problems: &[String]) {
         let limit = limiting(doc);
         let (top, figures) = record.top().unwrap_or_default();
         let (kind, off) = figures.main_off();
-        let machine = why_run.quiet.worst(perf_run.quiet);
+        let machine = run.quiet;
         let context = &doc["workloads"][0]["context"];
         // What freeing the step gains, by why: its waits alone, and with the CPU spent
         // alongside them (absent from documents before it was kept).
@@ -215,10 +184,9 @@ impl Case<'_> {
         };
         super::super::say(&format!(
             "{}: try {n}: why: {} in {}{} {:.1}% of {:.2} s, if free {} to {} ({}; its \
-             sampler {:.3} s and all of it {:.2} s, the program {:.2} s by rusage) | \
-             kernel: {top} on a CPU {:.2} s = {:.0}% of the {:.2} s wall, most off-CPU in \
-             {kind} {:.2} s (perf {:.2} s, the program {:.2} s by rusage) | steal {:.1}%, \
-             others {:.1}% | {}",
+             sampler {:.3} s) | kernel: {top} on a CPU {:.2} s = {:.0}% of the {:.2} s \
+             wall, most off-CPU in {kind} {:.2} s (perf {:.2} s, ratelab and the program \
+             {:.2} s by rusage) | steal {:.1}%, others {:.1}% | {}",
             self.test,
             limit["step"],
             limit["where"],
@@ -232,14 +200,12 @@ impl Case<'_> {
             gain("speedup_if_free_with_cpu"),
             disturbed(doc),
             context["sampler_cpu_seconds"].as_f64().unwrap_or(f64::NAN),
-            why_run.own_cpu_s,
-            why_run.program_cpu_s(),
             figures.cpu_s,
             figures.cpu_s / record.wall_s * 100.0,
             record.wall_s,
             off,
-            perf_run.own_cpu_s,
-            perf_run.program_cpu_s(),
+            run.own_cpu_s,
+            run.program_cpu_s(),
             machine.steal * 100.0,
             machine.others * 100.0,
             if problems.is_empty() {
@@ -252,32 +218,6 @@ impl Case<'_> {
             super::super::say(&format!("{}:   {row}", self.test));
         }
     }
-}
-
-/// How far the program's CPU seconds in the two runs of a try (wait4's rusage less the
-/// watcher's own) may differ for them to count as the same work, as a share and at
-/// least in seconds (a tenth of the least CPU a judged name has): on a quiet VM a
-/// build's first run once took 23% more CPU than its second (9.51 s against 7.74 s
-/// with their watchers, no steal, no other process), and the kernel's figures of one
-/// run say nothing of why's of the other. Only where a name's CPU is judged: perf's
-/// -g takes each switch's stack in the switching task, which a program that switches
-/// thousands of times pays for (sqlite's commits: 0.31 s under why, 0.42-0.48 s under
-/// perf).
-pub const SAME_WORK_WITHIN: f64 = 0.10;
-pub const SAME_WORK_WITHIN_S: f64 = 0.05;
-
-/// Why the two runs of a try did not do the same work, in words; None where they did.
-fn same_work(why_run: &Run, perf_run: &Run) -> Option<String> {
-    let (a, b) = (why_run.program_cpu_s(), perf_run.program_cpu_s());
-    let allowed = (SAME_WORK_WITHIN * a.min(b)).max(SAME_WORK_WITHIN_S);
-    ((a - b).abs() > allowed).then(|| {
-        format!(
-            "the two runs did not do the same work: the program took {a:.2} CPU seconds \
-             under why and {b:.2} under perf (wait4's rusage less the watcher's own), \
-             beyond {:.0}%",
-            SAME_WORK_WITHIN * 100.0
-        )
-    })
 }
 
 /// Problems with `doc`'s limiting step against `step` at `place` with at least
