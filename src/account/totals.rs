@@ -512,13 +512,10 @@ impl Totals {
             };
             total.cpu_s += span.on_cpu_s;
             total.cpu_wait_s += span.cpu_wait_s;
-            let thread = if span.tid == super::tree::unseen_threads(span.pid) {
-                "threads unseen as they began or ended"
-            } else {
-                self.tree
-                    .thread_name(span.pid, span.tid)
-                    .unwrap_or_default()
-            };
+            let thread = self
+                .tree
+                .thread_name(span.pid, span.tid)
+                .unwrap_or_default();
             let (what, step, on_cpu) = match &span.off {
                 Wait::Step(key) if key.step == Step::Cpu => (String::new(), None, true),
                 Wait::Step(key) if key.step == Step::CpuWait => {

@@ -216,7 +216,7 @@ impl CpuBalance {
 }
 
 /// The thread id a process's unseen threads' CPU is given under: one no thread has.
-pub fn unseen_threads(pid: u32) -> u32 {
+fn unseen_threads(pid: u32) -> u32 {
     u32::MAX - pid
 }
 
@@ -337,6 +337,9 @@ impl Tree {
 
     /// The name of thread `tid` of `pid`, as first seen.
     pub fn thread_name(&self, pid: u32, tid: u32) -> Option<&str> {
+        if tid == unseen_threads(pid) {
+            return Some("threads unseen as they began or ended");
+        }
         Some(self.members.get(&pid)?.threads.get(&tid)?.name.as_str())
     }
 

@@ -311,7 +311,7 @@ struct Thread {
 }
 
 /// Which of a switch's slices: the tree on a CPU, the tree waiting for one, the watcher
-/// (perf, the root's parent) on a CPU.
+/// (the root's parent: ratelab, which perf records too) on a CPU.
 #[derive(Clone, Copy)]
 enum Slice {
     Running,
@@ -334,7 +334,7 @@ impl Load {
         if to <= from {
             return;
         }
-        // perf's own slices begin before the program: every window is after the first.
+        // The watcher's slices begin before the program: every window is after the first.
         let origin = *self.origin.get_or_insert(from - 10.0);
         let start = (from - origin).max(0.0);
         let end = to - origin;
@@ -511,8 +511,8 @@ pub fn sum(root: u32, tree: &Tree, switches: &[Switch]) -> Record {
             *sum += s;
         }
     }
-    // perf's own CPU kept the tree's threads waiting where they asked for nearly every
-    // CPU: taken out, as why takes out its sampler's.
+    // The watcher's own CPU kept the tree's threads waiting where they asked for nearly
+    // every CPU: taken out, as why takes out its sampler's.
     let displaced = load.displaced();
     let waited: f64 = processes
         .values()

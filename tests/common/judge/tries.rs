@@ -21,8 +21,8 @@ pub struct Case<'a> {
     /// A folder for perf.data and why's document: on a tmpfs, so the record does not
     /// write to the disk under test.
     pub work: PathBuf,
-    /// Run before each run (of why, of perf, of a causal check): a clean build tree, a
-    /// fresh clone.
+    /// Run before each run (watched by why and perf, or of a causal check): a clean
+    /// build tree, a fresh clone.
     pub before: &'a dyn Fn(),
 }
 
