@@ -8,7 +8,7 @@
 mod common;
 
 use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use common::judge::{Case, Program, kernel_top_is, limit_is, limiting, work_folder};
@@ -39,28 +39,6 @@ fn setup(program: &str, args: &[&OsStr]) {
         "{program} {args:?} failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-}
-
-/// The folder of the newest registry crate whose folder name starts with `prefix`, in
-/// cargo's registry cache (`$CARGO_HOME`, or ~/.cargo): every machine that built
-/// ratelab has its dependencies' sources there.
-fn registry_crate(prefix: &str) -> PathBuf {
-    let home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo"));
-    let src = home.join("registry").join("src");
-    let mut found: Vec<PathBuf> = std::fs::read_dir(&src)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", src.display()))
-        .filter_map(Result::ok)
-        .flat_map(|index| std::fs::read_dir(index.path()).into_iter().flatten())
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
-        .map(|e| e.path())
-        .collect();
-    found.sort();
-    found
-        .pop()
-        .unwrap_or_else(|| panic!("no {prefix}* in {}", src.display()))
 }
 
 /// `from` copied to `to` (cp -a).
@@ -106,7 +84,7 @@ fn make_of_a_c_project_is_limited_by_the_compilers_cpu() {
     let work = work_folder();
     let tree = common::disk_tempdir();
     let source = tree.path().join("lz4");
-    copy(&registry_crate("lz4-sys-").join("liblz4"), &source);
+    copy(&common::registry_crate("lz4-sys-").join("liblz4"), &source);
     let clean = || {
         let _ = Command::new("make")
             .args(["-s", "-C", "programs", "clean"])
@@ -150,7 +128,7 @@ fn cargo_build_of_a_registry_crate_is_limited_by_rustcs_cpu() {
     // The crate is built as a path dependency of a package of one line, so that its
     // own dev-dependencies (absent from the cache offline) need not resolve.
     let copied = tree.path().join("crate");
-    copy(&registry_crate("regex-syntax-0.8"), &copied);
+    copy(&common::registry_crate("regex-syntax-0.8"), &copied);
     let package = tree.path().join("build");
     std::fs::create_dir_all(package.join("src")).unwrap();
     std::fs::write(
@@ -262,17 +240,6 @@ fn git_gc_of_a_clone_is_limited_by_gits_cpu() {
     one_cpu_kept_busy(&case);
 }
 
-/// Commits of one row each, every one synced (`synchronous=FULL`): a journal written
-/// and synced, the database written and synced, the journal deleted.
-const SQLITE: &str = "import sqlite3, sys\n\
-db = sqlite3.connect(sys.argv[1], isolation_level=None)\n\
-db.execute('PRAGMA synchronous=FULL')\n\
-db.execute('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)')\n\
-for i in range(int(sys.argv[2])):\n    \
-db.execute('BEGIN')\n    \
-db.execute('INSERT INTO t (v) VALUES (?)', ('x' * 100,))\n    \
-db.execute('COMMIT')\n";
-
 /// How many commits, and the write requests a second the rig allows: the step is
 /// most of the time but not all of it, so that `why`'s bracket of the gain is a check.
 const COMMITS: &str = "1500";
@@ -293,7 +260,7 @@ fn sqlite_commits_on_a_throttled_disk_are_limited_by_its_writes() {
     throttle.limit_iops(&disk, SQLITE_WRITE_IOPS, 1_000_000);
     let device = disk.device().trim_start_matches("/dev/").to_string();
     let script = work.path().join("commits.py");
-    std::fs::write(&script, SQLITE).unwrap();
+    std::fs::write(&script, common::SQLITE_COMMITS).unwrap();
     let on_tmpfs = work.path().join("tmpfs");
     std::fs::create_dir_all(&on_tmpfs).unwrap();
     let (db, tmpfs_db) = (disk.path().join("t.db"), on_tmpfs.join("t.db"));

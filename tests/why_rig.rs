@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use common::rig::{self, MIB, SlowDisk, Throttle};
@@ -17,15 +16,6 @@ const READ_RATE: u64 = 100 * MIB;
 const WRITE_RATE: u64 = 50 * MIB;
 /// How far a figure may stray from the rig's rate (issue 34).
 const WITHIN: f64 = 0.10;
-
-/// Syncs `path` and evicts it from the page cache, so that the next read is the disk's.
-fn evict(path: &Path) {
-    let file = std::fs::File::open(path).expect("open the test file");
-    file.sync_all().expect("sync the test file");
-    // SAFETY: posix_fadvise only advises the kernel about this open file's pages.
-    let done = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-    assert_eq!(done, 0, "evict {}", path.display());
-}
 
 /// `ratelab why --json --out OUT EXTRA -- COMMAND` run inside the throttle's cgroup;
 /// returns its document.
@@ -122,7 +112,7 @@ fn a_reader_of_a_throttled_disk_is_limited_by_it_and_set_against_its_run() {
     let db_arg = ["--db", db.to_str().unwrap()];
     let out = disk.scratch().join("why.json");
     up_to_three_tries(test, |_| {
-        evict(&files[0]);
+        rig::evict(&files[0]);
         let doc = why_throttled(&throttle, &db_arg, &["cat", file], &out);
         check(disturbed(&doc), || {
             assert_device_limits(&doc, "disk_read", &device, READ_RATE, "cat");
@@ -149,7 +139,7 @@ fn a_reader_of_a_throttled_disk_is_limited_by_it_and_set_against_its_run() {
     assert!(series.success());
     let disk_run = common::stored_runs(&db)[0]["run_id"].as_i64().unwrap();
     up_to_three_tries(test, |_| {
-        evict(&files[0]);
+        rig::evict(&files[0]);
         let doc = why_throttled(&throttle, &db_arg, &["cat", file], &out);
         check(disturbed(&doc), || {
             let limit = limiting(&doc);
@@ -215,7 +205,7 @@ fn a_pipeline_from_a_throttled_disk_is_limited_by_its_slower_step() {
         ("cat | zstd -1", &files[1], fast),
     ] {
         up_to_three_tries(test, |_| {
-            evict(file);
+            rig::evict(file);
             let doc = why_throttled(&throttle, &["--no-store"], &["sh", "-c", &pipeline], &out);
             check(disturbed(&doc), || {
                 let limit = limiting(&doc);

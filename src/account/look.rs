@@ -37,6 +37,8 @@ pub struct Machine {
     memory: HashMap<u32, Option<File>>,
     /// The threads of the tree at the last sample.
     pub member_threads: HashSet<u32>,
+    /// The files (by path) a thread of the tree was seen waiting on.
+    pub files: std::collections::BTreeSet<String>,
 }
 
 impl Machine {
@@ -62,6 +64,11 @@ impl Lookup for Machine {
             return Some(target.clone());
         }
         let (link, target) = fds::target(pid, fd)?;
+        if let FdTarget::File { path, .. } = &target
+            && path.starts_with('/')
+        {
+            self.files.insert(path.clone());
+        }
         self.fds.insert((pid, fd), (link, target.clone()));
         Some(target)
     }

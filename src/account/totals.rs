@@ -145,6 +145,8 @@ pub struct Account {
     /// Thread-seconds the tree waited for a CPU because the sampler held one, taken
     /// out of its waits.
     pub sampler_displaced_s: f64,
+    /// The files (by path) a thread of the tree was seen waiting on.
+    pub files: Vec<String>,
 }
 
 impl Account {
@@ -603,6 +605,9 @@ impl Totals {
             tcp: self.machine.tcp.totals(),
             sampler_cpu_seconds,
             sampler_displaced_s: self.displaced_s,
+            files: std::mem::take(&mut self.machine.files)
+                .into_iter()
+                .collect(),
         }
     }
 }

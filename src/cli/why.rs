@@ -15,7 +15,9 @@ use crate::store::{RunQuery, Store};
 use crate::workload::disk::{DiskKind, streaming_rate};
 use crate::workload::iops::IopsKind;
 use crate::workload::net::NetKind;
-use crate::workload::why::{Ask, Capability, Lookup, WhyContext, WhyPlan, WhyWorkload};
+use crate::workload::why::{
+    Ask, Capability, Lookup, WHAT_IF_NAMES, WhatIfPlan, WhyContext, WhyPlan, WhyWorkload,
+};
 use crate::workload::{At, Kind, Stored};
 
 /// Most earlier runs of each kind looked at for a device's or link's capability.
@@ -57,6 +59,30 @@ pub struct WhyArgs {
     /// Samples a second.
     #[arg(long, value_name = "HZ", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub hz: u32,
+    /// Then measure by how much each step limits it: run it again with the step slowed
+    /// (cpu, disk_read, disk_write) or made free (reads_free), in rounds beside unchanged runs.
+    #[arg(
+        long,
+        value_name = "STEPS",
+        num_args = 0..=1,
+        default_missing_value = "",
+        conflicts_with = "pid",
+        long_help = "Then measure by how much each step limits the command: after the watched \
+run, run it again, 2 × ROUNDS times for each step, alternating an unchanged run with one \
+where the step is changed: `cpu` (its processes in a cgroup with half the CPUs they kept \
+busy), `disk_read` / `disk_write` (its block device held, for its processes, to half the \
+bytes and requests per second it moved while the command waited on it), `reads_free` (the \
+files it read already in the page cache; needs no root). The command's time over the \
+unchanged run's, less 1, is the share of it that moves with the step (its sensitivity). \
+Without STEPS, every step with 10% of the wall time or more; STEPS names them, \
+comma-separated (`cpu,disk_write`; `disk` for both ways; `net` is not measured yet). \
+Slowing needs root or a cgroup delegated to this user. The command's side effects happen \
+again in every run."
+    )]
+    pub what_if: Option<String>,
+    /// Rounds of each --what-if: an unchanged run and a changed one each.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub what_if_rounds: u32,
     /// Write the report (or the --json document) to this file instead of stderr; `-` for stdout.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -82,6 +108,14 @@ pub fn run(args: WhyArgs) -> anyhow::Result<Exit> {
     if args.seconds.is_some_and(|s| s.is_zero()) {
         return Err(UsageError("--seconds 0 watches nothing: give a time above 0".into()).into());
     }
+    let what_if = args
+        .what_if
+        .as_deref()
+        .map(|steps| what_if_plan(steps, args.what_if_rounds))
+        .transpose()?;
+    if let Some(asked) = &what_if {
+        crate::report::terminal::say("ratelab: ", &what_if_notice(&args.command, asked));
+    }
     let interval = args.output.interval.unwrap_or(crate::run::DEFAULT_INTERVAL);
     let plan = WhyPlan {
         command: args.command,
@@ -89,6 +123,7 @@ pub fn run(args: WhyArgs) -> anyhow::Result<Exit> {
         seconds: args.seconds.map(|s| s.as_secs_f64()),
         hz: f64::from(args.hz),
         interval_s: interval.as_secs_f64(),
+        what_if,
     };
     let lookup = (!args.output.no_store).then(|| lookup(args.output.db.path.clone()));
     // The command's output is its own: no progress, and the report on stderr.
@@ -116,6 +151,37 @@ pub fn run(args: WhyArgs) -> anyhow::Result<Exit> {
         (Exit::Success, Some(code)) => Exit::Command(code),
         (exit, _) => exit,
     })
+}
+
+/// The what-ifs `--what-if STEPS` asks for, the names checked.
+fn what_if_plan(steps: &str, rounds: u32) -> Result<WhatIfPlan, UsageError> {
+    let steps: Vec<String> = steps
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    if let Some(unknown) = steps.iter().find(|s| !WHAT_IF_NAMES.contains(&s.as_str())) {
+        return Err(UsageError(format!(
+            "unknown step \"{unknown}\" for --what-if (use {})",
+            WHAT_IF_NAMES.join(", ")
+        )));
+    }
+    Ok(WhatIfPlan { steps, rounds })
+}
+
+/// What --what-if will do, said before the command starts: how many more times it runs.
+fn what_if_notice(command: &[String], asked: &WhatIfPlan) -> String {
+    let which = if asked.steps.is_empty() {
+        "each step with 10% of its time or more".to_string()
+    } else {
+        asked.steps.join(", ")
+    };
+    format!(
+        "--what-if runs `{}` 1 + 2 × {} × S times, S the steps it changes ({which}): its side effects happen each time",
+        command.join(" "),
+        asked.rounds
+    )
 }
 
 /// The exit code a finished `why` run passes on: the command's, or 128 + the signal

@@ -18,6 +18,70 @@ pub fn bytes_moved(name: &str) -> Option<(u64, u64)> {
     moved_in(&text, name)
 }
 
+/// What a block device has done since boot, as /proc/diskstats counts it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeviceCounts {
+    /// Reads completed (requests, after merging).
+    pub reads: u64,
+    /// Writes completed.
+    pub writes: u64,
+    /// Bytes read.
+    pub read_bytes: u64,
+    /// Bytes written.
+    pub written_bytes: u64,
+}
+
+impl DeviceCounts {
+    /// What was counted from `before` to these counts.
+    pub fn since(&self, before: &DeviceCounts) -> DeviceCounts {
+        DeviceCounts {
+            reads: self.reads.saturating_sub(before.reads),
+            writes: self.writes.saturating_sub(before.writes),
+            read_bytes: self.read_bytes.saturating_sub(before.read_bytes),
+            written_bytes: self.written_bytes.saturating_sub(before.written_bytes),
+        }
+    }
+
+    /// Each device's counts in `now` less those in `before` (a device not there before
+    /// counts from zero).
+    pub fn each_since(
+        now: std::collections::HashMap<String, DeviceCounts>,
+        before: &std::collections::HashMap<String, DeviceCounts>,
+    ) -> std::collections::HashMap<String, DeviceCounts> {
+        now.into_iter()
+            .map(|(name, counts)| {
+                let was = before.get(&name).copied().unwrap_or_default();
+                (name, counts.since(&was))
+            })
+            .collect()
+    }
+}
+
+/// Every block device's counts now, by name.
+pub fn snapshot() -> std::collections::HashMap<String, DeviceCounts> {
+    let text = std::fs::read_to_string("/proc/diskstats").unwrap_or_default();
+    text.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let count = |i: usize| fields.get(i)?.parse::<u64>().ok();
+            let counts = DeviceCounts {
+                reads: count(3)?,
+                read_bytes: count(5)? * 512,
+                writes: count(7)?,
+                written_bytes: count(9)? * 512,
+            };
+            Some((fields.get(2)?.to_string(), counts))
+        })
+        .collect()
+}
+
+/// The `major:minor` of block device `name`, as sysfs gives it.
+pub fn major_minor(name: &str) -> Option<String> {
+    let text =
+        std::fs::read_to_string(Path::new("/sys/class/block").join(name).join("dev")).ok()?;
+    Some(text.trim().to_string()).filter(|t| t.contains(':'))
+}
+
 /// The whole disk a partition is part of (`vda1` → `vda`), as sysfs links it; none for
 /// a device that is not a partition.
 pub fn parent_disk(name: &str) -> Option<String> {

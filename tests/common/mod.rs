@@ -518,3 +518,42 @@ pub fn descendants(pid: u32) -> Vec<(u32, String)> {
     }
     found
 }
+
+/// The folder of the newest registry crate whose folder name starts with `prefix`, in
+/// cargo's registry cache (`$CARGO_HOME`, or ~/.cargo): every machine that built
+/// ratelab has its dependencies' sources there.
+#[allow(dead_code)]
+pub fn registry_crate(prefix: &str) -> std::path::PathBuf {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo")
+        });
+    let src = home.join("registry").join("src");
+    let mut found: Vec<std::path::PathBuf> = std::fs::read_dir(&src)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", src.display()))
+        .filter_map(Result::ok)
+        .flat_map(|index| std::fs::read_dir(index.path()).into_iter().flatten())
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        .map(|e| e.path())
+        .collect();
+    found.sort();
+    found
+        .pop()
+        .unwrap_or_else(|| panic!("no {prefix}* in {}", src.display()))
+}
+
+/// A Python program committing argv[2] rows of one each into the sqlite database
+/// argv[1], every commit synced (`synchronous=FULL`): a journal written and synced, the
+/// database written and synced, the journal deleted. The table stays, so it may run
+/// again on the same database.
+#[allow(dead_code)]
+pub const SQLITE_COMMITS: &str = "import sqlite3, sys\n\
+db = sqlite3.connect(sys.argv[1], isolation_level=None)\n\
+db.execute('PRAGMA synchronous=FULL')\n\
+db.execute('CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, v TEXT)')\n\
+for i in range(int(sys.argv[2])):\n    \
+db.execute('BEGIN')\n    \
+db.execute('INSERT INTO t (v) VALUES (?)', ('x' * 100,))\n    \
+db.execute('COMMIT')\n";

@@ -306,3 +306,14 @@ pub fn quiet(program: &str, args: &[&str]) -> bool {
         .output()
         .is_ok_and(|o| o.status.success())
 }
+
+/// Syncs `path` and evicts it from the page cache, so that the next read is the disk's.
+#[allow(dead_code)]
+pub fn evict(path: &Path) {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::open(path).expect("open the test file");
+    file.sync_all().expect("sync the test file");
+    // SAFETY: posix_fadvise only advises the kernel about this open file's pages.
+    let done = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(done, 0, "evict {}", path.display());
+}

@@ -59,6 +59,7 @@ pub fn summarize(context: &WhyContext, items: &[WhyItem]) -> WhySummary {
             limit.tcp = connection(items, &steps, &limit);
             limit
         }),
+        measured: super::measured::measured(items, &shares, context.sampled_s),
         steps: shares,
     }
 }

@@ -2,6 +2,7 @@
 //! the steps and the processes, and what could not be seen.
 
 use super::answer::{answer, summarize};
+use super::measured;
 use super::stored::{WhyContext, WhyItem, WhyPlan, WhySummary};
 use super::tables;
 use crate::account::Step;
@@ -57,16 +58,47 @@ impl Kind for WhyKind {
                 ),
             ));
         }
+        let summary = self.summarize(w);
+        for m in &summary.measured {
+            if let Some(words) = measured::disagreement(m) {
+                out.push(verdict("what_if_disagrees", Severity::Info, words));
+            }
+        }
+        for skipped in &context.what_if_skipped {
+            let place = if skipped.place.is_empty() {
+                String::new()
+            } else {
+                format!(" on {}", skipped.place)
+            };
+            out.push(verdict(
+                "what_if_not_measured",
+                Severity::Info,
+                format!("{}{place} was not measured: {}", skipped.step, skipped.why),
+            ));
+        }
+        if let Some(stopped) = &context.what_if_stopped {
+            out.push(verdict(
+                "what_if_stopped",
+                Severity::Warning,
+                format!("the what-ifs stopped: {stopped}"),
+            ));
+        }
         out
     }
 
     fn summary_lines(&self, w: &Stored<Self>) -> Result<Vec<SummaryLine>, DecodeError> {
         let summary = self.summarize(w);
-        Ok(unseen(&summary, &w.context)
-            .or_else(|| answer(&summary, &w.context))
-            .map(|line| SummaryLine::new("why", line))
-            .into_iter()
-            .collect())
+        let sampled = unseen(&summary, &w.context).or_else(|| answer(&summary, &w.context));
+        // Measured, the answer is the measurement; the samples' answer stays beside it.
+        Ok(match measured::answer(&summary.measured) {
+            Some(line) => std::iter::once(SummaryLine::new("why", line))
+                .chain(sampled.map(|l| SummaryLine::new("sampled", l)))
+                .collect(),
+            None => sampled
+                .map(|line| SummaryLine::new("why", line))
+                .into_iter()
+                .collect(),
+        })
     }
 
     fn tables(&self, w: &Stored<Self>) -> Vec<Table> {
@@ -77,6 +109,7 @@ impl Kind for WhyKind {
             &w.params,
             &w.record.target,
         )];
+        out.extend(tables::what_ifs(&summary));
         out.extend(tables::processes(&w.items));
         out
     }

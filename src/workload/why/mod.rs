@@ -7,12 +7,14 @@
 
 mod answer;
 mod kind;
+mod measured;
 mod stored;
 mod tables;
+mod what_if;
 
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
-use std::process::{Child, Command};
+use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -20,14 +22,19 @@ use serde_json::Value;
 pub use answer::answer;
 pub use kind::WhyKind;
 pub use stored::{
-    Capability, HeldBy, IntervalItem, Limiting, Moved, ProcessItem, StepItem, StepShare, TcpItem,
-    ThreadCpu, WaitItem, WhyContext, WhyItem, WhyPlan, WhySummary,
+    Capability, HeldBy, IntervalItem, Limiting, Measured, Moved, NotMeasured, ProcessItem,
+    StepItem, StepShare, TcpItem, ThreadCpu, WaitItem, WhatIfItem, WhatIfPlan, WhatIfStep,
+    WhyContext, WhyItem, WhyPlan, WhySummary,
 };
+pub use what_if::NAMES as WHAT_IF_NAMES;
 
 use crate::account::{Account, Step, Watch, WatchPlan};
 use crate::platform::StorageChain;
+use crate::platform::diskstats::DeviceCounts;
 use crate::platform::nics::Nic;
+use crate::platform::slowdown::Slowdown;
 use crate::workload::{Context, Error, Kind, Workload};
+use what_if::DevicesMoved;
 
 /// What the verb is asked of a device or link the command waited on.
 #[derive(Debug, Clone)]
@@ -81,19 +88,56 @@ impl WhyWorkload {
         if let Some(pid) = self.plan.pid {
             return Ok((pid, Instant::now()));
         }
-        let program = self.program.as_ref().expect("resolved in prepare");
-        let name = self.plan.command[0].as_str();
         let start = Instant::now();
-        // In ratelab's own process group: Ctrl-C reaches it as it would without ratelab,
-        // and it may read the terminal.
-        let child = Command::new(program)
-            .arg0(name)
-            .args(&self.plan.command[1..])
-            .spawn()
-            .map_err(|e| Error::io("start", name, e))?;
+        let child = self.spawn(None)?;
         let pid = child.id();
         self.child = Some(child);
         Ok((pid, start))
+    }
+
+    /// Starts the command, in `group` where one is given.
+    fn spawn(&self, group: Option<&Slowdown>) -> Result<Child, Error> {
+        let program = self.program.as_ref().expect("resolved in prepare");
+        let name = self.plan.command[0].as_str();
+        // In ratelab's own process group: Ctrl-C reaches it as it would without ratelab,
+        // and it may read the terminal.
+        let mut command = Command::new(program);
+        command.arg0(name).args(&self.plan.command[1..]);
+        if let Some(group) = group {
+            // SAFETY: the hook makes only async-signal-safe calls (open, write, close).
+            unsafe { command.pre_exec(group.entering()) };
+        }
+        command.spawn().map_err(|e| match group {
+            Some(group) => Error::io("start in cgroup", group.path(), e),
+            None => Error::io("start", name, e),
+        })
+    }
+
+    /// Runs the command once more, in `group` where one is given, and times it from
+    /// its start to its exit.
+    fn once(
+        &mut self,
+        group: Option<&Slowdown>,
+        ctx: &Context,
+    ) -> Result<(f64, ExitStatus), Error> {
+        let start = Instant::now();
+        let child = self.spawn(group)?;
+        let root = child.id();
+        self.child = Some(child);
+        let (ended_by, at) = self.wait(root, start, ctx);
+        if ended_by == "interrupted" {
+            self.end_tree(root);
+            self.reap();
+            return Err(Error::Interrupted);
+        }
+        let status = self.reap().ok_or_else(|| {
+            Error::io(
+                "wait for",
+                &self.plan.command[0],
+                std::io::Error::other("lost its child"),
+            )
+        })?;
+        Ok((at.duration_since(start).as_secs_f64(), status))
     }
 
     /// Waits until the root ends, `--seconds` pass, or a stop; says which.
@@ -172,14 +216,9 @@ impl WhyWorkload {
         signal(&tree(), libc::SIGKILL);
     }
 
-    /// Reaps the command, keeping how it ended.
-    fn reap(&mut self) {
-        if let Some(mut child) = self.child.take()
-            && let Ok(status) = child.wait()
-        {
-            self.context.exit_code = status.code();
-            self.context.signal = status.signal();
-        }
+    /// Reaps the command: how it ended.
+    fn reap(&mut self) -> Option<ExitStatus> {
+        self.child.take().and_then(|mut child| child.wait().ok())
     }
 
     /// Sends the account's steps, processes and series as items, and keeps the rest.
@@ -409,6 +448,8 @@ impl Workload for WhyWorkload {
     }
 
     fn run(&mut self, ctx: &Context) -> Result<(), Error> {
+        let before = crate::platform::diskstats::snapshot();
+        let own_before = crate::platform::slowdown::own_io();
         let (root, start) = self.start()?;
         self.context.pid = Some(root);
         let plan = WatchPlan {
@@ -423,7 +464,19 @@ impl Workload for WhyWorkload {
         }
         // The last sample sees the ended command before it is reaped.
         let account = watch.map(Watch::finish).unwrap_or_default();
-        self.reap();
+        let moved = DevicesMoved {
+            devices: DeviceCounts::each_since(crate::platform::diskstats::snapshot(), &before),
+            own: own_before.and_then(|before| {
+                Some(DeviceCounts::each_since(
+                    crate::platform::slowdown::own_io()?,
+                    &before,
+                ))
+            }),
+        };
+        if let Some(status) = self.reap() {
+            self.context.exit_code = status.code();
+            self.context.signal = status.signal();
+        }
         // A Ctrl-C at the terminal reaches the command too, in ratelab's process group:
         // it may have ended of it before the stop was seen, interrupted all the same.
         if ctx.cancel.is_set() {
@@ -436,11 +489,16 @@ impl Workload for WhyWorkload {
         if ended_by == "interrupted" {
             return Err(Error::Interrupted);
         }
+        if let Some(asked) = self.plan.what_if.clone() {
+            let outcome = what_if::measure(self, &asked, &account, &moved, ctx);
+            ctx.sink.stage_done("what-ifs");
+            outcome?;
+        }
         Ok(())
     }
 
     fn cleanup(&mut self) -> Result<(), Error> {
-        if let (Some(root), true) = (self.context.pid, self.child.is_some()) {
+        if let Some(root) = self.child.as_ref().map(Child::id) {
             self.end_tree(root);
             self.reap();
         }

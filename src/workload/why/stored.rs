@@ -20,6 +20,114 @@ pub struct WhyPlan {
     pub hz: f64,
     /// Seconds each interval of the series holds.
     pub interval_s: f64,
+    /// The measured what-ifs asked for with `--what-if`; absent where none were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub what_if: Option<WhatIfPlan>,
+}
+
+/// What `--what-if` asked: which steps to slow and how many rounds of each.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WhatIfPlan {
+    /// The steps named (`cpu`, `disk_read`, `disk_write`, `reads_free`, `net`); empty:
+    /// every step with 10% of the wall time or more.
+    pub steps: Vec<String>,
+    /// Rounds of each: an unchanged run, then a slowed one.
+    pub rounds: u32,
+}
+
+/// A step a what-if changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WhatIfStep {
+    /// The command's CPU time, held to a quota.
+    Cpu,
+    /// Reads from one block device, throttled.
+    DiskRead,
+    /// Writes to one block device, throttled.
+    DiskWrite,
+    /// The files the command read, in the page cache before it starts.
+    ReadsFree,
+}
+
+impl WhatIfStep {
+    /// The step as users name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            WhatIfStep::Cpu => "cpu",
+            WhatIfStep::DiskRead => "disk_read",
+            WhatIfStep::DiskWrite => "disk_write",
+            WhatIfStep::ReadsFree => "reads_free",
+        }
+    }
+}
+
+/// One round of a what-if: the command unchanged, then changed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WhatIfItem {
+    /// The step changed.
+    pub step: WhatIfStep,
+    /// Where: the device, or the command's processes.
+    #[serde(rename = "where")]
+    pub place: String,
+    /// How many times as long the step's own work was made to take: 2 at half
+    /// speed, 0 made free.
+    pub factor: f64,
+    /// How it was changed, in words (`loop3 held to 52.4 MB/s and 400 reads/s`).
+    pub changed_by: String,
+    /// The round, from 1.
+    pub round: u32,
+    /// Wall seconds of the changed run.
+    pub wall_s: f64,
+    /// Wall seconds of the unchanged run just before it.
+    pub baseline_wall_s: f64,
+}
+
+/// A step `--what-if` did not measure, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NotMeasured {
+    /// The step, as users name it.
+    pub step: String,
+    /// Where, where known.
+    #[serde(rename = "where")]
+    pub place: String,
+    /// Why not, and what would allow it.
+    pub why: String,
+}
+
+/// A what-if as measured over its rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    /// The step changed.
+    pub step: WhatIfStep,
+    /// Where.
+    #[serde(rename = "where")]
+    pub place: String,
+    /// How many times as long the step's own work was made to take.
+    pub factor: f64,
+    /// The changed runs' wall time over the unchanged ones, median of the rounds.
+    pub ratio: f64,
+    /// The least of the rounds' ratios.
+    pub ratio_min: f64,
+    /// The most of the rounds' ratios.
+    pub ratio_max: f64,
+    /// (ratio − 1) / (factor − 1), held between 0 (not limited by the step) and 1
+    /// (limited by it alone).
+    pub sensitivity: f64,
+    /// The sensitivities of the least and most ratios.
+    pub sensitivity_min: f64,
+    /// The sensitivities of the least and most ratios.
+    pub sensitivity_max: f64,
+    /// Rounds measured.
+    pub rounds: u32,
+    /// The share of the wall time the samples charged to the step.
+    pub sampled_share: f64,
+    /// What the command gains were the step twice as fast, from the sensitivity:
+    /// 1 / (1 − s / 2); for `reads_free`, what it gained with the reads cached.
+    pub speedup: f64,
+    /// The speedups of the sensitivities' range.
+    pub speedup_min: f64,
+    /// The speedups of the sensitivities' range.
+    pub speedup_max: f64,
 }
 
 /// How the command ended and what the run knew beside its samples.
@@ -59,6 +167,12 @@ pub struct WhyContext {
     /// CPUs ratelab's process could run on, as the command inherited them.
     #[serde(default)]
     pub cpus: Option<usize>,
+    /// The steps `--what-if` did not measure, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub what_if_skipped: Vec<NotMeasured>,
+    /// Why the what-ifs stopped before their last round, where they did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub what_if_stopped: Option<String>,
 }
 
 /// A process that held the CPUs the tree waited for.
@@ -101,6 +215,8 @@ pub enum WhyItem {
     Interval(IntervalItem),
     /// TCP's own account of a connection the command waited on.
     Tcp(TcpItem),
+    /// A round of a measured what-if.
+    WhatIf(WhatIfItem),
 }
 
 /// TCP's own account of a connection the command waited on, stored as the account
@@ -296,6 +412,9 @@ pub struct WhySummary {
     pub steps: Vec<StepShare>,
     /// The step that limits it; null when nothing was sampled.
     pub limiting: Option<Limiting>,
+    /// The what-ifs measured with `--what-if`, most sensitive first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub measured: Vec<Measured>,
 }
 
 impl StepItem {

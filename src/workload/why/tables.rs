@@ -2,7 +2,9 @@
 //! process of the tree did with its own threads' time; and, over time, each step's
 //! share and each device's and interface's rate.
 
-use super::stored::{IntervalItem, ProcessItem, WhyContext, WhyItem, WhyPlan, WhySummary};
+use super::stored::{
+    IntervalItem, ProcessItem, WhatIfStep, WhyContext, WhyItem, WhyPlan, WhySummary,
+};
 use crate::account::Step;
 use crate::vocab::Table;
 use crate::vocab::chart::{Chart, Line, percent_axis, plain_axis};
@@ -65,6 +67,59 @@ pub fn steps(summary: &WhySummary, context: &WhyContext, plan: &WhyPlan, target:
         rows,
         numeric: vec![2, 3, 4],
     }
+}
+
+/// What each measured what-if did to the command's time, beside the share the samples
+/// gave the step; none where no what-if was measured.
+pub fn what_ifs(summary: &WhySummary) -> Option<Table> {
+    if summary.measured.is_empty() {
+        return None;
+    }
+    let rows = summary
+        .measured
+        .iter()
+        .map(|m| {
+            let changed = if m.factor == 0.0 {
+                "free".to_string()
+            } else {
+                format!("{:.0}× slower", m.factor)
+            };
+            let forward = if m.step == WhatIfStep::ReadsFree {
+                "-".to_string()
+            } else {
+                format!("{:.2}×", m.speedup)
+            };
+            vec![
+                m.step.name().to_string(),
+                m.place.clone(),
+                changed,
+                format!("{:.2}× ({:.2}–{:.2})", m.ratio, m.ratio_min, m.ratio_max),
+                m.rounds.to_string(),
+                format!("{:.0}%", m.sampled_share * 100.0),
+                format!("{:.2}", m.sensitivity),
+                forward,
+            ]
+        })
+        .collect();
+    Some(Table {
+        title:
+            "what-ifs, measured: the command's time with the step changed over its time unchanged"
+                .into(),
+        header: [
+            "step",
+            "where",
+            "changed",
+            "time",
+            "rounds",
+            "sampled share",
+            "sensitivity",
+            "twice as fast",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        numeric: vec![3, 4, 5, 6, 7],
+    })
 }
 
 /// Samples a second over the sampled span, where it holds several planned intervals:

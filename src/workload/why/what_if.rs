@@ -1,0 +1,359 @@
+//! `why --what-if`: by how much a step limits the command, measured. Each step is
+//! changed by a known factor while the rest stays as it was (the command's tree in a
+//! cgroup of its own with half its CPU, or its device at half the rate it reached
+//! while the command waited on it; or the files it read already cached), and the
+//! command is run again in rounds that alternate unchanged and changed runs, so a drift
+//! of the machine hits both. The rounds are items; `measured` reads them.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use super::WhyWorkload;
+use super::stored::{NotMeasured, WhatIfItem, WhatIfPlan, WhatIfStep, WhyItem};
+use crate::account::{Account, Step};
+use crate::platform::diskstats::DeviceCounts;
+use crate::platform::slowdown::{Limit, Slowdown};
+use crate::storage::cache::{Eviction, evict};
+use crate::vocab::units::format_rate;
+use crate::workload::{Context, Error};
+
+/// The share of the wall time a step needs to be slowed when no step is named.
+pub const LEAST_SHARE: f64 = 0.10;
+/// How many times as long a slowed step's own work is made to take.
+const FACTOR: f64 = 2.0;
+/// The CPU quota's period: short, so a quota slows short bursts of work as a slower
+/// CPU would, not only work longer than a period (the kernel's default is 100 ms).
+const CPU_PERIOD_US: u64 = 10_000;
+/// The steps `--what-if` may name.
+pub const NAMES: [&str; 6] = [
+    "cpu",
+    "disk_read",
+    "disk_write",
+    "disk",
+    "reads_free",
+    "net",
+];
+
+/// What the block devices did over the watched run: each device's own counts, by
+/// name, and those of the processes of ratelab's own I/O group, by `major:minor`
+/// (where it is not the whole machine's).
+pub struct DevicesMoved {
+    /// Each device's counts, by name.
+    pub devices: HashMap<String, DeviceCounts>,
+    /// ratelab's own group's, by `major:minor`.
+    pub own: Option<HashMap<String, DeviceCounts>>,
+}
+
+/// One step changed: how, and what is done before each run.
+struct Variant {
+    step: WhatIfStep,
+    place: String,
+    factor: f64,
+    changed_by: String,
+    group: Option<Slowdown>,
+}
+
+/// Measures each asked step's what-if in rounds, sending each round as an item; stops
+/// at a failed round (said in the context) and at a stop (an error).
+pub(super) fn measure(
+    w: &mut WhyWorkload,
+    asked: &WhatIfPlan,
+    account: &Account,
+    moved: &DevicesMoved,
+    ctx: &Context,
+) -> Result<(), Error> {
+    if let Some(failed) = failed(w.context.exit_code, w.context.signal) {
+        w.context.what_if_stopped = Some(format!("the command {failed}: no what-if was run"));
+        return Ok(());
+    }
+    let (variants, skipped) = choose(asked, account, moved, w.context.cpus.unwrap_or(1));
+    w.context.what_if_skipped = skipped;
+    // Every run starts as the watched one did: where it read from a disk, the files it
+    // read are not in the page cache.
+    let files = regular_files(&account.files);
+    let cold = account.share(Step::DiskRead) > 0.0;
+    for variant in &variants {
+        for round in 1..=asked.rounds {
+            if cold {
+                evict_all(&files);
+            }
+            let (baseline, status) = w.once(None, ctx)?;
+            if let Some(failed) = failed(
+                status.code(),
+                std::os::unix::process::ExitStatusExt::signal(&status),
+            ) {
+                w.context.what_if_stopped = Some(format!(
+                    "the command {failed} in round {round} of {} unchanged",
+                    variant.step.name()
+                ));
+                return Ok(());
+            }
+            if variant.step == WhatIfStep::ReadsFree {
+                warm_all(&files);
+            } else if cold {
+                evict_all(&files);
+            }
+            let (wall, status) = w.once(variant.group.as_ref(), ctx)?;
+            if let Some(failed) = failed(
+                status.code(),
+                std::os::unix::process::ExitStatusExt::signal(&status),
+            ) {
+                w.context.what_if_stopped = Some(format!(
+                    "the command {failed} in round {round} with {}",
+                    variant.changed_by
+                ));
+                return Ok(());
+            }
+            ctx.sink.item(&WhyItem::WhatIf(WhatIfItem {
+                step: variant.step,
+                place: variant.place.clone(),
+                factor: variant.factor,
+                changed_by: variant.changed_by.clone(),
+                round,
+                wall_s: wall,
+                baseline_wall_s: baseline,
+            }));
+        }
+    }
+    Ok(())
+}
+
+/// How a run failed, in words: `exited 1`, `was ended by signal 9`; none for success.
+fn failed(code: Option<i32>, signal: Option<i32>) -> Option<String> {
+    match (code, signal) {
+        (Some(0), _) => None,
+        (Some(code), _) => Some(format!("exited {code}")),
+        (None, Some(signal)) => Some(format!("was ended by signal {signal}")),
+        (None, None) => None,
+    }
+}
+
+/// The steps to change, and those asked for or worth it that cannot be.
+fn choose(
+    asked: &WhatIfPlan,
+    account: &Account,
+    moved: &DevicesMoved,
+    cpus: usize,
+) -> (Vec<Variant>, Vec<NotMeasured>) {
+    let named = |name: &str| asked.steps.iter().any(|s| s == name);
+    let auto = asked.steps.is_empty();
+    let seconds = account.seconds.max(1e-9);
+    let mut variants = Vec::new();
+    let mut skipped = Vec::new();
+    let mut skip = |step: &str, place: &str, why: String| {
+        skipped.push(NotMeasured {
+            step: step.into(),
+            place: place.into(),
+            why,
+        })
+    };
+    if named("cpu") || auto && account.share(Step::Cpu) >= LEAST_SHARE {
+        match cpu_variant(account, cpus) {
+            Ok(variant) => variants.push(variant),
+            Err(why) => skip("cpu", "its processes", why),
+        }
+    }
+    for (step, name) in [
+        (Step::DiskRead, "disk_read"),
+        (Step::DiskWrite, "disk_write"),
+    ] {
+        let wanted = named(name) || named("disk");
+        let on_devices: Vec<_> = account
+            .steps
+            .iter()
+            .filter(|s| s.key.step == step && s.key.place.device().is_some())
+            .filter(|s| wanted || auto && s.seconds / seconds >= LEAST_SHARE)
+            .collect();
+        if wanted && on_devices.is_empty() {
+            skip(
+                name,
+                "",
+                format!(
+                    "it was not seen waiting on a block device for {}",
+                    words(step)
+                ),
+            );
+        }
+        for total in on_devices {
+            let device = total.key.place.device().unwrap_or_default();
+            match device_variant(total, moved) {
+                Ok(variant) => variants.push(variant),
+                Err(why) => skip(name, device, why),
+            }
+        }
+    }
+    let reads = account.share(Step::DiskRead);
+    if named("reads_free") || auto && reads >= LEAST_SHARE {
+        if regular_files(&account.files).is_empty() {
+            skip(
+                "reads_free",
+                "",
+                "it was not seen waiting on a file it read".into(),
+            );
+        } else {
+            variants.push(Variant {
+                step: WhatIfStep::ReadsFree,
+                place: "the files it read".into(),
+                factor: 0.0,
+                changed_by: "the files it read in the page cache".into(),
+                group: None,
+            });
+        }
+    }
+    let net = account.share(Step::NetSend) + account.share(Step::NetReceive);
+    if named("net") || auto && net >= LEAST_SHARE {
+        skip(
+            "net",
+            "",
+            "ratelab cannot yet slow one command's link without slowing the machine's".into(),
+        );
+    }
+    if auto && account.share(Step::CpuWait) >= LEAST_SHARE {
+        skip(
+            "cpu_wait",
+            "",
+            "its wait for a CPU is time other work took: not a step of its own to slow".into(),
+        );
+    }
+    (variants, skipped)
+}
+
+/// Reads or writes, in words.
+fn words(step: Step) -> &'static str {
+    if step == Step::DiskRead {
+        "reads"
+    } else {
+        "writes"
+    }
+}
+
+/// The CPU what-if: the tree held to half the CPUs it kept busy at its busiest (the
+/// 90th percentile of its intervals, CPU and wait for one together), so each of its
+/// threads that runs gets half a CPU, as on CPUs half as fast. Half of its average
+/// would slow any steady command by half, whatever limits it.
+fn cpu_variant(account: &Account, cpus: usize) -> Result<Variant, String> {
+    let mut demand: Vec<f64> = account
+        .buckets
+        .iter()
+        .filter(|b| b.seconds > 0.0)
+        .map(|b| (b.cpu_s + b.cpu_wait_s) / b.seconds)
+        .collect();
+    demand.sort_by(f64::total_cmp);
+    let busiest = demand
+        .get((demand.len() * 9 / 10).min(demand.len().saturating_sub(1)))
+        .copied()
+        .unwrap_or(1.0);
+    let threads = busiest.round().clamp(1.0, cpus.max(1) as f64);
+    let cores = threads / FACTOR;
+    let limit = Limit::Cpu {
+        cores,
+        period_us: CPU_PERIOD_US,
+    };
+    let group = Slowdown::make(&limit).map_err(|e| e.to_string())?;
+    let cpus_word = if threads == 1.0 { "CPU" } else { "CPUs" };
+    Ok(Variant {
+        step: WhatIfStep::Cpu,
+        place: "its processes".into(),
+        factor: FACTOR,
+        changed_by: format!(
+            "a CPU quota of {cores} (half of the {threads} {cpus_word} it kept busy), in {} ms periods",
+            CPU_PERIOD_US / 1000
+        ),
+        group: Some(group),
+    })
+}
+
+/// A device what-if: the tree held to half the bytes and requests per second the
+/// command itself moved on the device while it waited on it: the device's rate then,
+/// less the share of its bytes that were not the command's (a journal's, other
+/// work's), where ratelab's own group counts the command's apart.
+fn device_variant(
+    total: &crate::account::StepTotal,
+    moved: &DevicesMoved,
+) -> Result<Variant, String> {
+    let device = total.key.place.device().unwrap_or_default();
+    let reads = total.key.step == Step::DiskRead;
+    let rate = total
+        .bytes_per_sec()
+        .filter(|r| *r > 0.0)
+        .ok_or_else(|| format!("{device} moved nothing it could be seen moving while the command waited on it: there is no rate to halve"))?;
+    let major_minor = crate::platform::diskstats::major_minor(device)
+        .ok_or_else(|| format!("{device} is not a block device sysfs knows"))?;
+    let way = |c: &DeviceCounts| {
+        if reads {
+            (c.reads, c.read_bytes)
+        } else {
+            (c.writes, c.written_bytes)
+        }
+    };
+    let all = moved.devices.get(device).map(way);
+    let own = moved
+        .own
+        .as_ref()
+        .and_then(|own| own.get(&major_minor))
+        .map(way)
+        .or(all);
+    let share = match (own, all) {
+        (Some((_, own)), Some((_, all))) if all > 0 => (own as f64 / all as f64).min(1.0),
+        _ => 1.0,
+    };
+    let bytes_per_sec = (rate * share / FACTOR) as u64;
+    let requests_per_sec = own.and_then(|(requests, bytes)| {
+        (requests > 0 && bytes > 0)
+            .then(|| (bytes_per_sec as f64 * requests as f64 / bytes as f64).ceil() as u64)
+    });
+    let limit = Limit::Device {
+        major_minor,
+        reads,
+        bytes_per_sec,
+        requests_per_sec,
+    };
+    let group = Slowdown::make(&limit).map_err(|e| e.to_string())?;
+    let requests = requests_per_sec.map_or(String::new(), |r| {
+        format!(" and {r} {}/s", words(total.key.step))
+    });
+    Ok(Variant {
+        step: if reads {
+            WhatIfStep::DiskRead
+        } else {
+            WhatIfStep::DiskWrite
+        },
+        place: device.to_string(),
+        factor: FACTOR,
+        changed_by: format!(
+            "{device} held to {}{requests} for its processes (half what they moved while the command waited on it)",
+            format_rate(bytes_per_sec as f64)
+        ),
+        group: Some(group),
+    })
+}
+
+/// The regular files among `paths`.
+fn regular_files(paths: &[String]) -> Vec<PathBuf> {
+    paths
+        .iter()
+        .map(PathBuf::from)
+        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()))
+        .collect()
+}
+
+/// Takes each file's pages out of the page cache (what is dirty stays).
+fn evict_all(files: &[PathBuf]) {
+    for path in files {
+        if let Ok(file) = std::fs::File::open(path) {
+            let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+            let _ = evict(&file, path, size, Eviction::Foreign);
+        }
+    }
+}
+
+/// Reads each file whole, so its pages are in the page cache.
+fn warm_all(files: &[PathBuf]) {
+    let mut buffer = vec![0u8; 1 << 20];
+    for path in files {
+        if let Ok(mut file) = std::fs::File::open(Path::new(path)) {
+            while matches!(file.read(&mut buffer), Ok(n) if n > 0) {}
+        }
+    }
+}
