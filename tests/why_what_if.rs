@@ -69,6 +69,16 @@ fn sensitivity(doc: &Value, step: &str) -> f64 {
         .filter(|i| i["op"] == "what_if" && i["step"] == step)
         .count();
     assert_eq!(rounds, 2, "{step}: every round is an item");
+    common::say(&format!(
+        "{step}: {:.2}x the time changed ({:.2}-{:.2}) with {}",
+        m["ratio"].as_f64().unwrap(),
+        m["ratio_min"].as_f64().unwrap(),
+        m["ratio_max"].as_f64().unwrap(),
+        items
+            .iter()
+            .find(|i| i["op"] == "what_if" && i["step"] == step)
+            .unwrap()["changed_by"]
+    ));
     m["sensitivity"].as_f64().unwrap()
 }
 
@@ -450,7 +460,7 @@ fn a_pipeline_from_a_throttled_disk_is_measured_limited_by_the_read() {
     let throttle = Throttle::new();
     throttle.limit(&disk, 50 * MIB, 25 * MIB);
     let file = disk.path().join("big.txt");
-    common::write_text(&file, 24 << 20);
+    common::write_text(&file, 48 << 20);
     rig::evict(&file);
     let out = disk.scratch().join("why.json");
     let pipeline = format!("cat {} | zstd -1 -T1 > /dev/null", file.display());

@@ -71,7 +71,8 @@ pub struct WhyArgs {
 run, run it again, 2 × ROUNDS times for each step, alternating an unchanged run with one \
 where the step is changed: `cpu` (its processes in a cgroup with half the CPUs they kept \
 busy), `disk_read` / `disk_write` (its block device held, for its processes, to half the \
-bytes and requests per second it moved while the command waited on it), `reads_free` (the \
+bytes per second it moved while the command waited on it, or half the requests where \
+they are small), `reads_free` (the \
 files it read already in the page cache; needs no root). The command's time over the \
 unchanged run's, less 1, is the share of it that moves with the step (its sensitivity). \
 Without STEPS, every step with 10% of the wall time or more; STEPS names them, \

@@ -62,17 +62,25 @@ pub fn snapshot() -> std::collections::HashMap<String, DeviceCounts> {
     let text = std::fs::read_to_string("/proc/diskstats").unwrap_or_default();
     text.lines()
         .filter_map(|line| {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let count = |i: usize| fields.get(i)?.parse::<u64>().ok();
-            let counts = DeviceCounts {
-                reads: count(3)?,
-                read_bytes: count(5)? * 512,
-                writes: count(7)?,
-                written_bytes: count(9)? * 512,
-            };
-            Some((fields.get(2)?.to_string(), counts))
+            let (name, counts) = counts_in(line)?;
+            Some((name.to_string(), counts))
         })
         .collect()
+}
+
+/// A device's name and counts in one line of /proc/diskstats: its fourth and eighth
+/// fields count requests completed, its sixth and tenth 512-byte sectors
+/// (Documentation/admin-guide/iostats.rst), whatever the device's block size.
+fn counts_in(line: &str) -> Option<(&str, DeviceCounts)> {
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let count = |i: usize| fields.get(i)?.parse::<u64>().ok();
+    let counts = DeviceCounts {
+        reads: count(3)?,
+        read_bytes: count(5)? * 512,
+        writes: count(7)?,
+        written_bytes: count(9)? * 512,
+    };
+    Some((fields.get(2)?, counts))
 }
 
 /// The `major:minor` of block device `name`, as sysfs gives it.
@@ -109,17 +117,11 @@ fn written_in(text: &str, name: &str) -> Option<u64> {
     moved_in(text, name).map(|(_, written)| written)
 }
 
-/// Bytes read and written by `name` in a /proc/diskstats text: its sixth and tenth
-/// fields count 512-byte sectors (Documentation/admin-guide/iostats.rst), whatever the
-/// device's block size.
+/// Bytes read and written by `name` in a /proc/diskstats text.
 fn moved_in(text: &str, name: &str) -> Option<(u64, u64)> {
     text.lines().find_map(|line| {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        if fields.get(2) != Some(&name) {
-            return None;
-        }
-        let sectors = |i: usize| fields.get(i)?.parse::<u64>().ok();
-        Some((sectors(5)? * 512, sectors(9)? * 512))
+        let (device, counts) = counts_in(line)?;
+        (device == name).then_some((counts.read_bytes, counts.written_bytes))
     })
 }
 
@@ -135,5 +137,7 @@ mod tests {
         assert_eq!(written_in(text, "loop0"), Some(40 * 512));
         assert_eq!(written_in(text, "sdb"), None);
         assert_eq!(moved_in(text, "vda"), Some((54000 * 512, 123456 * 512)));
+        let (_, vda) = counts_in(text.lines().nth(1).unwrap()).unwrap();
+        assert_eq!((vda.reads, vda.writes), (900, 700));
     }
 }

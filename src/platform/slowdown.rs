@@ -9,6 +9,7 @@ use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::cgroup::{Own, own_group};
 use super::diskstats::DeviceCounts;
 
 /// What a slowdown holds a tree to.
@@ -27,9 +28,9 @@ pub enum Limit {
         major_minor: String,
         /// Reads (else writes).
         reads: bool,
-        /// Bytes per second.
-        bytes_per_sec: u64,
-        /// Requests per second; none: bytes alone.
+        /// Bytes per second; none: unlimited.
+        bytes_per_sec: Option<u64>,
+        /// Requests per second; none: unlimited.
         requests_per_sec: Option<u64>,
     },
 }
@@ -83,11 +84,9 @@ pub struct Slowdown {
 impl Slowdown {
     /// Makes a group that holds its members to `limit`.
     pub fn make(limit: &Limit) -> Result<Slowdown, SlowdownError> {
-        let v1 = v1_group("cpu").is_some() && matches!(limit, Limit::Cpu { .. })
-            || v1_group("blkio").is_some() && matches!(limit, Limit::Device { .. });
+        let (own, v1) = own_group(limit.controller(true))
+            .ok_or(SlowdownError::NoController(limit.controller(false)))?;
         let controller = limit.controller(v1);
-        let own = if v1 { v1_group(controller) } else { v2_group() }
-            .ok_or(SlowdownError::NoController(controller))?;
         let parent =
             place_for(&own, controller, v1).ok_or_else(|| SlowdownError::NotDelegated {
                 controller,
@@ -168,9 +167,7 @@ impl Drop for Slowdown {
 /// it (requests before merging); `None` where the group is its hierarchy's root, whose
 /// counts are the whole machine's.
 pub fn own_io() -> Option<HashMap<String, DeviceCounts>> {
-    let v1 = v1_group("blkio");
-    let own = v1.as_ref().map_or_else(v2_group, |_| None).or(v1);
-    let own = own?;
+    let (own, _) = own_group("blkio")?;
     if own.group == own.mount {
         return None;
     }
@@ -247,18 +244,18 @@ fn enter(procs: &std::ffi::CStr) -> std::io::Result<()> {
 }
 
 /// The files that set `limit` and what is written to them.
-fn settings(limit: &Limit, v1: bool) -> Vec<(&'static str, String)> {
+fn settings(limit: &Limit, v1: bool) -> Vec<(String, String)> {
     match limit {
         Limit::Cpu { cores, period_us } => {
             // The kernel's least quota is 1 ms.
             let quota = ((cores * *period_us as f64).round() as u64).max(1000);
             if v1 {
                 vec![
-                    ("cpu.cfs_period_us", period_us.to_string()),
-                    ("cpu.cfs_quota_us", quota.to_string()),
+                    ("cpu.cfs_period_us".into(), period_us.to_string()),
+                    ("cpu.cfs_quota_us".into(), quota.to_string()),
                 ]
             } else {
-                vec![("cpu.max", format!("{quota} {period_us}"))]
+                vec![("cpu.max".into(), format!("{quota} {period_us}"))]
             }
         }
         Limit::Device {
@@ -267,112 +264,28 @@ fn settings(limit: &Limit, v1: bool) -> Vec<(&'static str, String)> {
             bytes_per_sec,
             requests_per_sec,
         } => {
-            let bytes = (*bytes_per_sec).max(1);
-            let requests = requests_per_sec.map(|r| r.max(1));
             let way = if *reads { "read" } else { "write" };
+            let limits = [("bps", *bytes_per_sec), ("iops", *requests_per_sec)];
+            let set = limits
+                .iter()
+                .filter_map(|(unit, value)| Some((*unit, (*value)?.max(1))));
             if v1 {
-                let mut out = vec![(
-                    if *reads {
-                        "blkio.throttle.read_bps_device"
-                    } else {
-                        "blkio.throttle.write_bps_device"
-                    },
-                    format!("{major_minor} {bytes}"),
-                )];
-                if let Some(requests) = requests {
-                    out.push((
-                        if *reads {
-                            "blkio.throttle.read_iops_device"
-                        } else {
-                            "blkio.throttle.write_iops_device"
-                        },
-                        format!("{major_minor} {requests}"),
-                    ));
-                }
-                out
+                set.map(|(unit, value)| {
+                    (
+                        format!("blkio.throttle.{way}_{unit}_device"),
+                        format!("{major_minor} {value}"),
+                    )
+                })
+                .collect()
             } else {
                 let x = &way[..1];
-                let requests = requests.map_or(String::new(), |r| format!(" {x}iops={r}"));
-                vec![("io.max", format!("{major_minor} {x}bps={bytes}{requests}"))]
+                let keys: Vec<String> = set
+                    .map(|(unit, value)| format!("{x}{unit}={value}"))
+                    .collect();
+                vec![("io.max".into(), format!("{major_minor} {}", keys.join(" ")))]
             }
         }
     }
-}
-
-/// Where a controller's hierarchy is mounted and the group this process is in.
-struct Own {
-    /// The mount point of the hierarchy.
-    mount: PathBuf,
-    /// This process's group, as a folder.
-    group: PathBuf,
-}
-
-/// The mount points of cgroup filesystems: v1's with their controllers, v2's with none.
-fn cgroup_mounts() -> Vec<(PathBuf, Vec<String>, String)> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    text.lines()
-        .filter_map(|line| {
-            let (before, after) = line.split_once(" - ")?;
-            let fields: Vec<&str> = before.split(' ').collect();
-            let mut after = after.split(' ');
-            let fstype = after.next()?;
-            let _source = after.next()?;
-            let options = after.next().unwrap_or("");
-            if fstype != "cgroup" && fstype != "cgroup2" {
-                return None;
-            }
-            let root = fields.get(3)?.to_string();
-            let controllers = if fstype == "cgroup" {
-                options.split(',').map(str::to_string).collect()
-            } else {
-                Vec::new()
-            };
-            Some((PathBuf::from(fields.get(4)?), controllers, root))
-        })
-        .collect()
-}
-
-/// The group folder of a path as /proc/self/cgroup gives it, under a mount whose root
-/// is `root`.
-fn folder(mount: &Path, root: &str, path: &str) -> PathBuf {
-    let relative = path.strip_prefix(root).unwrap_or(path);
-    mount.join(relative.trim_start_matches('/'))
-}
-
-/// This process's group of v1's `controller`, where that hierarchy is mounted.
-fn v1_group(controller: &str) -> Option<Own> {
-    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let path = text.lines().find_map(|line| {
-        let mut fields = line.splitn(3, ':');
-        let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
-        controllers
-            .split(',')
-            .any(|c| c == controller)
-            .then(|| path.to_string())
-    })?;
-    let (mount, _, root) = cgroup_mounts()
-        .into_iter()
-        .find(|(_, controllers, _)| controllers.iter().any(|c| c == controller))?;
-    Some(Own {
-        group: folder(&mount, &root, &path),
-        mount,
-    })
-}
-
-/// This process's group of the v2 hierarchy, where it is mounted.
-fn v2_group() -> Option<Own> {
-    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let path = text
-        .lines()
-        .find_map(|l| l.strip_prefix("0::"))?
-        .to_string();
-    let (mount, _, root) = cgroup_mounts()
-        .into_iter()
-        .find(|(_, controllers, _)| controllers.is_empty())?;
-    Some(Own {
-        group: folder(&mount, &root, &path),
-        mount,
-    })
 }
 
 /// The group to make the slowdown's group in: this process's own, else the nearest
@@ -409,39 +322,47 @@ mod tests {
         assert_eq!(
             settings(&cpu, true),
             vec![
-                ("cpu.cfs_period_us", "10000".to_string()),
-                ("cpu.cfs_quota_us", "5000".to_string())
+                ("cpu.cfs_period_us".to_string(), "10000".to_string()),
+                ("cpu.cfs_quota_us".to_string(), "5000".to_string())
             ]
         );
         assert_eq!(
             settings(&cpu, false),
-            vec![("cpu.max", "5000 10000".into())]
+            vec![("cpu.max".to_string(), "5000 10000".into())]
         );
         let disk = Limit::Device {
             major_minor: "7:3".into(),
             reads: false,
-            bytes_per_sec: 52_428_800,
+            bytes_per_sec: Some(52_428_800),
             requests_per_sec: Some(400),
         };
         assert_eq!(
             settings(&disk, false),
-            vec![("io.max", "7:3 wbps=52428800 wiops=400".into())]
+            vec![("io.max".to_string(), "7:3 wbps=52428800 wiops=400".into())]
         );
         assert_eq!(
             settings(&disk, true)[1],
-            ("blkio.throttle.write_iops_device", "7:3 400".into())
+            (
+                "blkio.throttle.write_iops_device".to_string(),
+                "7:3 400".into()
+            )
         );
-    }
-
-    #[test]
-    fn a_group_path_is_found_under_its_mount_s_root() {
+        let bytes_alone = Limit::Device {
+            major_minor: "7:3".into(),
+            reads: true,
+            bytes_per_sec: Some(1000),
+            requests_per_sec: None,
+        };
         assert_eq!(
-            folder(Path::new("/sys/fs/cgroup/cpu"), "/", "/a/b"),
-            PathBuf::from("/sys/fs/cgroup/cpu/a/b")
+            settings(&bytes_alone, true),
+            vec![(
+                "blkio.throttle.read_bps_device".to_string(),
+                "7:3 1000".into()
+            )]
         );
         assert_eq!(
-            folder(Path::new("/sys/fs/cgroup"), "/docker/x", "/docker/x/y"),
-            PathBuf::from("/sys/fs/cgroup/y")
+            settings(&bytes_alone, false),
+            vec![("io.max".to_string(), "7:3 rbps=1000".into())]
         );
     }
 }

@@ -30,7 +30,6 @@ pub use what_if::NAMES as WHAT_IF_NAMES;
 
 use crate::account::{Account, Step, Watch, WatchPlan};
 use crate::platform::StorageChain;
-use crate::platform::diskstats::DeviceCounts;
 use crate::platform::nics::Nic;
 use crate::platform::slowdown::Slowdown;
 use crate::workload::{Context, Error, Kind, Workload};
@@ -448,8 +447,8 @@ impl Workload for WhyWorkload {
     }
 
     fn run(&mut self, ctx: &Context) -> Result<(), Error> {
-        let before = crate::platform::diskstats::snapshot();
-        let own_before = crate::platform::slowdown::own_io();
+        // What the devices moved is read only for the what-ifs.
+        let counting = self.plan.what_if.is_some().then(DevicesMoved::start);
         let (root, start) = self.start()?;
         self.context.pid = Some(root);
         let plan = WatchPlan {
@@ -464,15 +463,7 @@ impl Workload for WhyWorkload {
         }
         // The last sample sees the ended command before it is reaped.
         let account = watch.map(Watch::finish).unwrap_or_default();
-        let moved = DevicesMoved {
-            devices: DeviceCounts::each_since(crate::platform::diskstats::snapshot(), &before),
-            own: own_before.and_then(|before| {
-                Some(DeviceCounts::each_since(
-                    crate::platform::slowdown::own_io()?,
-                    &before,
-                ))
-            }),
-        };
+        let moved = counting.map(DevicesMoved::since);
         if let Some(status) = self.reap() {
             self.context.exit_code = status.code();
             self.context.signal = status.signal();
@@ -489,7 +480,7 @@ impl Workload for WhyWorkload {
         if ended_by == "interrupted" {
             return Err(Error::Interrupted);
         }
-        if let Some(asked) = self.plan.what_if.clone() {
+        if let (Some(asked), Some(moved)) = (self.plan.what_if.clone(), moved) {
             let outcome = what_if::measure(self, &asked, &account, &moved, ctx);
             ctx.sink.stage_done("what-ifs");
             outcome?;

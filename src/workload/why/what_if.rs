@@ -7,7 +7,8 @@
 
 use std::collections::HashMap;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
 
 use super::WhyWorkload;
 use super::stored::{NotMeasured, WhatIfItem, WhatIfPlan, WhatIfStep, WhyItem};
@@ -25,6 +26,9 @@ const FACTOR: f64 = 2.0;
 /// The CPU quota's period: short, so a quota slows short bursts of work as a slower
 /// CPU would, not only work longer than a period (the kernel's default is 100 ms).
 const CPU_PERIOD_US: u64 = 10_000;
+/// Requests smaller than this, on average, are held by their number; larger, by their
+/// bytes.
+const SMALL_REQUEST_BYTES: u64 = 64 << 10;
 /// The steps `--what-if` may name.
 pub const NAMES: [&str; 6] = [
     "cpu",
@@ -45,11 +49,37 @@ pub struct DevicesMoved {
     pub own: Option<HashMap<String, DeviceCounts>>,
 }
 
+impl DevicesMoved {
+    /// The counts now, to be set against the counts at the watched run's end.
+    pub fn start() -> DevicesMoved {
+        DevicesMoved {
+            devices: crate::platform::diskstats::snapshot(),
+            own: crate::platform::slowdown::own_io(),
+        }
+    }
+
+    /// What was moved from the counts of `start` to now.
+    pub fn since(self) -> DevicesMoved {
+        let own = self.own.and_then(|before| {
+            Some(DeviceCounts::each_since(
+                crate::platform::slowdown::own_io()?,
+                &before,
+            ))
+        });
+        DevicesMoved {
+            devices: DeviceCounts::each_since(
+                crate::platform::diskstats::snapshot(),
+                &self.devices,
+            ),
+            own,
+        }
+    }
+}
+
 /// One step changed: how, and what is done before each run.
 struct Variant {
     step: WhatIfStep,
     place: String,
-    factor: f64,
     changed_by: String,
     group: Option<Slowdown>,
 }
@@ -75,40 +105,32 @@ pub(super) fn measure(
     let cold = account.share(Step::DiskRead) > 0.0;
     for variant in &variants {
         for round in 1..=asked.rounds {
-            if cold {
-                evict_all(&files);
+            // The unchanged run, then the changed one.
+            let mut walls = [0.0; 2];
+            for (changed, group) in [(false, None), (true, variant.group.as_ref())] {
+                if changed && variant.step == WhatIfStep::ReadsFree {
+                    warm_all(&files);
+                } else if cold {
+                    evict_all(&files);
+                }
+                let (wall, status) = w.once(group, ctx)?;
+                if let Some(failed) = failed(status.code(), status.signal()) {
+                    let run = if changed {
+                        format!("with {}", variant.changed_by)
+                    } else {
+                        format!("of {} unchanged", variant.step.name())
+                    };
+                    w.context.what_if_stopped =
+                        Some(format!("the command {failed} in round {round} {run}"));
+                    return Ok(());
+                }
+                walls[usize::from(changed)] = wall;
             }
-            let (baseline, status) = w.once(None, ctx)?;
-            if let Some(failed) = failed(
-                status.code(),
-                std::os::unix::process::ExitStatusExt::signal(&status),
-            ) {
-                w.context.what_if_stopped = Some(format!(
-                    "the command {failed} in round {round} of {} unchanged",
-                    variant.step.name()
-                ));
-                return Ok(());
-            }
-            if variant.step == WhatIfStep::ReadsFree {
-                warm_all(&files);
-            } else if cold {
-                evict_all(&files);
-            }
-            let (wall, status) = w.once(variant.group.as_ref(), ctx)?;
-            if let Some(failed) = failed(
-                status.code(),
-                std::os::unix::process::ExitStatusExt::signal(&status),
-            ) {
-                w.context.what_if_stopped = Some(format!(
-                    "the command {failed} in round {round} with {}",
-                    variant.changed_by
-                ));
-                return Ok(());
-            }
+            let [baseline, wall] = walls;
             ctx.sink.item(&WhyItem::WhatIf(WhatIfItem {
                 step: variant.step,
                 place: variant.place.clone(),
-                factor: variant.factor,
+                factor: factor(variant.step),
                 changed_by: variant.changed_by.clone(),
                 round,
                 wall_s: wall,
@@ -117,6 +139,16 @@ pub(super) fn measure(
         }
     }
     Ok(())
+}
+
+/// How many times as long a step's own work is made to take: [`FACTOR`] slowed, 0
+/// made free.
+fn factor(step: WhatIfStep) -> f64 {
+    if step == WhatIfStep::ReadsFree {
+        0.0
+    } else {
+        FACTOR
+    }
 }
 
 /// How a run failed, in words: `exited 1`, `was ended by signal 9`; none for success.
@@ -195,7 +227,6 @@ fn choose(
             variants.push(Variant {
                 step: WhatIfStep::ReadsFree,
                 place: "the files it read".into(),
-                factor: 0.0,
                 changed_by: "the files it read in the page cache".into(),
                 group: None,
             });
@@ -255,7 +286,6 @@ fn cpu_variant(account: &Account, cpus: usize) -> Result<Variant, String> {
     Ok(Variant {
         step: WhatIfStep::Cpu,
         place: "its processes".into(),
-        factor: FACTOR,
         changed_by: format!(
             "a CPU quota of {cores} (half of the {threads} {cpus_word} it kept busy), in {} ms periods",
             CPU_PERIOD_US / 1000
@@ -264,10 +294,11 @@ fn cpu_variant(account: &Account, cpus: usize) -> Result<Variant, String> {
     })
 }
 
-/// A device what-if: the tree held to half the bytes and requests per second the
-/// command itself moved on the device while it waited on it: the device's rate then,
-/// less the share of its bytes that were not the command's (a journal's, other
-/// work's), where ratelab's own group counts the command's apart.
+/// A device what-if: the tree held to half the bytes (or, for small requests, the
+/// requests) per second it moved on the device while it waited on it: the device's
+/// rate in the samples it waited in, less the share of the device's bytes that were
+/// not the command's (a journal's commits, other work's), where ratelab's own group
+/// counts the command's apart.
 fn device_variant(
     total: &crate::account::StepTotal,
     moved: &DevicesMoved,
@@ -299,20 +330,25 @@ fn device_variant(
         _ => 1.0,
     };
     let bytes_per_sec = (rate * share / FACTOR) as u64;
+    // One dimension: blk-throttle delays each request by the larger of its two waits,
+    // so both limits at half of the average slow requests of mixed sizes more than
+    // twice (`cat` from a loop device took 2.8x as long). Requests are what a device
+    // spends its time on where they are small; bytes, where they are large.
     let requests_per_sec = own.and_then(|(requests, bytes)| {
-        (requests > 0 && bytes > 0)
+        (requests > 0 && bytes / requests < SMALL_REQUEST_BYTES)
             .then(|| (bytes_per_sec as f64 * requests as f64 / bytes as f64).ceil() as u64)
     });
     let limit = Limit::Device {
         major_minor,
         reads,
-        bytes_per_sec,
+        bytes_per_sec: requests_per_sec.is_none().then_some(bytes_per_sec),
         requests_per_sec,
     };
     let group = Slowdown::make(&limit).map_err(|e| e.to_string())?;
-    let requests = requests_per_sec.map_or(String::new(), |r| {
-        format!(" and {r} {}/s", words(total.key.step))
-    });
+    let held_to = match requests_per_sec {
+        Some(r) => format!("{r} {}/s", words(total.key.step)),
+        None => format_rate(bytes_per_sec as f64),
+    };
     Ok(Variant {
         step: if reads {
             WhatIfStep::DiskRead
@@ -320,10 +356,8 @@ fn device_variant(
             WhatIfStep::DiskWrite
         },
         place: device.to_string(),
-        factor: FACTOR,
         changed_by: format!(
-            "{device} held to {}{requests} for its processes (half what they moved while the command waited on it)",
-            format_rate(bytes_per_sec as f64)
+            "{device} held to {held_to} for its processes (half what they moved while the command waited on it)"
         ),
         group: Some(group),
     })
@@ -352,7 +386,7 @@ fn evict_all(files: &[PathBuf]) {
 fn warm_all(files: &[PathBuf]) {
     let mut buffer = vec![0u8; 1 << 20];
     for path in files {
-        if let Ok(mut file) = std::fs::File::open(Path::new(path)) {
+        if let Ok(mut file) = std::fs::File::open(path) {
             while matches!(file.read(&mut buffer), Ok(n) if n > 0) {}
         }
     }
