@@ -1,5 +1,5 @@
 //! The judge of issue 49: the kernel's own record of where a program's time went,
-//! `perf sched record -g` (every switch, with the kernel stack each thread left from),
+//! `perf record -g` of `perf sched record`'s events (every switch, with the kernel stack each thread left from),
 //! summed per process of the program's tree, to set `ratelab why`'s account against.
 //! shared/WHY.md's last section says how the record reads on these kernels. Both
 //! watch the same run ([`watched`]): two runs of one build differ by more than the
@@ -239,7 +239,26 @@ pub fn watched(program: &Program, work: &Path) -> (serde_json::Value, Record, Ru
     }
     let script = format!("echo $$ > '{}'; exec \"$@\"", root_file.display());
     let bin = super::bin();
-    let perf = ["perf", "sched", "record", "-g", "--kernel-callchains", "-o"];
+    // perf sched record's events, with sched_wakeup where it takes sched_waking: a
+    // wait for a CPU starts when the woken thread is queued (schedstat's run delay,
+    // which why reads), not when its waker began, before the wakeup reached an idle
+    // vCPU (tens of µs a wakeup on these VMs: sqlite's 1500 commits 0.15 s).
+    let perf = [
+        "perf",
+        "record",
+        "-a",
+        "-R",
+        "-c",
+        "1",
+        "-m",
+        "1024",
+        "-e",
+        "sched:sched_switch,sched:sched_stat_runtime,sched:sched_process_fork,\
+         sched:sched_wakeup_new,sched:sched_migrate_task,sched:sched_wakeup",
+        "-g",
+        "--kernel-callchains",
+        "-o",
+    ];
     let why = ["why", "--json", "--no-store", "--out"];
     let mut command = program.started_by(
         &perf

@@ -546,14 +546,17 @@ pub fn registry_crate(prefix: &str) -> std::path::PathBuf {
 
 /// A Python program committing argv[2] rows of one each into the sqlite database
 /// argv[1], every commit synced (`synchronous=FULL`): a journal written and synced, the
-/// database written and synced, the journal deleted. The table stays, so it may run
-/// again on the same database.
+/// database written and synced, the journal deleted. With argv[3], each row's text is
+/// first worked out by a loop of that many steps (CPU that stays where the disk goes).
+/// The table stays, so it may run again on the same database.
 #[allow(dead_code)]
 pub const SQLITE_COMMITS: &str = "import sqlite3, sys\n\
 db = sqlite3.connect(sys.argv[1], isolation_level=None)\n\
 db.execute('PRAGMA synchronous=FULL')\n\
 db.execute('CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, v TEXT)')\n\
+steps = int(sys.argv[3]) if len(sys.argv) > 3 else 0\n\
 for i in range(int(sys.argv[2])):\n    \
+v = str(sum(k * k for k in range(steps))) + 'x' * 100\n    \
 db.execute('BEGIN')\n    \
-db.execute('INSERT INTO t (v) VALUES (?)', ('x' * 100,))\n    \
+db.execute('INSERT INTO t (v) VALUES (?)', (v,))\n    \
 db.execute('COMMIT')\n";
