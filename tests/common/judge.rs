@@ -1,5 +1,6 @@
 //! The judge of issue 49: the kernel's own record of where a program's time went,
-//! `perf record -g` of `perf sched record`'s events (every switch, with the kernel stack each thread left from),
+//! `perf record -g` of `perf sched record`'s events (every switch, with the kernel
+//! stack each thread left from),
 //! summed per process of the program's tree, to set `ratelab why`'s account against.
 //! shared/WHY.md's last section says how the record reads on these kernels. Both
 //! watch the same run ([`watched`]): two runs of one build differ by more than the
