@@ -119,6 +119,10 @@ pub struct Process {
     pub cpu_wait_s: f64,
     /// The same of threads that lived less: between two samples of why's.
     pub cpu_wait_unseen_s: f64,
+    /// Of `cpu_wait_s`, what threads that ended waited in their last
+    /// [`parse::UNSEEN_UNDER_S`]: after why's last read of them, which no later read
+    /// can give (an ended thread's schedstat is gone with it).
+    pub cpu_wait_tail_s: f64,
     /// Seconds off the CPUs asleep, by the kind of wait ([`KINDS`], in that order) the
     /// stack it left from names.
     pub off_s: [f64; KINDS.len()],
@@ -158,6 +162,7 @@ pub struct Figures {
     pub cpu_s: f64,
     pub cpu_wait_s: f64,
     pub cpu_wait_unseen_s: f64,
+    pub cpu_wait_tail_s: f64,
     pub off_s: [f64; KINDS.len()],
 }
 
@@ -189,6 +194,7 @@ impl Record {
             group.cpu_s += p.cpu_s;
             group.cpu_wait_s += p.cpu_wait_s;
             group.cpu_wait_unseen_s += p.cpu_wait_unseen_s;
+            group.cpu_wait_tail_s += p.cpu_wait_tail_s;
             for (sum, s) in group.off_s.iter_mut().zip(p.off_s) {
                 *sum += s;
             }

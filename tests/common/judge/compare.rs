@@ -1,7 +1,8 @@
 //! `ratelab why`'s `process` items set against the kernel's record, name by name
 //! (issue 49's tolerances): for each name with 0.5 s or more on a CPU in the record,
 //! why's CPU seconds within 10% of the kernel's, its seconds waiting for a CPU within
-//! 25% or 50 ms (above, at most what threads that lived less than a sample add), and
+//! 25% or 50 ms (above, at most what threads that lived less than a sample add; below,
+//! at most what ended threads waited in their last sample, after why's last read), and
 //! its seconds off the CPUs in each kind of wait within 15% of the wall time. A wait stored without its `kind` (runs before it was kept) leaves that
 //! name's kinds unjudged, and says so.
 
@@ -87,20 +88,22 @@ pub fn compare(doc: &Value, record: &Record) -> Vec<String> {
                 CPU_WITHIN * 100.0
             ));
         }
-        // Threads that lived less than a sample's interval may have been seen, or not.
+        // Threads that lived less than a sample's interval may have been seen, or not;
+        // what ended threads waited after why last read them, it cannot have.
         let allowed = (CPU_WAIT_WITHIN * kernel.cpu_wait_s).max(CPU_WAIT_WITHIN_S);
         let (low, high) = (
-            kernel.cpu_wait_s - allowed,
+            kernel.cpu_wait_s - kernel.cpu_wait_tail_s - allowed,
             kernel.cpu_wait_s + kernel.cpu_wait_unseen_s + allowed,
         );
         if w.cpu_wait_s < low || w.cpu_wait_s > high {
             mismatches.push(format!(
                 "{name}: {:.3} s waiting for a CPU by why against {:.3} s in the kernel's \
-                 record, {:.3} s more in threads shorter than a sample (beyond {:.0}% or \
-                 {:.0} ms)",
+                 record, {:.3} s more in threads shorter than a sample, {:.3} s of it in \
+                 ended threads' last sample (beyond {:.0}% or {:.0} ms)",
                 w.cpu_wait_s,
                 kernel.cpu_wait_s,
                 kernel.cpu_wait_unseen_s,
+                kernel.cpu_wait_tail_s,
                 CPU_WAIT_WITHIN * 100.0,
                 CPU_WAIT_WITHIN_S * 1000.0
             ));
@@ -149,8 +152,9 @@ pub fn rows(doc: &Value, record: &Record) -> Vec<String> {
                 })
                 .collect();
             format!(
-                "{name} x{}/{}: cpu {:.2}/{:.2} s, cpu_wait {:.2}/{:.2}+{:.2} s, off {} \
-                 (why/kernel; + in threads shorter than a sample)",
+                "{name} x{}/{}: cpu {:.2}/{:.2} s, cpu_wait {:.2}/{:.2}+{:.2} s ({:.2} at \
+                 ends), off {} (why/kernel; + in threads shorter than a sample; at ends: in \
+                 ended threads' last sample)",
                 w.processes,
                 kernel.processes,
                 w.cpu_s,
@@ -158,6 +162,7 @@ pub fn rows(doc: &Value, record: &Record) -> Vec<String> {
                 w.cpu_wait_s,
                 kernel.cpu_wait_s,
                 kernel.cpu_wait_unseen_s,
+                kernel.cpu_wait_tail_s,
                 if kinds.is_empty() {
                     "-".to_string()
                 } else {

@@ -307,7 +307,26 @@ struct Thread {
     born: Option<f64>,
     cpu_s: f64,
     cpu_wait_s: f64,
+    /// Its waits for a CPU, from and to: the part of them at its end is what why
+    /// cannot read.
+    waits: Vec<(f64, f64)>,
     off_s: [f64; KINDS.len()],
+}
+
+impl Thread {
+    /// Counts a wait for a CPU from `from` to `to`.
+    fn waited(&mut self, from: f64, to: f64) {
+        self.cpu_wait_s += (to - from).max(0.0);
+        self.waits.push((from, to));
+    }
+
+    /// Of its waits for a CPU, the seconds from `from` to `to`.
+    fn waited_within(&self, from: f64, to: f64) -> f64 {
+        self.waits
+            .iter()
+            .map(|&(a, b)| (b.min(to) - a.max(from)).max(0.0))
+            .sum()
+    }
 }
 
 /// Which of a switch's slices: the tree on a CPU, the tree waiting for one, the watcher
@@ -422,16 +441,16 @@ pub fn sum(root: u32, tree: &Tree, switches: &[Switch]) -> Record {
         load.add(Slice::Running, ran, s.time);
         match t.last {
             Some((state, _)) if runnable(state) => {
-                t.cpu_wait_s += s.wait_s;
+                t.waited(ran - s.wait_s, ran);
                 load.add(Slice::Waiting, ran - s.wait_s, ran);
             }
             Some((_, kind)) => {
-                t.cpu_wait_s += s.delay_s;
+                t.waited(ran - s.delay_s, ran);
                 load.add(Slice::Waiting, ran - s.delay_s, ran);
                 t.off_s[kind_index(kind)] += (s.wait_s - s.delay_s).max(0.0);
             }
             None => {
-                t.cpu_wait_s += s.delay_s;
+                t.waited(ran - s.delay_s, ran);
                 load.add(Slice::Waiting, ran - s.delay_s, ran);
             }
         }
@@ -464,7 +483,7 @@ pub fn sum(root: u32, tree: &Tree, switches: &[Switch]) -> Record {
                 load.add(Slice::Running, ran, s.time);
                 match previous {
                     None => until = until.min(ran),
-                    Some(out) => t.cpu_wait_s += (ran - out).max(0.0),
+                    Some(out) => t.waited(out, ran),
                 }
                 previous = Some(s.time);
                 if !runnable(s.state) {
@@ -474,7 +493,7 @@ pub fn sum(root: u32, tree: &Tree, switches: &[Switch]) -> Record {
         }
         match t.last {
             Some((state, _)) if runnable(state) && until > t.last_time => {
-                t.cpu_wait_s += until - t.last_time;
+                t.waited(t.last_time, until);
             }
             Some((state, kind)) if !matches!(state, 'X' | 'Z') && until > t.last_time => {
                 t.off_s[kind_index(kind)] += until - t.last_time;
@@ -501,11 +520,15 @@ pub fn sum(root: u32, tree: &Tree, switches: &[Switch]) -> Record {
         });
         p.threads += 1;
         p.cpu_s += t.cpu_s;
-        let ended = tree.thread_exited.get(&tid).copied().unwrap_or(t.last_time);
+        let exited = tree.thread_exited.get(&tid).copied();
+        let ended = exited.unwrap_or(t.last_time);
         if ended - t.born.unwrap_or(t.last_time) < UNSEEN_UNDER_S {
             p.cpu_wait_unseen_s += t.cpu_wait_s;
         } else {
             p.cpu_wait_s += t.cpu_wait_s;
+            if let Some(exit) = exited {
+                p.cpu_wait_tail_s += t.waited_within(exit - UNSEEN_UNDER_S, exit);
+            }
         }
         for (sum, s) in p.off_s.iter_mut().zip(t.off_s) {
             *sum += s;
@@ -523,6 +546,7 @@ pub fn sum(root: u32, tree: &Tree, switches: &[Switch]) -> Record {
         for p in processes.values_mut() {
             p.cpu_wait_s *= keep;
             p.cpu_wait_unseen_s *= keep;
+            p.cpu_wait_tail_s *= keep;
         }
     }
     let start = tree.started.get(&root).copied().unwrap_or(first).min(first);
