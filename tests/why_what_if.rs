@@ -54,7 +54,9 @@ fn measured<'a>(doc: &'a Value, step: &str) -> Option<&'a Value> {
         .find(|m| m["step"] == step)
 }
 
-/// The sensitivity of `step`, which must have been measured over its rounds.
+/// The sensitivity of `step`, which must have been measured over its rounds, as its
+/// median ratio gives it: (ratio − 1) / (factor − 1), not held between 0 and 1 as the
+/// stored one is, so that a slowdown of more than the factor shows.
 fn sensitivity(doc: &Value, step: &str) -> f64 {
     let m = measured(doc, step).unwrap_or_else(|| {
         panic!(
@@ -79,7 +81,22 @@ fn sensitivity(doc: &Value, step: &str) -> f64 {
             .find(|i| i["op"] == "what_if" && i["step"] == step)
             .unwrap()["changed_by"]
     ));
-    m["sensitivity"].as_f64().unwrap()
+    (m["ratio"].as_f64().unwrap() - 1.0) / (m["factor"].as_f64().unwrap() - 1.0)
+}
+
+/// `got`, a sensitivity of `step`, lies in `range`; the document's figure is named
+/// where it does not.
+fn within(doc: &Value, step: &str, got: f64, range: std::ops::RangeInclusive<f64>) {
+    assert!(
+        range.contains(&got),
+        "{step} {got:.2}, outside {range:?}: {}",
+        measured(doc, step).unwrap()
+    );
+}
+
+/// The range within [`WITHIN`] of a rig's `truth`.
+fn near(truth: f64) -> std::ops::RangeInclusive<f64> {
+    truth - WITHIN..=truth + WITHIN
 }
 
 /// Why `step` was not measured, where it was not.
@@ -153,12 +170,8 @@ fn a_reader_of_a_throttled_disk_is_measured_limited_by_it_and_not_by_its_cpu() {
     ));
     let m = measured(&doc, "disk_read").unwrap();
     assert_eq!(m["where"], device, "{m}");
-    assert!(disk_read >= 1.0 - WITHIN, "disk_read {disk_read:.2}: {m}");
-    assert!(
-        cpu <= WITHIN,
-        "cpu {cpu:.2}: {}",
-        measured(&doc, "cpu").unwrap()
-    );
+    within(&doc, "disk_read", disk_read, near(1.0));
+    within(&doc, "cpu", cpu, near(0.0));
     // Twice as fast, the command would be about twice as fast: it is all disk.
     let speedup = m["speedup"].as_f64().unwrap();
     assert!((1.74..=2.0).contains(&speedup), "{m}");
@@ -192,11 +205,7 @@ fn a_compressor_of_a_cached_file_is_measured_limited_by_its_cpu() {
     let doc = document(command, &out);
     let cpu = sensitivity(&doc, "cpu");
     common::say(&format!("{test}: cpu {cpu:.2} (truth 1)"));
-    assert!(
-        cpu >= 1.0 - WITHIN,
-        "cpu {cpu:.2}: {}",
-        measured(&doc, "cpu").unwrap()
-    );
+    within(&doc, "cpu", cpu, near(1.0));
     // It never waited on a disk: there is nothing to slow, and the run says so.
     let why = not_measured(&doc, "disk_read").expect("disk_read is said not measured");
     assert!(why.contains("not seen waiting on a block device"), "{why}");
@@ -217,11 +226,7 @@ fn sleep_is_limited_by_nothing_a_what_if_slows() {
     command.args(why_args(&out, "cpu")).args(["sleep", "1"]);
     let doc = document(command, &out);
     let cpu = sensitivity(&doc, "cpu");
-    assert!(
-        cpu <= 0.05,
-        "cpu {cpu:.3}: {}",
-        measured(&doc, "cpu").unwrap()
-    );
+    within(&doc, "cpu", cpu, -0.05..=0.05);
     // Unnamed, no step of sleep is one a what-if changes.
     let mut command = common::ratelab();
     command
@@ -309,11 +314,7 @@ fn a_user_with_a_delegated_cgroup_gets_the_cpu_what_if() {
         .arg(&file);
     let doc = document(command, &out);
     let cpu = sensitivity(&doc, "cpu");
-    assert!(
-        cpu >= 1.0 - WITHIN,
-        "cpu {cpu:.2}: {}",
-        measured(&doc, "cpu").unwrap()
-    );
+    within(&doc, "cpu", cpu, near(1.0));
     drop(delegated);
     no_cgroup_left();
 }
@@ -471,11 +472,8 @@ fn a_pipeline_from_a_throttled_disk_is_measured_limited_by_the_read() {
     let doc = document(command, &out);
     let disk_read = sensitivity(&doc, "disk_read");
     common::say(&format!("{test}: disk_read {disk_read:.2} (truth 1)"));
-    assert!(
-        disk_read >= 0.7,
-        "disk_read {disk_read:.2}: {}",
-        measured(&doc, "disk_read").unwrap()
-    );
+    // zstd -1 runs many times faster than the device: the reads are the whole time.
+    within(&doc, "disk_read", disk_read, near(1.0));
 }
 
 #[test]
@@ -510,11 +508,8 @@ fn make_of_a_c_project_is_measured_limited_by_its_cpu() {
     let doc = document(command, &out);
     let cpu = sensitivity(&doc, "cpu");
     common::say(&format!("{test}: cpu {cpu:.2} (truth 1)"));
-    assert!(
-        cpu >= 0.7,
-        "cpu {cpu:.2}: {}",
-        measured(&doc, "cpu").unwrap()
-    );
+    // Its links and make's own work run one at a time: issue 50's floor, 0.7.
+    within(&doc, "cpu", cpu, 0.7..=1.0 + WITHIN);
 }
 
 /// Write requests a second the rig allows.
@@ -570,11 +565,7 @@ fn sqlite_commits_are_measured_limited_by_the_disk_s_writes_and_the_forecast_hol
         "{test}: disk_write {disk_write:.2}; twice as fast: {forecast:.2}x forecast, {actual:.2}x measured on the rig"
     ));
     let disk_write = sensitivity(&doc, "disk_write");
-    assert!(
-        disk_write >= 0.7,
-        "disk_write {disk_write:.2}: {}",
-        measured(&doc, "disk_write").unwrap()
-    );
+    within(&doc, "disk_write", disk_write, 0.7..=1.0 + WITHIN);
     let off = forecast / actual;
     assert!(
         (0.85..=1.15).contains(&off),

@@ -21,6 +21,7 @@ pub mod sock_diag;
 pub mod sockets;
 pub mod tcp_info;
 pub mod threads;
+pub mod usage;
 
 mod devices;
 mod links;

@@ -29,11 +29,7 @@ pub fn measured(items: &[WhyItem], steps: &[StepShare], sampled_s: f64) -> Vec<M
     let mut out: Vec<Measured> = groups
         .into_iter()
         .filter_map(|(step, place, factor, rounds)| {
-            let ratios: Vec<f64> = rounds
-                .iter()
-                .filter(|r| r.baseline_wall_s > 0.0)
-                .map(|r| r.wall_s / r.baseline_wall_s)
-                .collect();
+            let ratios: Vec<f64> = rounds.iter().filter_map(|r| ratio(r)).collect();
             let stats = Stats::of(&ratios)?;
             let s = |ratio: f64| sensitivity(ratio, factor);
             let (low, high) = {
@@ -68,6 +64,24 @@ pub fn measured(items: &[WhyItem], steps: &[StepShare], sampled_s: f64) -> Vec<M
         .collect();
     out.sort_by(|a, b| b.sensitivity.total_cmp(&a.sensitivity));
     out
+}
+
+/// A round's changed run over its unchanged one, in wall time. For `cpu`, at the
+/// unchanged run's CPU speed: the changed run's wall less what its CPU seconds beyond
+/// the unchanged run's cost at the quota (the same work took more CPU seconds where
+/// the host ran its CPUs slower meanwhile: 1.0-1.6 s for one zstd from run to run on
+/// the project's VM). Rounds stored before CPU seconds were kept give their walls.
+pub fn ratio(r: &WhatIfItem) -> Option<f64> {
+    if r.baseline_wall_s <= 0.0 {
+        return None;
+    }
+    let wall = match (r.step, r.cpu_s, r.baseline_cpu_s, r.quota_cpus) {
+        (WhatIfStep::Cpu, Some(cpu), Some(baseline), Some(quota)) if quota > 0.0 => {
+            r.wall_s - (cpu - baseline) / quota
+        }
+        _ => r.wall_s,
+    };
+    Some(wall / r.baseline_wall_s)
 }
 
 /// (ratio − 1) / (factor − 1), held between 0 and 1: the share of the command's time
@@ -174,7 +188,30 @@ mod tests {
             round: 1,
             wall_s,
             baseline_wall_s: base,
+            cpu_s: None,
+            baseline_cpu_s: None,
+            quota_cpus: None,
         })
+    }
+
+    #[test]
+    fn a_cpu_round_is_taken_at_the_unchanged_run_s_cpu_speed() {
+        // One CPU-bound thread: 1.0 s of CPU unchanged; under a quota of half a CPU the
+        // host ran slower, so the same work took 1.3 s of CPU and 2.6 s of wall.
+        let WhyItem::WhatIf(mut r) = round(WhatIfStep::Cpu, "its processes", 2.0, 2.6, 1.0) else {
+            unreachable!()
+        };
+        assert!(
+            (ratio(&r).unwrap() - 2.6).abs() < 1e-9,
+            "no CPU seconds: walls"
+        );
+        (r.cpu_s, r.baseline_cpu_s, r.quota_cpus) = (Some(1.3), Some(1.0), Some(0.5));
+        assert!((ratio(&r).unwrap() - 2.0).abs() < 1e-9);
+        // A device round is its walls, whatever its CPU did.
+        r.step = WhatIfStep::DiskRead;
+        assert!((ratio(&r).unwrap() - 2.6).abs() < 1e-9);
+        r.baseline_wall_s = 0.0;
+        assert_eq!(ratio(&r), None);
     }
 
     #[test]

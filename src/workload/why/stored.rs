@@ -80,6 +80,15 @@ pub struct WhatIfItem {
     pub wall_s: f64,
     /// Wall seconds of the unchanged run just before it.
     pub baseline_wall_s: f64,
+    /// CPU seconds of the changed run's processes (those waited for), where read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_s: Option<f64>,
+    /// The same of the unchanged run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_cpu_s: Option<f64>,
+    /// For `cpu`: the quota the changed run was held to, in CPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_cpus: Option<f64>,
 }
 
 /// A step `--what-if` did not measure, and why.

@@ -5,6 +5,7 @@
 //! command is run again in rounds that alternate unchanged and changed runs, so a drift
 //! of the machine hits both. The rounds are items; `measured` reads them.
 
+use crate::platform::usage::{Who, cpu_seconds};
 use std::collections::HashMap;
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
@@ -82,6 +83,8 @@ struct Variant {
     place: String,
     changed_by: String,
     group: Option<Slowdown>,
+    /// The CPU quota, in CPUs, for the `cpu` step.
+    quota_cpus: Option<f64>,
 }
 
 /// Measures each asked step's what-if in rounds, sending each round as an item; stops
@@ -106,14 +109,16 @@ pub(super) fn measure(
     for variant in &variants {
         for round in 1..=asked.rounds {
             // The unchanged run, then the changed one.
-            let mut walls = [0.0; 2];
+            let (mut walls, mut cpus) = ([0.0; 2], [0.0; 2]);
             for (changed, group) in [(false, None), (true, variant.group.as_ref())] {
                 if changed && variant.step == WhatIfStep::ReadsFree {
                     warm_all(&files);
                 } else if cold {
                     evict_all(&files);
                 }
+                let before = children_cpu();
                 let (wall, status) = w.once(group, ctx)?;
+                cpus[usize::from(changed)] = children_cpu() - before;
                 if let Some(failed) = failed(status.code(), status.signal()) {
                     let run = if changed {
                         format!("with {}", variant.changed_by)
@@ -127,6 +132,7 @@ pub(super) fn measure(
                 walls[usize::from(changed)] = wall;
             }
             let [baseline, wall] = walls;
+            let [baseline_cpu, cpu] = cpus;
             ctx.sink.item(&WhyItem::WhatIf(WhatIfItem {
                 step: variant.step,
                 place: variant.place.clone(),
@@ -135,10 +141,19 @@ pub(super) fn measure(
                 round,
                 wall_s: wall,
                 baseline_wall_s: baseline,
+                cpu_s: Some(cpu),
+                baseline_cpu_s: Some(baseline_cpu),
+                quota_cpus: variant.quota_cpus,
             }));
         }
     }
     Ok(())
+}
+
+/// The CPU seconds of the children this process has waited for, so far.
+fn children_cpu() -> f64 {
+    let (user, system) = cpu_seconds(Who::Children);
+    user + system
 }
 
 /// How many times as long a step's own work is made to take: [`FACTOR`] slowed, 0
@@ -209,7 +224,7 @@ fn choose(
         }
         for total in on_devices {
             let device = total.key.place.device().unwrap_or_default();
-            match device_variant(total, moved) {
+            match device_variant(total, moved, account.seconds) {
                 Ok(variant) => variants.push(variant),
                 Err(why) => skip(name, device, why),
             }
@@ -229,6 +244,7 @@ fn choose(
                 place: "the files it read".into(),
                 changed_by: "the files it read in the page cache".into(),
                 group: None,
+                quota_cpus: None,
             });
         }
     }
@@ -291,17 +307,23 @@ fn cpu_variant(account: &Account, cpus: usize) -> Result<Variant, String> {
             CPU_PERIOD_US / 1000
         ),
         group: Some(group),
+        quota_cpus: Some(cores),
     })
 }
 
 /// A device what-if: the tree held to half the bytes (or, for small requests, the
-/// requests) per second it moved on the device while it waited on it: the device's
-/// rate in the samples it waited in, less the share of the device's bytes that were
-/// not the command's (a journal's commits, other work's), where ratelab's own group
-/// counts the command's apart.
+/// requests) per second the device moved for it: the device's rate in the samples it
+/// waited in, less the share of the device's bytes that were not the command's (a
+/// journal's commits, other work's), where ratelab's own group counts the command's
+/// apart; or its own bytes over the whole run where that is more. Each is at most what
+/// the device does for it, so the larger is the nearer: a sample the command waited in
+/// for part of its length reads low, and a throttle lets a reader that paused (a pipe
+/// full) catch up in a burst, which samples of waiting read high, as they read it
+/// while the average over the run holds the throttle's rate.
 fn device_variant(
     total: &crate::account::StepTotal,
     moved: &DevicesMoved,
+    wall_s: f64,
 ) -> Result<Variant, String> {
     let device = total.key.place.device().unwrap_or_default();
     let reads = total.key.step == Step::DiskRead;
@@ -329,7 +351,8 @@ fn device_variant(
         (Some((_, own)), Some((_, all))) if all > 0 => (own as f64 / all as f64).min(1.0),
         _ => 1.0,
     };
-    let bytes_per_sec = (rate * share / FACTOR) as u64;
+    let whole = own.map_or(0.0, |(_, bytes)| bytes as f64 / wall_s.max(1e-9));
+    let bytes_per_sec = ((rate * share).max(whole) / FACTOR) as u64;
     // One dimension: blk-throttle delays each request by the larger of its two waits,
     // so both limits at half of the average slow requests of mixed sizes more than
     // twice (`cat` from a loop device took 2.8x as long). Requests are what a device
@@ -357,9 +380,10 @@ fn device_variant(
         },
         place: device.to_string(),
         changed_by: format!(
-            "{device} held to {held_to} for its processes (half what they moved while the command waited on it)"
+            "{device} held to {held_to} for its processes (half the rate it moved for them)"
         ),
         group: Some(group),
+        quota_cpus: None,
     })
 }
 

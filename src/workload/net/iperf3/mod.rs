@@ -10,6 +10,7 @@ pub mod wire;
 
 pub use client::{Iperf3Control, our_results, remote_report};
 
+use crate::platform::usage::{Who, cpu_seconds};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -134,13 +135,13 @@ pub struct CpuClock {
 impl CpuClock {
     /// Starts counting now.
     pub fn start() -> CpuClock {
-        let (user_s, system_s) = process_cpu();
+        let (user_s, system_s) = cpu_seconds(Who::Own);
         CpuClock { user_s, system_s }
     }
 
     /// The user part of the CPU time spent since the start.
     pub fn user_share(&self) -> f64 {
-        let (user_s, system_s) = process_cpu();
+        let (user_s, system_s) = cpu_seconds(Who::Own);
         let user = (user_s - self.user_s).max(0.0);
         let system = (system_s - self.system_s).max(0.0);
         if user + system > 0.0 {
@@ -149,18 +150,4 @@ impl CpuClock {
             0.0
         }
     }
-}
-
-/// This process's user and system CPU seconds.
-fn process_cpu() -> (f64, f64) {
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: getrusage fills the struct it is given.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
-    if rc != 0 {
-        return (0.0, 0.0);
-    }
-    // SAFETY: filled by the successful call above (and zeroed before it).
-    let usage = unsafe { usage.assume_init() };
-    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    (seconds(usage.ru_utime), seconds(usage.ru_stime))
 }
