@@ -213,6 +213,54 @@ fn a_compressor_of_a_cached_file_is_measured_limited_by_its_cpu() {
 }
 
 #[test]
+fn a_round_beside_other_work_is_run_again_and_said_disturbed() {
+    let test = "a_round_beside_other_work";
+    if !root_or_skip(test, "it slows the CPU with a cgroup") {
+        return;
+    }
+    let _lock = rig::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("why.json");
+    // Other work of the test's own, a CPU's worth, for the whole of the what-ifs.
+    let mut yes = Command::new("yes")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start yes");
+    let started = std::time::Instant::now();
+    let mut command = common::ratelab();
+    command.args(why_args(&out, "cpu")).args(["sleep", "0.6"]);
+    let doc = document(command, &out);
+    let took = started.elapsed().as_secs_f64();
+    let _ = yes.kill();
+    let _ = yes.wait();
+    let rounds: Vec<&Value> = doc["workloads"][0]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["op"] == "what_if")
+        .collect();
+    assert_eq!(rounds.len(), 2, "a round an item, reruns not: {rounds:?}");
+    for round in &rounds {
+        let said = round["disturbed"].as_str().unwrap_or_default();
+        assert!(
+            said.starts_with("run 3 times") && said.contains("other processes used"),
+            "{round}"
+        );
+    }
+    // The watched run and 2 rounds of 2 runs, each round run 3 times: 13 runs.
+    assert!(took >= 13.0 * 0.6, "{took:.1} s for 13 runs of sleep 0.6");
+    let verdicts = doc["verdicts"].as_array().unwrap();
+    let disturbed = verdicts
+        .iter()
+        .filter(|v| v["code"] == "what_if_disturbed")
+        .count();
+    assert_eq!(disturbed, 2, "{verdicts:?}");
+    // Sleep's time is the clock's: other work does not move it.
+    let cpu = sensitivity(&doc, "cpu");
+    within(&doc, "cpu", cpu, -0.05..=0.05);
+}
+
+#[test]
 fn sleep_is_limited_by_nothing_a_what_if_slows() {
     let test = "sleep_is_limited_by_nothing";
     if !root_or_skip(test, "it slows the CPU with a cgroup") {

@@ -3,7 +3,7 @@
 
 use super::answer::{answer, summarize};
 use super::measured;
-use super::stored::{WhyContext, WhyItem, WhyPlan, WhySummary};
+use super::stored::{WhatIfStep, WhyContext, WhyItem, WhyPlan, WhySummary};
 use super::tables;
 use crate::account::Step;
 use crate::document::{Severity, Verdict};
@@ -75,6 +75,26 @@ impl Kind for WhyKind {
                 Severity::Info,
                 format!("{}{place} was not measured: {}", skipped.step, skipped.why),
             ));
+        }
+        for item in &w.items {
+            if let WhyItem::WhatIf(round) = item
+                && let Some(why) = &round.disturbed
+            {
+                out.push(verdict(
+                    "what_if_disturbed",
+                    Severity::Warning,
+                    format!(
+                        "round {} of {}{} was disturbed by other work each time it ran ({why}): its ratio is the machine's as much as the command's",
+                        round.round,
+                        round.step.name(),
+                        match round.step {
+                            WhatIfStep::DiskRead | WhatIfStep::DiskWrite =>
+                                format!(" on {}", round.place),
+                            _ => String::new(),
+                        }
+                    ),
+                ));
+            }
         }
         if let Some(stopped) = &context.what_if_stopped {
             out.push(verdict(

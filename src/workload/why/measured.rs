@@ -191,6 +191,7 @@ mod tests {
             cpu_s: None,
             baseline_cpu_s: None,
             quota_cpus: None,
+            disturbed: None,
         })
     }
 

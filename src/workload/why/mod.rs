@@ -6,6 +6,7 @@
 //! as its physics says, is stored beside them, so the kind answers from the run alone.
 
 mod answer;
+mod beside;
 mod kind;
 mod measured;
 mod stored;

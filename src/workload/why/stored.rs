@@ -89,6 +89,10 @@ pub struct WhatIfItem {
     /// For `cpu`: the quota the changed run was held to, in CPUs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quota_cpus: Option<f64>,
+    /// What other work took from a round still disturbed when run the last time, in
+    /// words; absent where it was not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbed: Option<String>,
 }
 
 /// A step `--what-if` did not measure, and why.

@@ -5,17 +5,18 @@
 //! command is run again in rounds that alternate unchanged and changed runs, so a drift
 //! of the machine hits both. The rounds are items; `measured` reads them.
 
-use crate::platform::usage::{Who, cpu_seconds};
 use std::collections::HashMap;
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 
 use super::WhyWorkload;
+use super::beside::Beside;
 use super::stored::{NotMeasured, WhatIfItem, WhatIfPlan, WhatIfStep, WhyItem};
 use crate::account::{Account, Step};
 use crate::platform::diskstats::DeviceCounts;
 use crate::platform::slowdown::{Limit, Slowdown};
+use crate::platform::usage::{Who, cpu_seconds};
 use crate::storage::cache::{Eviction, evict};
 use crate::vocab::units::format_rate;
 use crate::workload::{Context, Error};
@@ -24,6 +25,8 @@ use crate::workload::{Context, Error};
 pub const LEAST_SHARE: f64 = 0.10;
 /// How many times as long a slowed step's own work is made to take.
 const FACTOR: f64 = 2.0;
+/// How many times a round that other work disturbed is run again.
+const RERUNS: u32 = 2;
 /// The CPU quota's period: short, so a quota slows short bursts of work as a slower
 /// CPU would, not only work longer than a period (the kernel's default is 100 ms).
 const CPU_PERIOD_US: u64 = 10_000;
@@ -108,31 +111,19 @@ pub(super) fn measure(
     let cold = account.share(Step::DiskRead) > 0.0;
     for variant in &variants {
         for round in 1..=asked.rounds {
-            // The unchanged run, then the changed one.
-            let (mut walls, mut cpus) = ([0.0; 2], [0.0; 2]);
-            for (changed, group) in [(false, None), (true, variant.group.as_ref())] {
-                if changed && variant.step == WhatIfStep::ReadsFree {
-                    warm_all(&files);
-                } else if cold {
-                    evict_all(&files);
-                }
-                let before = children_cpu();
-                let (wall, status) = w.once(group, ctx)?;
-                cpus[usize::from(changed)] = children_cpu() - before;
-                if let Some(failed) = failed(status.code(), status.signal()) {
-                    let run = if changed {
-                        format!("with {}", variant.changed_by)
-                    } else {
-                        format!("of {} unchanged", variant.step.name())
-                    };
-                    w.context.what_if_stopped =
-                        Some(format!("the command {failed} in round {round} {run}"));
+            let mut rerun = 0;
+            let (walls, cpus, disturbed) = loop {
+                let Some((walls, cpus, disturbed)) =
+                    round_of(w, variant, round, (&files, cold), ctx)?
+                else {
                     return Ok(());
+                };
+                if disturbed.is_none() || rerun == RERUNS {
+                    break (walls, cpus, disturbed);
                 }
-                walls[usize::from(changed)] = wall;
-            }
-            let [baseline, wall] = walls;
-            let [baseline_cpu, cpu] = cpus;
+                rerun += 1;
+            };
+            let ([baseline, wall], [baseline_cpu, cpu]) = (walls, cpus);
             ctx.sink.item(&WhyItem::WhatIf(WhatIfItem {
                 step: variant.step,
                 place: variant.place.clone(),
@@ -144,10 +135,53 @@ pub(super) fn measure(
                 cpu_s: Some(cpu),
                 baseline_cpu_s: Some(baseline_cpu),
                 quota_cpus: variant.quota_cpus,
+                disturbed: disturbed.map(|why| format!("run {} times: {why}", RERUNS + 1)),
             }));
         }
     }
     Ok(())
+}
+
+/// The walls and CPU seconds of one round (unchanged, changed), with what disturbed
+/// either run, in words; none where the command failed (said in the context).
+type Round = ([f64; 2], [f64; 2], Option<String>);
+
+/// Runs one round of `variant`: the unchanged run, then the changed one, each started
+/// with the files it read cached or not as the round needs.
+fn round_of(
+    w: &mut WhyWorkload,
+    variant: &Variant,
+    round: u32,
+    (files, cold): (&[PathBuf], bool),
+    ctx: &Context,
+) -> Result<Option<Round>, Error> {
+    let (mut walls, mut cpus, mut disturbed) = ([0.0; 2], [0.0; 2], Vec::new());
+    for (changed, group) in [(false, None), (true, variant.group.as_ref())] {
+        if changed && variant.step == WhatIfStep::ReadsFree {
+            warm_all(files);
+        } else if cold {
+            evict_all(files);
+        }
+        let (before, beside) = (children_cpu(), Beside::start());
+        let (wall, status) = w.once(group, ctx)?;
+        cpus[usize::from(changed)] = children_cpu() - before;
+        walls[usize::from(changed)] = wall;
+        let run = if changed {
+            format!("with {}", variant.changed_by)
+        } else {
+            format!("of {} unchanged", variant.step.name())
+        };
+        if let Some(failed) = failed(status.code(), status.signal()) {
+            w.context.what_if_stopped =
+                Some(format!("the command {failed} in round {round} {run}"));
+            return Ok(None);
+        }
+        if let Some(why) = beside.disturbed() {
+            disturbed.push(format!("the run {run}: {why}"));
+        }
+    }
+    let disturbed = (!disturbed.is_empty()).then(|| disturbed.join("; "));
+    Ok(Some((walls, cpus, disturbed)))
 }
 
 /// The CPU seconds of the children this process has waited for, so far.
