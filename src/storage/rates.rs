@@ -235,6 +235,7 @@ pub fn by_size_chart(target: &str, items: &[DiskItem]) -> Option<Chart> {
         y_format: format_rate,
         lines,
         spans: Vec::new(),
+        categories: Vec::new(),
     })
     .filter(|c| !c.lines.is_empty())
 }

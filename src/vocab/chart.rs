@@ -57,6 +57,10 @@ pub struct Chart {
     pub lines: Vec<Line>,
     /// The lines' stages, marked on the x axis; empty when none.
     pub spans: Vec<Span>,
+    /// Names of the x axis's categories where it has them (steps, not a scale): each
+    /// line is then drawn as a bar at each category its points' x indexes, side by
+    /// side with the other lines' bars, its ranges as whiskers; empty for lines.
+    pub categories: Vec<String>,
 }
 
 impl Chart {
@@ -78,6 +82,23 @@ impl Chart {
             y_format,
             lines,
             spans: Vec::new(),
+            categories: Vec::new(),
+        }
+    }
+
+    /// Bars of each line at each of `categories` (a point's x is its category's index),
+    /// on a linear y axis from zero.
+    pub fn bars(
+        title: &str,
+        y_label: &str,
+        y_format: fn(f64) -> String,
+        categories: Vec<String>,
+        lines: Vec<Line>,
+    ) -> Chart {
+        Chart {
+            x_format: plain_axis,
+            categories,
+            ..Chart::counted(title, "", y_label, y_format, lines)
         }
     }
 

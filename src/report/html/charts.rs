@@ -82,7 +82,9 @@ impl Chart {
         {
             let root = SVGBackend::with_string(&mut out, (WIDTH, HEIGHT)).into_drawing_area();
             root.fill(&WHITE).ok()?;
-            let (x_low, x_high) = if self.x_log {
+            let (x_low, x_high) = if !self.categories.is_empty() {
+                (-0.5, self.categories.len() as f64 - 0.5)
+            } else if self.x_log {
                 (x_min / 1.5, x_max * 1.5)
             } else {
                 let pad = ((x_max - x_min) * 0.05).max(0.5);
@@ -150,13 +152,24 @@ impl Chart {
             .build_cartesian_2d(x, y)
             .ok()?;
         let (x_format, y_format) = (self.x_format, self.y_format);
+        let categories = &self.categories;
         chart
             .configure_mesh()
             .x_desc(&self.x_label)
             .y_desc(&self.y_label)
-            .x_label_formatter(&|x| x_format(*x))
+            .x_label_formatter(&|x| {
+                if categories.is_empty() {
+                    x_format(*x)
+                } else {
+                    category(categories, *x)
+                }
+            })
             .y_label_formatter(&|y| y_format(*y))
-            .x_labels(10)
+            .x_labels(if categories.is_empty() {
+                10
+            } else {
+                categories.len() * 2 + 1
+            })
             .y_labels(8)
             .light_line_style(RGBColor(245, 245, 245))
             .label_style(("sans-serif", 15))
@@ -166,7 +179,11 @@ impl Chart {
         // With a line the chart is about, the others step back.
         let any_strong = self.lines.iter().any(|l| l.strong);
         for (index, line) in self.lines.iter().enumerate() {
-            draw_line(&mut chart, index, line, any_strong)?;
+            if categories.is_empty() {
+                draw_line(&mut chart, index, line, any_strong)?;
+            } else {
+                draw_bars(&mut chart, index, line, self.lines.len())?;
+            }
         }
         chart
             .configure_series_labels()
@@ -223,6 +240,59 @@ impl Chart {
         }
         Some(())
     }
+}
+
+/// The name of the category at `x`, where `x` is one's index; nothing between them.
+fn category(categories: &[String], x: f64) -> String {
+    let index = x.round();
+    if (x - index).abs() > 0.01 || index < 0.0 {
+        return String::new();
+    }
+    categories.get(index as usize).cloned().unwrap_or_default()
+}
+
+/// Draws one line as a bar at each category its points index, beside the bars of the
+/// chart's other `lines`, with its ranges as whiskers.
+fn draw_bars<X, Y>(
+    chart: &mut ChartContext<SVGBackend, Cartesian2d<X, Y>>,
+    index: usize,
+    line: &Line,
+    lines: usize,
+) -> Option<()>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    let colour = COLOURS[index % COLOURS.len()];
+    let width = 0.8 / lines.max(1) as f64;
+    let centre = |x: f64| x - 0.4 + width * (index as f64 + 0.5);
+    let bars: Vec<Rectangle<(f64, f64)>> = line
+        .points
+        .iter()
+        .filter(|p| p.0.is_finite() && p.1.is_finite())
+        .map(|&(x, y)| {
+            let c = centre(x);
+            Rectangle::new(
+                [(c - width * 0.45, 0.0), (c + width * 0.45, y)],
+                colour.mix(0.85).filled(),
+            )
+        })
+        .collect();
+    chart
+        .draw_series(bars)
+        .ok()?
+        .label(&line.name)
+        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 18, y + 5)], colour.filled()));
+    for (&(x, _), &(low, high)) in line.points.iter().zip(&line.ranges) {
+        let c = centre(x);
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(c, low), (c, high)],
+                BLACK.mix(0.7).stroke_width(2),
+            )))
+            .ok()?;
+    }
+    Some(())
 }
 
 /// Draws one line with its points, min-max bars and fitted curve: strongest when it is
@@ -315,6 +385,7 @@ mod tests {
                 dashed: false,
             }],
             spans: Vec::new(),
+            categories: Vec::new(),
         };
         let svg = chart.svg().unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..80]);
@@ -325,5 +396,37 @@ mod tests {
             ..chart
         };
         assert!(empty.svg().is_none());
+    }
+
+    #[test]
+    fn a_chart_of_categories_draws_a_bar_a_line_at_each_with_its_name() {
+        let line = |name: &str, ys: [f64; 2]| Line {
+            name: name.into(),
+            points: vec![(0.0, ys[0]), (1.0, ys[1])],
+            ranges: vec![(ys[0] * 0.9, ys[0]), (ys[1] * 0.9, ys[1])],
+            ..Line::default()
+        };
+        let chart = Chart::bars(
+            "share beside sensitivity",
+            "share",
+            |y| format!("{y:.1}"),
+            vec!["cpu".into(), "disk_read on loop3".into()],
+            vec![
+                line("sampled share", [0.2, 0.8]),
+                line("sensitivity", [0.1, 0.97]),
+            ],
+        );
+        let svg = chart.svg().unwrap();
+        assert!(
+            svg.contains("disk_read on loop3") && svg.contains("cpu"),
+            "{svg}"
+        );
+        // Two bars a line, and a legend's swatch each, beyond what lines draw.
+        let plain = Chart {
+            categories: Vec::new(),
+            ..chart.clone()
+        };
+        let rects = |svg: &str| svg.matches("<rect").count();
+        assert_eq!(rects(&svg), rects(&plain.svg().unwrap()) + 6, "{svg}");
     }
 }

@@ -70,6 +70,7 @@ pub fn series(records: &[(usize, &WorkloadRecord)]) -> Option<Chart> {
         y_format,
         lines,
         spans,
+        categories: Vec::new(),
     })
     .filter(|c| !c.lines.is_empty())
 }

@@ -321,6 +321,7 @@ impl Kind for ImageKind {
             y_format: format_rate,
             lines,
             spans: Vec::new(),
+            categories: Vec::new(),
         }]
     }
 }

@@ -41,6 +41,7 @@ pub fn percentile_chart<'a>(items: impl IntoIterator<Item = &'a IopsItem>) -> Ch
         y_format: format_latency,
         lines,
         spans: Vec::new(),
+        categories: Vec::new(),
     }
 }
 

@@ -135,7 +135,9 @@ impl Kind for WhyKind {
     }
 
     fn charts(&self, w: &Stored<Self>) -> Vec<Chart> {
-        tables::charts(&w.items)
+        let mut charts = tables::charts(&w.items);
+        charts.extend(tables::what_ifs_chart(&self.summarize(w).measured));
+        charts
     }
 
     fn exposure(&self, _w: &Stored<Self>) -> Exposure {

@@ -2,8 +2,9 @@
 //! process of the tree did with its own threads' time; and, over time, each step's
 //! share and each device's and interface's rate.
 
+use super::measured::named;
 use super::stored::{
-    IntervalItem, ProcessItem, WhatIfStep, WhyContext, WhyItem, WhyPlan, WhySummary,
+    IntervalItem, Measured, ProcessItem, WhatIfStep, WhyContext, WhyItem, WhyPlan, WhySummary,
 };
 use crate::account::Step;
 use crate::vocab::Table;
@@ -288,6 +289,44 @@ pub fn charts(items: &[WhyItem]) -> Vec<Chart> {
         rates,
     ));
     out.into_iter().filter(Chart::has_points).collect()
+}
+
+/// Each step a what-if changed: the share of the wall time the samples gave it beside
+/// the share of the command's time that moved with it, measured (its rounds' range as
+/// a whisker).
+pub fn what_ifs_chart(measured: &[Measured]) -> Option<Chart> {
+    if measured.is_empty() {
+        return None;
+    }
+    let at = |figure: fn(&Measured) -> f64| -> Vec<(f64, f64)> {
+        measured
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (i as f64, figure(m)))
+            .collect()
+    };
+    Some(Chart::bars(
+        "what-ifs: each step's sampled share beside its measured sensitivity",
+        "share of the command's time",
+        percent_axis,
+        measured.iter().map(named).collect(),
+        vec![
+            Line {
+                name: "sampled share".into(),
+                points: at(|m| m.sampled_share),
+                ..Line::default()
+            },
+            Line {
+                name: "sensitivity, measured".into(),
+                points: at(|m| m.sensitivity),
+                ranges: measured
+                    .iter()
+                    .map(|m| (m.sensitivity_min, m.sensitivity_max))
+                    .collect(),
+                ..Line::default()
+            },
+        ],
+    ))
 }
 
 #[cfg(test)]
