@@ -222,8 +222,9 @@ fn the_comparison_holds_within_the_tolerances_and_names_each_miss() {
     assert_eq!(
         row,
         [
-            "python3 x1/1: cpu 1.75/1.80 s, cpu_wait 0.14/0.10+0.00 s, off futex 1.50/1.70 \
-         (why/kernel; + in threads shorter than a sample)"
+            "python3 x1/1: cpu 1.75/1.80 s, cpu_wait 0.14/0.10+0.00 s (0.00 at ends), off \
+         futex 1.50/1.70 (why/kernel; + in threads shorter than a sample; at ends: in \
+         ended threads' last sample)"
         ]
     );
 }
@@ -276,4 +277,20 @@ fn an_exiting_threads_last_run_is_its_own_and_a_short_threads_wait_is_apart() {
     // 102 lived 3.7 ms: its 0.5 ms delay and the 2.1 ms it was preempted for are apart.
     assert!((py.cpu_wait_s - 0.000051).abs() < 1e-9, "{py:?}");
     assert!((py.cpu_wait_unseen_s - 0.0026).abs() < 1e-6, "{py:?}");
+    // Of 101's, the 50 µs in its last 10 ms, after why's last read of it.
+    assert!((py.cpu_wait_tail_s - 0.000050).abs() < 1e-9, "{py:?}");
+}
+
+#[test]
+fn what_ended_threads_waited_after_why_last_read_them_may_be_missing_from_why() {
+    let mut record = one_process(1.8, 0.30, 1.7);
+    let why = why_doc(&[("python3", 1.8, 0.15, &[("futex", 1.7)])]);
+    // 0.30 s less 25%: 0.15 s is a miss...
+    assert!(judge::compare(&why, &record)[0].contains("waiting for a CPU"));
+    // ...unless 0.10 s of it was in ended threads' last sample.
+    record.processes[0].cpu_wait_tail_s = 0.10;
+    assert_eq!(judge::compare(&why, &record), Vec::<String>::new());
+    // Above, the tail allows nothing.
+    let above = why_doc(&[("python3", 1.8, 0.45, &[("futex", 1.7)])]);
+    assert!(judge::compare(&above, &record)[0].contains("waiting for a CPU"));
 }

@@ -184,18 +184,10 @@ fn python_threads_under_the_gil_are_limited_by_one_cpu() {
         problems.extend(kernel_top_is(record, "python3"));
         problems
     });
-    // The GIL lets one thread run: one CPU or two, the same time.
-    let one = case.program.on_cpus("0");
-    if let Some(runs) = case.quiet_runs("one CPU against two", &[&one, &case.program]) {
-        ratio_within(
-            test,
-            "wall on one CPU over wall on two",
-            runs[0].wall_s,
-            runs[1].wall_s,
-            0.85,
-            1.15,
-        );
-    }
+    // The GIL lets one thread run: with two CPUs it keeps one busy, not two (not the
+    // wall on one CPU over the wall on two: the GIL's handover between CPUs costs
+    // time of its own, 0.77-0.95x by the host's mood).
+    kept_busy(&case, "two CPUs", &case.program, 0.9, 1.1);
 }
 
 #[test]

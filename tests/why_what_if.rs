@@ -81,6 +81,15 @@ fn sensitivity(doc: &Value, step: &str) -> f64 {
             .find(|i| i["op"] == "what_if" && i["step"] == step)
             .unwrap()["changed_by"]
     ));
+    for round in items
+        .iter()
+        .filter(|i| i["op"] == "what_if" && i["step"] == step && i["disturbed"].is_string())
+    {
+        common::say(&format!(
+            "{step}: round {} disturbed: {}",
+            round["round"], round["disturbed"]
+        ));
+    }
     (m["ratio"].as_f64().unwrap() - 1.0) / (m["factor"].as_f64().unwrap() - 1.0)
 }
 

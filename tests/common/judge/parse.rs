@@ -527,7 +527,9 @@ pub fn sum(root: u32, tree: &Tree, switches: &[Switch]) -> Record {
         } else {
             p.cpu_wait_s += t.cpu_wait_s;
             if let Some(exit) = exited {
-                p.cpu_wait_tail_s += t.waited_within(exit - UNSEEN_UNDER_S, exit);
+                // Its last runs may be recorded just after its exit record.
+                let end = t.waits.last().map_or(exit, |w| w.1.max(exit));
+                p.cpu_wait_tail_s += t.waited_within(end - UNSEEN_UNDER_S, end);
             }
         }
         for (sum, s) in p.off_s.iter_mut().zip(t.off_s) {
