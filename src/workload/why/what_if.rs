@@ -176,7 +176,8 @@ fn round_of(
                 Some(format!("the command {failed} in round {round} {run}"));
             return Ok(None);
         }
-        if let Some(why) = beside.disturbed() {
+        let quota = changed && variant.quota_cpus.is_some();
+        if let Some(why) = beside.disturbed(quota) {
             disturbed.push(format!("the run {run}: {why}"));
         }
     }
