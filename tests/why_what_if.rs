@@ -54,6 +54,16 @@ fn measured<'a>(doc: &'a Value, step: &str) -> Option<&'a Value> {
         .find(|m| m["step"] == step)
 }
 
+/// The `what_if` items of `step`, a round each.
+fn rounds<'a>(doc: &'a Value, step: &str) -> Vec<&'a Value> {
+    doc["workloads"][0]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["op"] == "what_if" && i["step"] == step)
+        .collect()
+}
+
 /// The sensitivity of `step`, which must have been measured over its rounds, as its
 /// median ratio gives it: (ratio − 1) / (factor − 1), not held between 0 and 1 as the
 /// stored one is, so that a slowdown of more than the factor shows.
@@ -65,26 +75,16 @@ fn sensitivity(doc: &Value, step: &str) -> f64 {
         )
     });
     assert_eq!(m["rounds"], 2, "{m}");
-    let items = doc["workloads"][0]["items"].as_array().unwrap();
-    let rounds = items
-        .iter()
-        .filter(|i| i["op"] == "what_if" && i["step"] == step)
-        .count();
-    assert_eq!(rounds, 2, "{step}: every round is an item");
+    let rounds = rounds(doc, step);
+    assert_eq!(rounds.len(), 2, "{step}: every round is an item");
     common::say(&format!(
         "{step}: {:.2}x the time changed ({:.2}-{:.2}) with {}",
         m["ratio"].as_f64().unwrap(),
         m["ratio_min"].as_f64().unwrap(),
         m["ratio_max"].as_f64().unwrap(),
-        items
-            .iter()
-            .find(|i| i["op"] == "what_if" && i["step"] == step)
-            .unwrap()["changed_by"]
+        rounds[0]["changed_by"]
     ));
-    for round in items
-        .iter()
-        .filter(|i| i["op"] == "what_if" && i["step"] == step && i["disturbed"].is_string())
-    {
+    for round in rounds.iter().filter(|r| r["disturbed"].is_string()) {
         common::say(&format!(
             "{step}: round {} disturbed: {}",
             round["round"], round["disturbed"]
@@ -106,11 +106,8 @@ fn within(doc: &Value, step: &str, got: f64, range: std::ops::RangeInclusive<f64
 /// The share of the wall time the unchanged runs of `step`'s rounds spent on a CPU,
 /// by the kernel's count (their CPU seconds from wait4), the most of any round.
 fn cpu_share(doc: &Value, step: &str) -> f64 {
-    doc["workloads"][0]["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|i| i["op"] == "what_if" && i["step"] == step)
+    rounds(doc, step)
+        .into_iter()
         .map(|i| i["baseline_cpu_s"].as_f64().unwrap() / i["baseline_wall_s"].as_f64().unwrap())
         .fold(0.0, f64::max)
 }
@@ -260,12 +257,7 @@ fn a_round_beside_other_work_is_run_again_and_said_disturbed() {
     let took = started.elapsed().as_secs_f64();
     let _ = yes.kill();
     let _ = yes.wait();
-    let rounds: Vec<&Value> = doc["workloads"][0]["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|i| i["op"] == "what_if")
-        .collect();
+    let rounds = rounds(&doc, "cpu");
     assert_eq!(rounds.len(), 2, "a round an item, reruns not: {rounds:?}");
     for round in &rounds {
         let said = round["disturbed"].as_str().unwrap_or_default();

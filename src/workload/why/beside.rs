@@ -38,6 +38,11 @@ impl Beside {
         }
     }
 
+    /// CPU seconds of the children waited for since the start: the run's processes.
+    pub fn children_cpu_s(&self) -> f64 {
+        seconds(Who::Children) - self.children_s
+    }
+
     /// What took the machine from the run since the start, in words; none where
     /// nothing did, or the run was too short to tell (under [`CPU_SECONDS`]: the
     /// kernel's ticks are 10 ms apart). Where `quota` held the run, only the steal is
@@ -52,7 +57,7 @@ impl Beside {
         let now = cpu_ticks();
         let hz = ticks_per_second();
         let processes = now.process.saturating_sub(self.ticks.process) as f64 / hz;
-        let ours = (seconds(Who::Own) - self.own_s) + (seconds(Who::Children) - self.children_s);
+        let ours = (seconds(Who::Own) - self.own_s) + self.children_cpu_s();
         let others = (processes - ours).max(0.0) / wall;
         let stolen = now.steal.saturating_sub(self.ticks.steal) as f64
             / all(&now).saturating_sub(all(&self.ticks)).max(1) as f64;

@@ -3,7 +3,7 @@
 
 use super::answer::{answer, summarize};
 use super::measured;
-use super::stored::{WhatIfStep, WhyContext, WhyItem, WhyPlan, WhySummary};
+use super::stored::{WhyContext, WhyItem, WhyPlan, WhySummary};
 use super::tables;
 use crate::account::Step;
 use crate::document::{Severity, Verdict};
@@ -84,14 +84,9 @@ impl Kind for WhyKind {
                     "what_if_disturbed",
                     Severity::Warning,
                     format!(
-                        "round {} of {}{} was disturbed by other work each time it ran ({why}): its ratio is the machine's as much as the command's",
+                        "round {} of {} was disturbed by other work each time it ran ({why}): its ratio is the machine's as much as the command's",
                         round.round,
-                        round.step.name(),
-                        match round.step {
-                            WhatIfStep::DiskRead | WhatIfStep::DiskWrite =>
-                                format!(" on {}", round.place),
-                            _ => String::new(),
-                        }
+                        measured::step_named(round.step, &round.place),
                     ),
                 ));
             }

@@ -117,13 +117,16 @@ fn sampled_share(step: WhatIfStep, place: &str, steps: &[StepShare], sampled_s: 
     }
 }
 
-/// A step changed, in words for the answer: `disk_read on loop3`, `cpu`.
+/// A step measured, in words for the answer: `disk_read on loop3`, `cpu`.
 pub fn named(m: &Measured) -> String {
-    match m.step {
-        WhatIfStep::DiskRead | WhatIfStep::DiskWrite => {
-            format!("{} on {}", m.step.name(), m.place)
-        }
-        _ => m.step.name().to_string(),
+    step_named(m.step, &m.place)
+}
+
+/// A step changed at `place`, in words: a device's name follows its step.
+pub fn step_named(step: WhatIfStep, place: &str) -> String {
+    match step {
+        WhatIfStep::DiskRead | WhatIfStep::DiskWrite => format!("{} on {place}", step.name()),
+        _ => step.name().to_string(),
     }
 }
 

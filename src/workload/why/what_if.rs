@@ -16,7 +16,6 @@ use super::stored::{NotMeasured, WhatIfItem, WhatIfPlan, WhatIfStep, WhyItem};
 use crate::account::{Account, Step};
 use crate::platform::diskstats::DeviceCounts;
 use crate::platform::slowdown::{Limit, Slowdown};
-use crate::platform::usage::{Who, cpu_seconds};
 use crate::storage::cache::{Eviction, evict};
 use crate::vocab::units::format_rate;
 use crate::workload::{Context, Error};
@@ -162,9 +161,9 @@ fn round_of(
         } else if cold {
             evict_all(files);
         }
-        let (before, beside) = (children_cpu(), Beside::start());
+        let beside = Beside::start();
         let (wall, status) = w.once(group, ctx)?;
-        cpus[usize::from(changed)] = children_cpu() - before;
+        cpus[usize::from(changed)] = beside.children_cpu_s();
         walls[usize::from(changed)] = wall;
         let run = if changed {
             format!("with {}", variant.changed_by)
@@ -183,12 +182,6 @@ fn round_of(
     }
     let disturbed = (!disturbed.is_empty()).then(|| disturbed.join("; "));
     Ok(Some((walls, cpus, disturbed)))
-}
-
-/// The CPU seconds of the children this process has waited for, so far.
-fn children_cpu() -> f64 {
-    let (user, system) = cpu_seconds(Who::Children);
-    user + system
 }
 
 /// How many times as long a step's own work is made to take: [`FACTOR`] slowed, 0
