@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use super::WhyWorkload;
 use super::beside::Beside;
@@ -32,6 +33,12 @@ const CPU_PERIOD_US: u64 = 10_000;
 /// Requests smaller than this, on average, are held by their number; larger, by their
 /// bytes.
 const SMALL_REQUEST_BYTES: u64 = 64 << 10;
+/// How long each run waits, its files cached or evicted, before it starts: a device's
+/// throttle (blk-throttle's 100 ms slices, as ratelab's own device what-if uses) lends
+/// or owes a run that follows another within about two slices a burst of the last one's
+/// budget (64 MiB held to 100 MiB/s: 0.53-0.69 s back to back, 0.612 s each time a
+/// quarter of a second apart), so each run starts from a device left idle alike.
+const SETTLE: Duration = Duration::from_millis(250);
 /// The steps `--what-if` may name.
 pub const NAMES: [&str; 6] = [
     "cpu",
@@ -161,6 +168,7 @@ fn round_of(
         } else if cold {
             evict_all(files);
         }
+        settle(ctx)?;
         let beside = Beside::start();
         let (wall, status) = w.once(group, ctx)?;
         cpus[usize::from(changed)] = beside.children_cpu_s();
@@ -182,6 +190,18 @@ fn round_of(
     }
     let disturbed = (!disturbed.is_empty()).then(|| disturbed.join("; "));
     Ok(Some((walls, cpus, disturbed)))
+}
+
+/// Waits [`SETTLE`], or until a stop (an error).
+fn settle(ctx: &Context) -> Result<(), Error> {
+    let until = Instant::now() + SETTLE;
+    while let Some(left) = until.checked_duration_since(Instant::now()) {
+        if ctx.cancel.is_set() {
+            return Err(Error::Interrupted);
+        }
+        std::thread::sleep(left.min(Duration::from_millis(20)));
+    }
+    Ok(())
 }
 
 /// How many times as long a step's own work is made to take: [`FACTOR`] slowed, 0
