@@ -2,7 +2,8 @@
 //! 100 MiB/s is limited by that disk and not by its CPU; a compressor of a cached file
 //! by its CPU and never waits on a disk; `sleep` by nothing; as a user with no cgroup
 //! of their own only the reads made free are measured, with a delegated one the CPU
-//! too; Ctrl-C in a round leaves no cgroup and nothing running.
+//! too; Ctrl-C in a round leaves no cgroup and nothing running; a command that sends
+//! then receives over a shaped link moves half with each way's speed.
 
 mod common;
 
@@ -637,5 +638,57 @@ fn sqlite_commits_are_measured_limited_by_the_disk_s_writes_and_the_forecast_hol
     assert!(
         (0.85..=1.15).contains(&off),
         "forecast {forecast:.2} against {actual:.2}"
+    );
+}
+
+#[test]
+fn a_sender_then_receiver_over_a_shaped_link_is_measured_half_limited_by_each_way() {
+    let test = "a_sender_then_receiver_over_a_shaped_link";
+    if !root_or_skip(test, "it builds two network namespaces joined by veth")
+        || !common::have_or_skip(test, "iperf3")
+    {
+        return;
+    }
+    let _lock = rig::exclusive();
+    // A small burst: the link holds each transfer to its rate from the first byte, as
+    // a link does, so each half of the command takes its share of the time.
+    let mut link = common::netns::Link::with_burst(1500, "200mbit", "128kb");
+    link.serve_iperf3(5201);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("why.json");
+    let server = &link.server_address;
+    let script = format!("iperf3 -c {server} -n 25M && iperf3 -c {server} -n 25M -R");
+    let mut command = link.in_client(common::bin());
+    command
+        .args(why_args(&out, "net"))
+        .args(["sh", "-c", &script])
+        .stdout(std::process::Stdio::null());
+    let doc = document(command, &out);
+    // It sends 25 MiB, then receives 25 MiB, over one link of one rate: half its time
+    // moves with each way's speed.
+    for step in ["net_send", "net_receive"] {
+        let s = sensitivity(&doc, step);
+        common::say(&format!("{test}: {step} {s:.2} (truth 0.5)"));
+        within(&doc, step, s, near(0.5));
+        let m = measured(&doc, step).unwrap();
+        assert_eq!(
+            m["where"],
+            format!("{server}:5201 via {}", link.client_namespace())
+        );
+        for round in rounds(&doc, step) {
+            let words = round["changed_by"].as_str().unwrap();
+            assert!(words.contains(&format!("{server}:5201")), "{words}");
+        }
+    }
+    // Nothing of the holds is left: no ifb device, no clsact queue on the link.
+    let left = Command::new("ip")
+        .args(["netns", "exec", link.client_namespace(), "sh", "-c"])
+        .arg("ip -o link show; tc qdisc show")
+        .output()
+        .unwrap();
+    let left = String::from_utf8_lossy(&left.stdout);
+    assert!(
+        !left.contains("rlwi") && !left.contains("clsact"),
+        "left behind: {left}"
     );
 }

@@ -72,11 +72,12 @@ run, run it again, 2 × ROUNDS times for each step, alternating an unchanged run
 where the step is changed: `cpu` (its processes in a cgroup with half the CPUs they kept \
 busy), `disk_read` / `disk_write` (its block device held, for its processes, to half the \
 bytes per second it moved while the command waited on it, or half the requests where \
-they are small), `reads_free` (the \
+they are small), `net` (its TCP traffic with the peer it waited on, that way, held to \
+half the rate its interface moved, in an ifb queue of its own; needs root), `reads_free` (the \
 files it read already in the page cache; needs no root). The command's time over the \
 unchanged run's, less 1, is the share of it that moves with the step (its sensitivity). \
 Without STEPS, every step with 10% of the wall time or more; STEPS names them, \
-comma-separated (`cpu,disk_write`; `disk` for both ways; `net` is not measured yet). \
+comma-separated (`cpu,disk_write`; `disk` and `net` for both ways). \
 Slowing needs root or a cgroup delegated to this user. The command's side effects happen \
 again in every run."
     )]

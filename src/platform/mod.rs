@@ -16,6 +16,7 @@ pub mod nics;
 pub mod procfs;
 pub mod programs;
 pub mod remote;
+pub mod shaper;
 pub mod slowdown;
 pub mod sock_diag;
 pub mod sockets;

@@ -5,7 +5,7 @@ use serde::{Serialize, Serializer};
 
 use super::units::{
     format_bits_rate, format_iops, format_iops_words, format_latency, format_loops, format_rate,
-    gbit_per_sec, mb_per_sec,
+    format_seconds, gbit_per_sec, mb_per_sec,
 };
 
 /// What a group's figures count (a rate per second, or a request's latency), and how
@@ -22,6 +22,10 @@ pub enum RateUnit {
     Iops,
     /// A request's latency in nanoseconds (block I/O): lower is better.
     LatencyNs,
+    /// A command's wall time in seconds (why's unchanged runs): lower is better.
+    Seconds,
+    /// How many times as long a run took changed as unchanged (why's what-ifs).
+    Ratio,
 }
 
 impl RateUnit {
@@ -32,6 +36,8 @@ impl RateUnit {
             RateUnit::LoopsPerSec => "loops_per_sec",
             RateUnit::Iops => "iops",
             RateUnit::LatencyNs => "ns",
+            RateUnit::Seconds => "seconds",
+            RateUnit::Ratio => "ratio",
         }
     }
 
@@ -43,6 +49,8 @@ impl RateUnit {
             RateUnit::LoopsPerSec => "loops/s",
             RateUnit::Iops => "IOPS",
             RateUnit::LatencyNs => "latency",
+            RateUnit::Seconds => "time",
+            RateUnit::Ratio => "x as long",
         }
     }
 
@@ -54,6 +62,8 @@ impl RateUnit {
             RateUnit::LoopsPerSec => format!("{} loops/s", format_loops(rate)),
             RateUnit::Iops => format_iops_words(rate),
             RateUnit::LatencyNs => format_latency(rate),
+            RateUnit::Seconds => format_seconds(rate),
+            RateUnit::Ratio => format!("{rate:.2}x as long"),
         }
     }
 
@@ -74,6 +84,8 @@ impl RateUnit {
             RateUnit::LoopsPerSec => format_loops(rate),
             RateUnit::Iops => format_iops(rate),
             RateUnit::LatencyNs => format_latency(rate),
+            RateUnit::Seconds => format_seconds(rate),
+            RateUnit::Ratio => format!("{rate:.2}x"),
         }
     }
 }

@@ -49,6 +49,14 @@ pub fn serve_ratelab_in(namespace: &str, address: &str, port: u16, extra: &[&str
 impl Link {
     /// A veth link of `mtu` bytes shaped to `rate` (tc's words: `2gbit`) each way.
     pub fn new(mtu: u32, rate: &str) -> Link {
+        // A burst of a few milliseconds of the rate lets tbf reach its rate with TCP.
+        Link::with_burst(mtu, rate, "2mb")
+    }
+
+    /// The same with tbf's `burst` (tc's words: `128kb`): a transfer's first `burst`
+    /// bytes leave at once, which a link held to its rate from the first byte needs
+    /// small.
+    pub fn with_burst(mtu: u32, rate: &str, burst: &str) -> Link {
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // Interface names have 15 bytes at most.
@@ -73,7 +81,6 @@ impl Link {
             &link.server,
         ]);
         let mtu = mtu.to_string();
-        // A burst of a few milliseconds of the rate lets tbf reach its rate with TCP.
         for (namespace, address) in [
             (&link.client, format!("10.203.{}.1/24", n % 250)),
             (&link.server, format!("{}/24", link.server_address)),
@@ -87,7 +94,7 @@ impl Link {
                     "netns", "exec", namespace, "tc", "qdisc", "add", "dev", namespace,
                 ])
                 .args([
-                    "root", "tbf", "rate", rate, "burst", "2mb", "latency", "50ms",
+                    "root", "tbf", "rate", rate, "burst", burst, "latency", "50ms",
                 ])
                 .status()
                 .expect("run tc");

@@ -3,12 +3,12 @@
 
 use super::answer::{answer, summarize};
 use super::measured;
-use super::stored::{WhyContext, WhyItem, WhyPlan, WhySummary};
+use super::stored::{WhatIfItem, WhyContext, WhyItem, WhyPlan, WhySummary};
 use super::tables;
 use crate::account::Step;
 use crate::document::{Severity, Verdict};
 use crate::vocab::units::format_seconds;
-use crate::vocab::{Chart, Exposure, SummaryLine, Table};
+use crate::vocab::{Chart, Exposure, GroupKey, RateUnit, Samples, SummaryLine, Table};
 use crate::workload::{DecodeError, Kind, Stored};
 
 /// How ratelab summarises, judges and shows stored `why` runs.
@@ -135,6 +135,33 @@ impl Kind for WhyKind {
         charts
     }
 
+    fn samples(&self, w: &Stored<Self>) -> Option<Samples> {
+        // What a later run is compared by: the command's unchanged runs' wall time, and
+        // each what-if's rounds' ratios; a run without what-ifs has one wall time alone.
+        let rounds: Vec<&WhatIfItem> = w
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                WhyItem::WhatIf(r) => Some(r),
+                _ => None,
+            })
+            .collect();
+        let items = rounds
+            .iter()
+            .map(|r| {
+                (
+                    GroupKey::new(RateUnit::Seconds, "the command unchanged"),
+                    Some(r.baseline_wall_s),
+                )
+            })
+            .chain(rounds.iter().map(|r| {
+                let op = format!("{} what-if", measured::step_named(r.step, &r.place));
+                (GroupKey::new(RateUnit::Ratio, &op), measured::ratio(r))
+            }))
+            .collect::<Vec<_>>();
+        (!items.is_empty()).then_some(Samples { items })
+    }
+
     fn exposure(&self, _w: &Stored<Self>) -> Exposure {
         // Other work is part of the answer (a wait for a CPU names who held it).
         Exposure::NONE
@@ -231,6 +258,55 @@ mod tests {
         assert_eq!(
             named(&context.unreadable, 6),
             "init (pid 1), sshd (pid 812)"
+        );
+    }
+
+    #[test]
+    fn a_run_is_compared_by_its_unchanged_walls_and_each_what_if_s_ratios() {
+        use crate::document::{RunDocument, WorkloadRecord};
+        use crate::workload::{At, StoredKind};
+        let round = |step: &str, place: &str, wall: f64, base: f64| {
+            serde_json::json!({"op": "what_if", "step": step, "where": place, "factor": 2.0,
+                "changed_by": "", "round": 1, "wall_s": wall, "baseline_wall_s": base})
+        };
+        let items = vec![
+            round("cpu", "its processes", 3.0, 2.0),
+            round("disk_read", "loop3", 3.8, 2.0),
+        ];
+        let plan = WhyPlan {
+            command: vec!["cat".into()],
+            pid: None,
+            seconds: None,
+            hz: 100.0,
+            interval_s: 1.0,
+            what_if: None,
+        };
+        let mut record = WorkloadRecord::for_test(WhyKind::NAME, "cat", items);
+        record.params = serde_json::to_value(plan).unwrap();
+        let doc = RunDocument::for_test(vec![record]);
+        let samples = StoredKind::samples(&WhyKind, At::new(&doc, 0))
+            .unwrap()
+            .unwrap();
+        let unchanged = GroupKey::new(RateUnit::Seconds, "the command unchanged");
+        assert_eq!(
+            samples.items,
+            [
+                (unchanged.clone(), Some(2.0)),
+                (unchanged, Some(2.0)),
+                (GroupKey::new(RateUnit::Ratio, "cpu what-if"), Some(1.5)),
+                (
+                    GroupKey::new(RateUnit::Ratio, "disk_read on loop3 what-if"),
+                    Some(1.9)
+                ),
+            ]
+        );
+        // Without what-ifs, one wall time: nothing to compare by.
+        let mut record = doc.workloads[0].clone();
+        record.items.clear();
+        let doc = RunDocument::for_test(vec![record]);
+        assert_eq!(
+            StoredKind::samples(&WhyKind, At::new(&doc, 0)).unwrap(),
+            None
         );
     }
 }

@@ -114,6 +114,8 @@ fn sampled_share(step: WhatIfStep, place: &str, steps: &[StepShare], sampled_s: 
         WhatIfStep::DiskRead => sum(&|s| s.step == Step::DiskRead && s.place == place),
         WhatIfStep::DiskWrite => sum(&|s| s.step == Step::DiskWrite && s.place == place),
         WhatIfStep::ReadsFree => sum(&|s| s.step == Step::DiskRead),
+        WhatIfStep::NetSend => sum(&|s| s.step == Step::NetSend && s.place == place),
+        WhatIfStep::NetReceive => sum(&|s| s.step == Step::NetReceive && s.place == place),
     }
 }
 
@@ -122,10 +124,12 @@ pub fn named(m: &Measured) -> String {
     step_named(m.step, &m.place)
 }
 
-/// A step changed at `place`, in words: a device's name follows its step.
+/// A step changed at `place`, in words: a device's or a link's name follows its step.
 pub fn step_named(step: WhatIfStep, place: &str) -> String {
     match step {
         WhatIfStep::DiskRead | WhatIfStep::DiskWrite => format!("{} on {place}", step.name()),
+        WhatIfStep::NetSend => format!("net_send to {place}"),
+        WhatIfStep::NetReceive => format!("net_receive from {place}"),
         _ => step.name().to_string(),
     }
 }

@@ -47,6 +47,10 @@ pub enum WhatIfStep {
     DiskWrite,
     /// The files the command read, in the page cache before it starts.
     ReadsFree,
+    /// What it sent to one TCP peer, that link held to a rate.
+    NetSend,
+    /// What it received from one TCP peer, that link held to a rate.
+    NetReceive,
 }
 
 impl WhatIfStep {
@@ -57,6 +61,8 @@ impl WhatIfStep {
             WhatIfStep::DiskRead => "disk_read",
             WhatIfStep::DiskWrite => "disk_write",
             WhatIfStep::ReadsFree => "reads_free",
+            WhatIfStep::NetSend => "net_send",
+            WhatIfStep::NetReceive => "net_receive",
         }
     }
 }

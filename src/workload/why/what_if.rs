@@ -16,6 +16,7 @@ use super::beside::Beside;
 use super::stored::{NotMeasured, WhatIfItem, WhatIfPlan, WhatIfStep, WhyItem};
 use crate::account::{Account, Step};
 use crate::platform::diskstats::DeviceCounts;
+use crate::platform::shaper::{LinkHold, Shaper, Way};
 use crate::platform::slowdown::{Limit, Slowdown};
 use crate::storage::cache::{Eviction, evict};
 use crate::vocab::units::format_rate;
@@ -57,6 +58,8 @@ pub struct DevicesMoved {
     pub devices: HashMap<String, DeviceCounts>,
     /// ratelab's own group's, by `major:minor`.
     pub own: Option<HashMap<String, DeviceCounts>>,
+    /// Each network interface's bytes received and sent, by name.
+    pub links: HashMap<String, (u64, u64)>,
 }
 
 impl DevicesMoved {
@@ -65,6 +68,7 @@ impl DevicesMoved {
         DevicesMoved {
             devices: crate::platform::diskstats::snapshot(),
             own: crate::platform::slowdown::own_io(),
+            links: interfaces(),
         }
     }
 
@@ -82,8 +86,29 @@ impl DevicesMoved {
                 &self.devices,
             ),
             own,
+            links: interfaces()
+                .into_iter()
+                .filter_map(|(name, (rx, tx))| {
+                    let (rx0, tx0) = self.links.get(&name)?;
+                    Some((name, (rx.saturating_sub(*rx0), tx.saturating_sub(*tx0))))
+                })
+                .collect(),
         }
     }
+}
+
+/// Each network interface's bytes received and sent since it came up, by name.
+fn interfaces() -> HashMap<String, (u64, u64)> {
+    std::fs::read_dir("/sys/class/net")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let bytes = crate::platform::procfs::interface_bytes(&name)?;
+            Some((name, bytes))
+        })
+        .collect()
 }
 
 /// One step changed: how, and what is done before each run.
@@ -94,6 +119,8 @@ struct Variant {
     group: Option<Slowdown>,
     /// The CPU quota, in CPUs, for the `cpu` step.
     quota_cpus: Option<f64>,
+    /// For a link: the peer's traffic held to a rate while each changed run runs.
+    link: Option<LinkHold>,
 }
 
 /// Measures each asked step's what-if in rounds, sending each round as an item; stops
@@ -168,9 +195,21 @@ fn round_of(
         } else if cold {
             evict_all(files);
         }
+        let held = match variant.link.as_ref().filter(|_| changed) {
+            Some(link) => match Shaper::hold(link) {
+                Ok(held) => Some(held),
+                Err(e) => {
+                    w.context.what_if_stopped =
+                        Some(format!("the link could not be held in round {round}: {e}"));
+                    return Ok(None);
+                }
+            },
+            None => None,
+        };
         settle(ctx)?;
         let beside = Beside::start();
         let (wall, status) = w.once(group, ctx)?;
+        drop(held);
         cpus[usize::from(changed)] = beside.children_cpu_s();
         walls[usize::from(changed)] = wall;
         let run = if changed {
@@ -293,16 +332,28 @@ fn choose(
                 changed_by: "the files it read in the page cache".into(),
                 group: None,
                 quota_cpus: None,
+                link: None,
             });
         }
     }
-    let net = account.share(Step::NetSend) + account.share(Step::NetReceive);
-    if named("net") || auto && net >= LEAST_SHARE {
+    let on_links: Vec<_> = account
+        .steps
+        .iter()
+        .filter(|s| matches!(s.key.step, Step::NetSend | Step::NetReceive))
+        .filter(|s| named("net") || auto && s.seconds / seconds >= LEAST_SHARE)
+        .collect();
+    if named("net") && on_links.is_empty() {
         skip(
             "net",
             "",
-            "ratelab cannot yet slow one command's link without slowing the machine's".into(),
+            "it was not seen waiting on a TCP connection".into(),
         );
+    }
+    for total in on_links {
+        match net_variant(total, moved, account.seconds) {
+            Ok(variant) => variants.push(variant),
+            Err(why) => skip(total.key.step.name(), &total.key.place.words(), why),
+        }
     }
     if auto && account.share(Step::CpuWait) >= LEAST_SHARE {
         skip(
@@ -356,6 +407,68 @@ fn cpu_variant(account: &Account, cpus: usize) -> Result<Variant, String> {
         ),
         group: Some(group),
         quota_cpus: Some(cores),
+        link: None,
+    })
+}
+
+/// A link what-if: the command's TCP traffic with one peer, that way, held to half the
+/// rate its interface moved while the command waited on it, or what the interface
+/// moved over the whole run, where that is more (each is at most the link's rate for
+/// it: windows the command waited in for part of their length read low, as they do
+/// for a device). An `ifb` queue of its own holds it: every other flow keeps its
+/// speed. Tried once here, so a what-if that cannot hold it is said not measured
+/// before any run.
+fn net_variant(
+    total: &crate::account::StepTotal,
+    moved: &DevicesMoved,
+    wall_s: f64,
+) -> Result<Variant, String> {
+    let crate::account::Place::Link { peer, interface } = &total.key.place else {
+        return Err("it is not a TCP connection's".into());
+    };
+    let interface = interface
+        .as_ref()
+        .ok_or("the interface that carries it is not known")?;
+    let peer: std::net::SocketAddr = peer
+        .parse()
+        .map_err(|_| format!("its peer {peer} is not an address and port"))?;
+    let sends = total.key.step == Step::NetSend;
+    let whole = moved
+        .links
+        .get(interface.as_ref())
+        .map(|&(received, sent)| if sends { sent } else { received } as f64 / wall_s.max(1e-9));
+    let rate = total
+        .bytes_per_sec()
+        .into_iter()
+        .chain(whole)
+        .fold(0.0, f64::max);
+    if rate <= 0.0 {
+        return Err("its interface's rate while the command waited on it is not known".into());
+    }
+    // Held as a queue counts bytes: each segment's headers too.
+    let queued = crate::platform::nics::nic(interface).queued_per_counted(peer.is_ipv6());
+    let link = LinkHold {
+        interface: interface.to_string(),
+        peer,
+        way: if sends { Way::Send } else { Way::Receive },
+        bytes_per_sec: (rate * queued / FACTOR).round() as u64,
+    };
+    drop(Shaper::hold(&link).map_err(|e| e.to_string())?);
+    Ok(Variant {
+        step: if sends {
+            WhatIfStep::NetSend
+        } else {
+            WhatIfStep::NetReceive
+        },
+        place: total.key.place.words(),
+        changed_by: format!(
+            "its traffic {} {peer} via {interface} held to {} (half the rate it moved)",
+            if sends { "to" } else { "from" },
+            crate::vocab::units::format_bits_rate(rate / FACTOR)
+        ),
+        group: None,
+        quota_cpus: None,
+        link: Some(link),
     })
 }
 
@@ -432,6 +545,7 @@ fn device_variant(
         ),
         group: Some(group),
         quota_cpus: None,
+        link: None,
     })
 }
 
