@@ -76,10 +76,11 @@ fn a_test_without_work_comes_out_near_zero() {
     let test = "a_test_without_work_comes_out_near_zero";
     let _alone = alone();
     common::up_to_three_tries(test, |_| {
+        let load = common::load::Load::start();
         let doc = empty_int("500ms");
         let (left, _) = empty_and_int(&doc);
         eprintln!("empty test: {:.2}% of the loop's cost left", left * 100.0);
-        common::check(common::disturbed(&doc), || {
+        common::check(load.disturbed(), || {
             assert!(left.abs() < 0.1, "{left}");
             // A test with work keeps nearly all of its time.
             let int = &items(&doc)[1];
@@ -100,15 +101,12 @@ fn beside_a_busy_process_per_core_the_cpu_clock_keeps_the_figures_and_the_loss_i
     // a VM's host moves one run's rate by 5-8% from the next, and a round's two runs
     // share its mood. Tests of 1 s: of 0.5 s, a round strayed up to 12%.
     common::up_to_three_tries(test, |_| {
+        // The yes are the test's own: other work is what the test measures beside them.
+        let others = common::load::Load::start();
         let mut ratios = Vec::new();
-        // A quiet run ratelab called disturbed, or one beside yes where it names more
-        // than the yes (the hypervisor's steal), leaves its figures to the checks:
-        // where they hold, they held.
-        let mut by_others = Vec::new();
         let mut lefts = Vec::new();
         for _ in 0..5 {
             let doc = empty_int("1s");
-            by_others.extend(common::disturbed(&doc).map(|why| format!("a quiet run: {why}")));
             let quiet = empty_and_int(&doc).1;
             let load = common::BusyCores::start(cpus());
             let doc = empty_int("1s");
@@ -124,12 +122,6 @@ fn beside_a_busy_process_per_core_the_cpu_clock_keeps_the_figures_and_the_loss_i
                  {wall:.4e} per wall second, quiet {quiet:.4e}: {message}",
                 left * 100.0
             );
-            // The hypervisor's steal beside the yes is more than the round planned:
-            // its chunks' CPU clocks wander (the empty test came out -14.85% at a
-            // steal of 8%), so the round is one other work disturbed.
-            if message.contains("the hypervisor took") {
-                by_others.push(format!("beside yes: {message}"));
-            }
             lefts.push(left);
             // The load took the thread's CPU: on the wall clock the figure fell.
             assert!(
@@ -145,8 +137,9 @@ fn beside_a_busy_process_per_core_the_cpu_clock_keeps_the_figures_and_the_loss_i
         ));
         // Rounds strayed 0.94-1.175 here and 1.008-1.145 on CI's machine (median
         // 1.096), where the wall clock gives about 0.6.
-        let disturbed = (!by_others.is_empty()).then(|| by_others.join("; "));
-        common::check(disturbed, || {
+        // The hypervisor's steal moves the chunks' CPU clocks (the empty test came out
+        // -14.85% at a steal of 8%): the test's own count of it may excuse a try.
+        common::check(others.disturbed(), || {
             assert!(
                 lefts.iter().all(|l| l.abs() < 0.1),
                 "empty test left {lefts:?}"
@@ -172,7 +165,8 @@ fn a_loop_scales_about_twice_from_one_to_two_threads_on_two_cores() {
     // host moved a single round's 1-thread rate from 2.14e8 to 1.80e8 loops per CPU
     // second between one run and the next (2.23x in one round of a full suite).
     common::up_to_three_tries(test, |_| {
-        let (mut speedups, mut disturbed) = (Vec::new(), None);
+        let load = common::load::Load::start();
+        let mut speedups = Vec::new();
         for _ in 0..3 {
             let doc = cpu_doc(&["--test", "int", "--threads", "1,2", "--seconds", "1"]);
             let items = items(&doc);
@@ -184,11 +178,10 @@ fn a_loop_scales_about_twice_from_one_to_two_threads_on_two_cores() {
                 rate(1) / rate(0)
             );
             speedups.push(rate(1) / rate(0));
-            disturbed = disturbed.or(common::disturbed(&doc));
         }
         let speedup = median(speedups.clone());
         // Two threads need two cores: beside other work they share them.
-        common::check(disturbed, || {
+        common::check(load.disturbed(), || {
             assert!(
                 (1.7..=2.2).contains(&speedup),
                 "median {speedup:.3} of {speedups:.3?}"
@@ -337,19 +330,18 @@ fn cpus_1_keeps_every_thread_on_core_1_and_the_monitor_says_so() {
             "core 1 was not busy: {}",
             mean_active(1)
         );
-        // Where the threads ran holds beside other work; how fast, and how idle core 0
-        // stayed, only on quiet cores.
-        common::check(common::disturbed(&doc), || {
-            // Two threads on one core share it: no speedup.
-            let speedup = items[1]["loops_per_sec"].as_f64().unwrap()
-                / items[0]["loops_per_sec"].as_f64().unwrap();
-            assert!(speedup < 1.4, "{speedup}");
-            assert!(
-                mean_active(1) > mean_active(0) + 0.3,
-                "core 0 as busy as core 1"
-            );
-            common::Try::Checked
-        })
+        // Two threads on one core share it: their rate is what they did in wall time,
+        // not the sum of their CPU clocks (2x), beside other work on core 1 or not.
+        // Where other work ran (core 0 too) is not the test's to control.
+        let rate = |i: usize, field: &str| items[i][field].as_f64().unwrap();
+        assert!(
+            (rate(1, "loops_per_sec") / rate(1, "wall_loops_per_sec") - 1.0).abs() < 0.01,
+            "{}",
+            items[1]
+        );
+        let speedup = rate(1, "loops_per_sec") / rate(0, "loops_per_sec");
+        assert!(speedup < 1.15, "{speedup}");
+        common::Try::Checked
     });
 }
 
@@ -383,6 +375,7 @@ fn under_taskset_the_threads_keep_to_its_cpu_and_more_threads_are_warned_of() {
         .collect();
     assert_eq!(threads, [1]);
     common::up_to_three_tries(test, |_| {
+        let load = common::load::Load::start();
         let (doc, stderr) = in_taskset(&["--threads", "1,2", "--seconds", "300ms"]);
         assert!(
             stderr
@@ -403,7 +396,7 @@ fn under_taskset_the_threads_keep_to_its_cpu_and_more_threads_are_warned_of() {
         assert!(!codes.contains(&"beyond_linear"), "{codes:?}");
         // Two threads taking turns on one CPU get no more done than one: the rate is
         // what they did in wall time, not the sum of their CPU clocks (2x).
-        common::check(common::disturbed(&doc), || {
+        common::check(load.disturbed(), || {
             let speedup = items[1]["loops_per_sec"].as_f64().unwrap()
                 / items[0]["loops_per_sec"].as_f64().unwrap();
             assert!(speedup < 1.4, "{speedup}");
@@ -416,13 +409,10 @@ fn under_taskset_the_threads_keep_to_its_cpu_and_more_threads_are_warned_of() {
 fn repeat_runs_agree_median_to_median() {
     let test = "repeat_runs_agree_median_to_median";
     let _alone = alone();
-    // Each run long enough (0.5 s) for ratelab's account to judge the CPU; where it
-    // calls one disturbed and the medians still agree, the figures held.
-    let median = |runs: usize, disturbed: &mut Vec<String>| -> f64 {
+    let median = |runs: usize| -> f64 {
         let mut rates = Vec::new();
         for _ in 0..runs {
             let doc = cpu_doc(&["--test", "int", "--threads", "1", "--seconds", "500ms"]);
-            disturbed.extend(common::disturbed(&doc));
             rates.push(items(&doc)[0]["loops_per_sec"].as_f64().unwrap());
         }
         median(rates)
@@ -431,10 +421,10 @@ fn repeat_runs_agree_median_to_median() {
     // generous. A VM's host can take its core for a while (12% between two medians was
     // seen once in a full suite): a second pair is allowed, and both pairs are printed.
     common::up_to_three_tries(test, |_| {
+        let load = common::load::Load::start();
         let mut changes = Vec::new();
-        let mut disturbed = Vec::new();
         for _ in 0..2 {
-            let (first, second) = (median(3, &mut disturbed), median(3, &mut disturbed));
+            let (first, second) = (median(3), median(3));
             let change = (second / first - 1.0).abs();
             common::say(&format!(
                 "{test}: int, 1 thread: medians {first:.4e} and {second:.4e} loops/s: {:.2}% apart",
@@ -445,8 +435,7 @@ fn repeat_runs_agree_median_to_median() {
                 break;
             }
         }
-        let disturbed = (!disturbed.is_empty()).then(|| disturbed.join("; "));
-        common::check(disturbed, || {
+        common::check(load.disturbed(), || {
             assert!(
                 changes.iter().any(|&c| c < 0.10),
                 "two pairs of medians apart by {changes:?}"
@@ -520,21 +509,30 @@ fn a_baseline_run_is_compared_with() {
     // baseline: beside other work, none.
     let second = run(&[]);
     let baseline = &second["workloads"][0]["params"]["baseline"]["run_id"];
-    if common::passes_as_disturbed(test, &first) {
+    // Bookkeeping, whatever the machine did: a run ratelab called disturbed is never
+    // the baseline, and one it did not is.
+    if let Some(why) = common::disturbed(&first) {
+        common::say(&format!(
+            "{test}: the first run was called disturbed ({why}): no baseline"
+        ));
         assert!(
             baseline.is_null(),
             "a disturbed run was taken as the baseline"
         );
     } else {
         assert_eq!(*baseline, 1);
+        // Its share of the baseline is the second run's rate over the first's, as
+        // each stored it: a figure no busy machine moves.
         let share =
             second["workloads"][0]["summary"]["scaling"][0]["points"][0]["share_of_baseline"]
                 .as_f64()
                 .unwrap();
-        // The two runs agree on quiet cores.
-        if !common::passes_as_disturbed(test, &second) {
-            assert!((0.7..1.4).contains(&share), "{share}");
-        }
+        let rate = |doc: &serde_json::Value| items(doc)[0]["loops_per_sec"].as_f64().unwrap();
+        let expected = rate(&second) / rate(&first);
+        assert!(
+            (share / expected - 1.0).abs() < 0.01,
+            "share {share:.4}, the runs' rates give {expected:.4}"
+        );
     }
     refused(
         ratelab().args(["cpu", "--baseline", "99", "--db"]).arg(&db),

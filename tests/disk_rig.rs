@@ -66,6 +66,7 @@ fn direct_figures_match_the_rig_rate_with_both_engines() {
         // A 64 MiB file's write is a third of a second at the rig's rate: beside other
         // work a few milliseconds more are several percent, which ratelab's account says.
         common::up_to_three_tries(&format!("direct figures, {engine}"), |_| {
+            let load = common::load::Load::start();
             let doc = run_json(
                 throttle
                     .command(common::bin())
@@ -82,7 +83,7 @@ fn direct_figures_match_the_rig_rate_with_both_engines() {
                     ])
                     .args(["--queue-depth", "2", "--json", "--no-store", "-q"]),
             );
-            common::check(common::disturbed(&doc), || {
+            common::check(load.disturbed(), || {
                 at_the_rig_rate(&doc, engine);
                 common::Try::Checked
             })
@@ -143,8 +144,8 @@ fn buffered_fsync_writes_match_fio() {
     throttle.limit(&disk, WRITE_BPS, READ_BPS);
     let fio_file = disk.path().join("fio.dat");
     common::up_to_three_tries("buffered_fsync_writes_match_fio", |_| {
+        let load = common::load::Load::start();
         let (mut ours, mut theirs) = (Vec::new(), Vec::new());
-        let mut disturbed = None;
         // ABAB: each tool writes one 512 MiB file with buffered writes and an fsync at the end.
         for _ in 0..3 {
             let doc = run_json(
@@ -165,9 +166,6 @@ fn buffered_fsync_writes_match_fio() {
                     ]),
             );
             ours.push(median_rate(&doc, "write", 0));
-            if let Some(why) = common::disturbed(&doc) {
-                disturbed = Some(why);
-            }
 
             let report = run_json(
                 throttle
@@ -194,8 +192,9 @@ fn buffered_fsync_writes_match_fio() {
             median(theirs) / MIB as f64
         );
         // Buffered writes copy through the CPUs: beside other work the two tools get
-        // different shares of them, so a ratio off where ratelab saw that is a try again.
-        common::check(disturbed, || {
+        // different shares of them, so a ratio off where the test saw other work is a
+        // try again.
+        common::check(load.disturbed(), || {
             assert!((ratio - 1.0).abs() <= TOLERANCE, "ratelab/fio = {ratio:.3}");
             common::Try::Checked
         })

@@ -62,6 +62,7 @@ fn net_iperf3_agrees_with_iperf3_c_on_a_shaped_link() {
         let limit_bits = rate_bits * mss / f64::from(mtu + 14);
         for args in [&[][..], &["-R"], &["-P", "2"]] {
             common::up_to_three_tries(&format!("{test}, MTU {mtu}, {args:?}"), |_| {
+                let load = common::load::Load::start();
                 let doc = ratelab_run(&link, args);
                 let workload = &doc["workloads"][0];
                 assert_eq!(doc["status"], "complete", "{doc}");
@@ -108,7 +109,7 @@ fn net_iperf3_agrees_with_iperf3_c_on_a_shaped_link() {
                 let elsewhere = ["sender_cpu", "receiver_cpu", "peer"]
                     .contains(&cause)
                     .then(|| format!("ratelab's limit names {cause}, not the link"));
-                common::check(common::disturbed(&doc).or(elsewhere), || {
+                common::check(load.disturbed().or(elsewhere), || {
                     let peer_met_the_link = theirs / limit_bits >= 0.97;
                     let agree = (ours / theirs - 1.0).abs() <= 0.03;
                     let met_the_link = (0.97..=1.03).contains(&(ours / limit_bits));
@@ -330,6 +331,7 @@ fn net_iperf3_runs_its_tests_against_the_newest_iperf3_s_and_both_ends_agree() {
     for args in cases {
         let what = format!("net --iperf3 {args:?} to iperf3 {}", newest.version);
         common::up_to_three_tries(&format!("{test}: {what}"), |_| {
+            let load = common::load::Load::start();
             let doc = run_json(
                 common::ratelab()
                     .args(["net", "127.0.0.1", "--iperf3", "-p", &port.to_string()])
@@ -339,7 +341,7 @@ fn net_iperf3_runs_its_tests_against_the_newest_iperf3_s_and_both_ends_agree() {
             assert_eq!(doc["status"], "complete", "{what}: {doc}");
             // Rates, and what a sender wrote that its receiver had not read when the
             // clock ended, move with the CPUs: beside other work the ends get less.
-            common::check(common::disturbed(&doc), || {
+            common::check(load.disturbed(), || {
                 let workload = &doc["workloads"][0];
                 let server_sends = args.contains(&"-R") || args.contains(&"--bidir");
                 let worst = assert_streams_agree(

@@ -140,10 +140,11 @@ fn assert_near_the_window(test: &str, doc: &Value) {
 /// and checks `check` of its document where the run was quiet or the figures held.
 fn tries(test: &str, mut attempt: impl FnMut() -> Value, check: impl Fn(&Value)) {
     common::up_to_three_tries(test, |_| {
+        let load = common::load::Load::start();
         let doc = attempt();
         assert_eq!(doc["status"], "complete", "{doc}");
         show(test, &doc);
-        common::check(common::disturbed(&doc), || {
+        common::check(load.disturbed(), || {
             check(&doc);
             common::Try::Checked
         })

@@ -55,6 +55,7 @@ fn net_reaches_the_goodput_limit_of_a_shaped_link_and_reports_the_mss() {
             link.serve_iperf3(IPERF3_PORT);
         }
         common::up_to_three_tries(&format!("{test}, MTU {mtu}"), |_| {
+            let load = common::load::Load::start();
             let doc = run_json(
                 link.in_client(common::bin())
                     .args([
@@ -101,7 +102,7 @@ fn net_reaches_the_goodput_limit_of_a_shaped_link_and_reports_the_mss() {
             // account says so. Where the peer itself fell short of the link on the same
             // rig, the rig did not give its rate: ratelab is held to at least the peer's
             // figure and at most the link's; otherwise to the link's.
-            common::check(common::disturbed(&doc), || {
+            common::check(load.disturbed(), || {
                 if let Some(peer_share) = peer_share {
                     assert!(
                         share >= peer_share * 0.97,
@@ -150,6 +151,7 @@ fn a_scenario_runs_net_and_disk_together_on_one_clock() {
     // Beside other work the link and the disk fall short of their limits together: a
     // try that ratelab's own account calls disturbed is tried again.
     common::up_to_three_tries(test, |_| {
+        let load = common::load::Load::start();
         // The client runs in the client namespace and inside the disk's throttle.
         let mut command = throttle.command("ip");
         command
@@ -160,7 +162,7 @@ fn a_scenario_runs_net_and_disk_together_on_one_clock() {
             .arg(&scenario)
             .args(["--json", "--no-store", "-q"]);
         let doc = run_json(&mut command);
-        common::check(common::disturbed(&doc), || {
+        common::check(load.disturbed(), || {
             let workloads = doc["workloads"].as_array().unwrap();
             let together: Vec<&Value> = workloads
                 .iter()

@@ -121,6 +121,7 @@ fn every_release_runs_its_tests_against_net_serve_and_both_ends_agree() {
             for _ in 0..case.times {
                 let what = format!("iperf3 {} -c {:?}", iperf3.version, case.args);
                 common::up_to_three_tries(&format!("{test}: {what}"), |_| {
+                    let load = common::load::Load::start();
                     id += 1;
                     let output = iperf3_of(
                         &iperf3,
@@ -140,7 +141,7 @@ fn every_release_runs_its_tests_against_net_serve_and_both_ends_agree() {
                     assert_eq!(stored["status"], "complete", "{what}: {stored}");
                     // Rates and the bytes still in flight when the client's clock ends
                     // move with the CPUs: beside other work the two ends get less.
-                    common::check(common::disturbed(&stored), || {
+                    common::check(load.disturbed(), || {
                         let worst = check_served(&iperf3, case, &client, &stored, &what);
                         eprintln!(
                             "{what}: both ends within {:.3}% stream by stream",
@@ -309,6 +310,7 @@ fn a_test_of_bytes_on_a_shaped_link_is_measured_as_iperf3s_server_measures_it() 
             // ratelab's server stored; what it stored agrees with what it told the
             // client always.
             common::up_to_three_tries(&what, |_| {
+                let load = common::load::Load::start();
                 let theirs = receiver(iperf3_port);
                 let ours = receiver(5301);
                 id += 1;
@@ -337,7 +339,7 @@ fn a_test_of_bytes_on_a_shaped_link_is_measured_as_iperf3s_server_measures_it() 
                     iperf3_peers::buffers()
                 };
                 assert_streams_agree(&what, &stored, allowance);
-                common::check(common::disturbed(&stored), || {
+                common::check(load.disturbed(), || {
                     assert!(
                         (ours / theirs - 1.0).abs() <= 0.03,
                         "{what}: ratio {:.4}",

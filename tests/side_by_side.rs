@@ -312,6 +312,7 @@ fn random_writes_beside_a_sequential_writer_show_who_slows_whom() {
     // Beside other work the writers' CPUs set their pace, not the device's one queue: a
     // try that ratelab's own account calls disturbed is tried again.
     common::up_to_three_tries(test, |_| {
+        let load = common::load::Load::start();
         let doc = run_json(
             throttle
                 .command(common::bin())
@@ -319,7 +320,7 @@ fn random_writes_beside_a_sequential_writer_show_who_slows_whom() {
                 .arg(&scenario)
                 .args(["--json", "--no-store", "-q"]),
         );
-        common::check(common::disturbed(&doc), || {
+        common::check(load.disturbed(), || {
             let report = contention(&doc);
             let rows = report["workloads"].as_array().unwrap();
             let slowdown = |kind_index: usize| rows[kind_index]["slowdown"].as_f64().unwrap();

@@ -46,34 +46,6 @@ fn limiting(doc: &Value) -> &Value {
     &doc["workloads"][0]["summary"]["limiting"]
 }
 
-/// The share of the wall time charged to `step`, every place together.
-fn share(doc: &Value, step: &str) -> f64 {
-    doc["workloads"][0]["summary"]["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["step"] == step)
-        .map(|s| s["share"].as_f64().unwrap())
-        .sum()
-}
-
-/// Whether other processes took the CPUs the command's threads waited for, by the
-/// run's own account, in words.
-fn disturbed(doc: &Value) -> Option<String> {
-    let held: Vec<&Value> = doc["workloads"][0]["context"]["held_by"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .collect();
-    let wait = share(doc, "cpu_wait");
-    (wait >= 0.05 && !held.is_empty()).then(|| {
-        format!(
-            "the command waited {:.0}% of its time for a CPU others held: {held:?}",
-            wait * 100.0
-        )
-    })
-}
-
 /// A compressible file of `mib` MiB in `dir`.
 fn text_file(dir: &Path, mib: usize) -> std::path::PathBuf {
     let path = dir.join("text.txt");
@@ -91,6 +63,7 @@ fn a_sleeper_sleeps_and_watching_it_costs_little() {
     // sampler took 2.4% of a core beside a steal of 40%): ratelab's own account says
     // when the machine was not quiet.
     common::up_to_three_tries(test, |_| {
+        let load = common::load::Load::start();
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("why.json");
         // Reaped below by wait4, which std's Child does not offer with its rusage.
@@ -139,7 +112,7 @@ fn a_sleeper_sleeps_and_watching_it_costs_little() {
                 others * 100.0
             )
         });
-        common::check(common::disturbed(&doc).or(busy), || {
+        common::check(load.disturbed().or(busy), || {
             assert!(
                 sampler <= 0.02 * sampled,
                 "the sampler took {sampler} s of {sampled} s"
@@ -327,8 +300,9 @@ fn a_compressor_is_limited_by_its_cpu_alone_and_in_a_pipeline() {
         ("cat | zstd -19 -T1", vec!["sh", "-c", &pipeline]),
     ] {
         up_to_three_tries(test, |_| {
+            let load = common::load::Load::start();
             let doc = why(&[], &command, 0);
-            check(disturbed(&doc), || {
+            check(load.disturbed(), || {
                 let limit = limiting(&doc);
                 assert_eq!(limit["step"], "cpu", "{test}: {limit}");
                 assert_eq!(limit["where"], "zstd", "{test}: {limit}");

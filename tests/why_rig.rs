@@ -43,23 +43,6 @@ fn device_name(disk: &SlowDisk) -> String {
     disk.device().trim_start_matches("/dev/").to_string()
 }
 
-/// Whether the command waited for CPUs other processes held, in words.
-fn disturbed(doc: &Value) -> Option<String> {
-    let steps = doc["workloads"][0]["summary"]["steps"].as_array().unwrap();
-    let wait: f64 = steps
-        .iter()
-        .filter(|s| s["step"] == "cpu_wait")
-        .map(|s| s["share"].as_f64().unwrap())
-        .sum();
-    let held = &doc["workloads"][0]["context"]["held_by"];
-    (wait >= 0.05 && !held.as_array().unwrap().is_empty()).then(|| {
-        format!(
-            "the command waited {:.0}% of its time for CPUs others held: {held}",
-            wait * 100.0
-        )
-    })
-}
-
 /// Checks that `doc` is limited by `step` on `device`, for most of its time, at the
 /// rig's `rate` within [`WITHIN`].
 fn assert_device_limits(doc: &Value, step: &str, device: &str, rate: u64, what: &str) {
@@ -112,9 +95,10 @@ fn a_reader_of_a_throttled_disk_is_limited_by_it_and_set_against_its_run() {
     let db_arg = ["--db", db.to_str().unwrap()];
     let out = disk.scratch().join("why.json");
     up_to_three_tries(test, |_| {
+        let load = common::load::Load::start();
         rig::evict(&files[0]);
         let doc = why_throttled(&throttle, &db_arg, &["cat", file], &out);
-        check(disturbed(&doc), || {
+        check(load.disturbed(), || {
             assert_device_limits(&doc, "disk_read", &device, READ_RATE, "cat");
             // Nothing measured the device yet: the answer says what would.
             let words = doc["workloads"][0]["context"]["capabilities"].to_string();
@@ -139,9 +123,10 @@ fn a_reader_of_a_throttled_disk_is_limited_by_it_and_set_against_its_run() {
     assert!(series.success());
     let disk_run = common::stored_runs(&db)[0]["run_id"].as_i64().unwrap();
     up_to_three_tries(test, |_| {
+        let load = common::load::Load::start();
         rig::evict(&files[0]);
         let doc = why_throttled(&throttle, &db_arg, &["cat", file], &out);
-        check(disturbed(&doc), || {
+        check(load.disturbed(), || {
             let limit = limiting(&doc);
             assert_eq!(limit["capability_run"], disk_run, "{limit}");
             let ratio = limit["bytes_per_sec"].as_f64().unwrap()
@@ -168,6 +153,7 @@ fn direct_and_buffered_writers_of_a_throttled_disk_are_limited_by_it() {
     let out = disk.scratch().join("why.json");
     for (what, flag) in [("dd direct", "oflag=direct"), ("dd fsync", "conv=fsync")] {
         up_to_three_tries(test, |_| {
+            let load = common::load::Load::start();
             let command = [
                 "dd",
                 "if=/dev/zero",
@@ -178,7 +164,7 @@ fn direct_and_buffered_writers_of_a_throttled_disk_are_limited_by_it() {
                 "status=none",
             ];
             let doc = why_throttled(&throttle, &["--no-store"], &command, &out);
-            check(disturbed(&doc), || {
+            check(load.disturbed(), || {
                 assert_device_limits(&doc, "disk_write", &device, WRITE_RATE, what);
                 Try::Checked
             })
@@ -205,9 +191,10 @@ fn a_pipeline_from_a_throttled_disk_is_limited_by_its_slower_step() {
         ("cat | zstd -1", &files[1], fast),
     ] {
         up_to_three_tries(test, |_| {
+            let load = common::load::Load::start();
             rig::evict(file);
             let doc = why_throttled(&throttle, &["--no-store"], &["sh", "-c", &pipeline], &out);
-            check(disturbed(&doc), || {
+            check(load.disturbed(), || {
                 let limit = limiting(&doc);
                 if what.ends_with("-19") {
                     assert_eq!(limit["step"], "cpu", "{what}: {limit}");
@@ -242,6 +229,7 @@ fn an_iperf3_sender_over_a_shaped_link_is_limited_by_sending_to_its_peer() {
     let dir = common::disk_tempdir();
     let out = dir.path().join("why.json");
     up_to_three_tries(test, |_| {
+        let load = common::load::Load::start();
         let status = link
             .in_client(common::bin())
             .args(["why", "--json", "--no-store", "--out"])
@@ -252,7 +240,7 @@ fn an_iperf3_sender_over_a_shaped_link_is_limited_by_sending_to_its_peer() {
             .expect("start ratelab why");
         assert!(status.success());
         let doc = common::json(&std::fs::read(&out).unwrap());
-        check(disturbed(&doc), || {
+        check(load.disturbed(), || {
             let limit = limiting(&doc);
             assert_eq!(limit["step"], "net_send", "{limit}");
             let place = limit["where"].as_str().unwrap();
