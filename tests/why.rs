@@ -60,8 +60,8 @@ fn a_sleeper_sleeps_and_watching_it_costs_little() {
     let _alone = common::rig::exclusive();
     let test = "a_sleeper_sleeps_and_watching_it_costs_little";
     // What the watch costs is CPU time, which a host that takes the vCPUs inflates (the
-    // sampler took 2.4% of a core beside a steal of 40%): ratelab's own account says
-    // when the machine was not quiet.
+    // sampler took 2.4% of a core beside a steal of 40%): the test's own count of the
+    // steal and of other work says when the machine was not quiet.
     common::up_to_three_tries(test, |_| {
         let load = common::load::Load::start();
         let dir = tempfile::tempdir().unwrap();

@@ -306,12 +306,13 @@ impl Credentials {
 /// Checks a test paced with --fq-rate at `pace` bits per second: never above it (the
 /// pace took effect: unpaced, loopback carries 24-35 Gbit/s here) and near it. The
 /// kernel paces on timers, which fire late on a host that steals the CPUs: beside 9-12%
-/// steal this VM paced 2 Gbit/s at 0.85-0.91 of it in every try of a full suite, and CI
-/// at 0.91; so the floor is 0.75.
+/// steal this VM paced 2 Gbit/s at 0.85-0.91 of it, and CI at 0.91. A 20% shortfall
+/// fails; the steal that makes one is the test's own cause to try again
+/// (`load::Load`).
 #[allow(dead_code)]
 pub fn assert_paced(what: &str, bits: f64, pace: f64) {
     assert!(
-        (0.75..=1.05).contains(&(bits / pace)),
+        (0.85..=1.05).contains(&(bits / pace)),
         "{what}: paced at {pace} bit/s, it moved {bits} ({:.3} of the pace)",
         bits / pace
     );
