@@ -21,6 +21,8 @@ const READ_BPS: u64 = 150 * MIB;
 const MARGIN: f64 = 1.05;
 /// ...and one file.
 const BURST: f64 = 1.25;
+/// The least a place's median may reach of the rig's rate: a 20% shortfall fails.
+const LEAST: f64 = 0.85;
 const NEEDS: &str = "it makes loop devices, FUSE exports and a blkio cgroup";
 
 /// What of ours is left anywhere on the machine in an image run's work folder under
@@ -118,7 +120,9 @@ fn containers_on_a_slow_disk_stay_under_its_limit_and_prove_every_layer_evicted(
         return;
     }
     let _lock = rig::exclusive();
-    let disk = SlowDisk::new(3 << 30);
+    // In memory, so the throttle alone sets each place's rate, never the VM's disk in a
+    // slow mood: the figures are held to it both ways.
+    let disk = SlowDisk::in_memory(3 << 30);
     let throttle = Throttle::new();
     throttle.limit(&disk, WRITE_BPS, READ_BPS);
     let output = throttle
@@ -206,26 +210,32 @@ fn containers_on_a_slow_disk_stay_under_its_limit_and_prove_every_layer_evicted(
                 }
             }
         }
-        // Each place's median of the larger files, less the throttle's one slice of
-        // credit: at most the rig's rate.
+        // Each place's median of the larger files: at least the rig's rate within
+        // [`LEAST`], and with the throttle's one slice of credit taken back at most it
+        // within [`MARGIN`] (0.94-1.00 of it seen here, containers included).
         for (op, limit) in [("write", WRITE_BPS), ("read", READ_BPS)] {
-            let mut rates: Vec<f64> = items
-                .iter()
-                .filter(|i| i["op"] == op && i["size_bytes"].as_u64().unwrap() >= 128 * MIB)
-                .map(|i| {
-                    let size = i["size_bytes"].as_u64().unwrap() as f64;
-                    rig::less_one_slice(size, i["bytes_per_sec"].as_f64().unwrap()) / limit as f64
-                })
-                .collect();
-            rates.sort_by(f64::total_cmp);
-            let median = rates[rates.len() / 2];
+            let median_of = |of: &dyn Fn(f64, f64) -> f64| {
+                let mut rates: Vec<f64> = items
+                    .iter()
+                    .filter(|i| i["op"] == op && i["size_bytes"].as_u64().unwrap() >= 128 * MIB)
+                    .map(|i| {
+                        let size = i["size_bytes"].as_u64().unwrap() as f64;
+                        of(size, i["bytes_per_sec"].as_f64().unwrap()) / limit as f64
+                    })
+                    .collect();
+                rates.sort_by(f64::total_cmp);
+                rates[rates.len() / 2]
+            };
+            let figure = median_of(&|_, rate| rate);
+            let less_slice = median_of(&rig::less_one_slice);
             eprintln!(
-                "{label}: {op} of 128 MiB and more at {median:.3}x the rig's rate \
-                 (median, one throttle slice taken back)"
+                "{label}: {op} of 128 MiB and more at {figure:.3}x the rig's rate, \
+                 {less_slice:.3}x with one throttle slice taken back (medians)"
             );
             assert!(
-                median <= MARGIN,
-                "{label}: {op} median at {median:.3}x the rig's rate"
+                figure >= LEAST && less_slice <= MARGIN,
+                "{label}: {op} median at {figure:.3}x the rig's rate, {less_slice:.3}x \
+                 less one slice"
             );
         }
     }
