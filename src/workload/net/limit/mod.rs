@@ -96,6 +96,9 @@ const HELD: f64 = 0.1;
 const REACHED: f64 = 0.75;
 /// A thread using this much of what it may is the limit.
 const CPU_BOUND: f64 = 0.9;
+/// The share of a test's periods in which an end's CPU quota ran out from which its
+/// busiest thread binds as its CPU.
+const QUOTA_SPENT: f64 = 0.5;
 /// A sender idle this share of its time had nothing to send.
 const IDLE: f64 = 0.3;
 
@@ -227,8 +230,26 @@ fn cause(figures: &Figures, rate: f64, ceilings: &[Ceiling]) -> (Option<Cause>, 
         };
         return (Some(cause), None);
     }
+    // A thread that wanted its CPU nearly all the time; or one whose end's CPU quota
+    // ran out in most of the test's periods, which leaves it asleep between them as
+    // well as waiting (a receiver held to 2%: on a CPU 2%, waiting 77%, asleep while
+    // its sender answered the window it opened).
+    let quota_spent = |t: &&Thread| {
+        figures
+            .hosts
+            .get(&t.side)
+            .and_then(|h| h.quota)
+            .is_some_and(|q| q.cores < 1.0 && q.throttled_periods_share >= QUOTA_SPENT)
+    };
     if let Some(thread) = busiest(&figures.threads)
-        && thread.load() >= CPU_BOUND
+        .filter(|t| t.load() >= CPU_BOUND)
+        .or_else(|| {
+            figures
+                .threads
+                .iter()
+                .filter(quota_spent)
+                .max_by(|a, b| a.used.total_cmp(&b.used))
+        })
     {
         let cause = match thread.role {
             Role::Send => Cause::SenderCpu,
@@ -322,7 +343,7 @@ fn still_opening(figures: &Figures, rate: f64, ceilings: &[Ceiling]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::net::host::{BufferLimits, CoreTime, HostAccount};
+    use crate::workload::net::host::{BufferLimits, CoreTime, HostAccount, QuotaTime};
     use crate::workload::net::item::{Scope, Side};
 
     /// One sender and one receiver stream over three 1 s intervals, each interval's
@@ -501,6 +522,38 @@ mod tests {
         assert_eq!(cause_of(&items, 5e7), Some(Cause::ReceiverCpu));
         let limit = limit_of(&items, "up", 5e7, 1.0, &NetContext::default(), None, false);
         assert_eq!(limit.unwrap().at, "cpu 1, remote receive thread");
+    }
+
+    #[test]
+    fn a_thread_whose_end_spent_its_cpu_quota_binds_though_it_also_slept() {
+        // A receiver held to 2% of a CPU in 100 ms periods: on a CPU 2%, waiting 77%,
+        // asleep the rest while its sender answered the window it opened; the quota ran
+        // out in 90% of the periods.
+        let mut items = test(|_| {}, 0.02, (1 << 22, 1 << 22));
+        for item in items
+            .iter_mut()
+            .filter(|i| i.op == "receive" && i.scope == Scope::Interval)
+        {
+            item.cpu_wait_seconds = Some(0.77);
+        }
+        assert_ne!(cause_of(&items, 5e7), Some(Cause::ReceiverCpu));
+        let quota = |share: f64| QuotaTime {
+            cores: 0.02,
+            throttled_periods_share: share,
+            throttled_us: 2_000_000,
+        };
+        for (share, cause) in [(0.9, Some(Cause::ReceiverCpu)), (0.2, None)] {
+            for item in items.iter_mut().filter(|i| i.scope == Scope::Cpu) {
+                if let Some(host) = item.host.as_mut() {
+                    host.quota = (item.side == Side::Remote).then(|| quota(share));
+                }
+            }
+            let got = cause_of(&items, 5e7);
+            match cause {
+                Some(cause) => assert_eq!(got, Some(cause)),
+                None => assert_ne!(got, Some(Cause::ReceiverCpu), "quota spent in {share}"),
+            }
+        }
     }
 
     #[test]
