@@ -346,7 +346,12 @@ fn check_halved_and_equal(db: &Path, text: &str, comparison: &Value) -> common::
             .into_iter()
             .filter_map(|id| common::disturbed(&common::stored_run(db, id)))
             .collect();
-        panic!("ratelab set the halved rate aside, calling run 1 or 2 disturbed: {words:?}");
+        // Tried again, at most three times and never past CI: ratelab names I/O on the
+        // rig's device that was not its run's (19.0 MiB more on loop0, twice in full
+        // suites, never alone; its cause is not yet found: issue 51).
+        return common::Try::Disturbed(format!(
+            "ratelab set the halved rate aside, calling run 1 or 2 disturbed: {words:?}"
+        ));
     }
     assert_eq!(halved["beyond_noise"], true, "{write:#}");
     // Ten files a side, all apart, give p 1.8e-5; one file of the rig's noise on the

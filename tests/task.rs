@@ -86,8 +86,17 @@ fn measured_limit_is(run: impl Fn() -> Value, op: &str) -> (Value, bool) {
             last = run();
             // Beside other work on two cores the codec gets less of them, and which step
             // limits moves with it: a round the test saw other work in is that, not a
-            // figure.
-            common::check(load.disturbed(), || {
+            // figure. A what-if ratelab calls unstable (a rate that moved between its
+            // runs: no measured gain is given) is still tried again, at most three
+            // times and never past CI: the last of ratelab's verdicts a test leans on
+            // (issue 51), seen once in a full suite.
+            let unstable = last["verdicts"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|v| v["code"] == "what_if_unstable")
+                .map(|v| v["message"].as_str().unwrap_or_default().to_string());
+            common::check(load.disturbed().or(unstable), || {
                 for point in per_threads(&last) {
                     let measured = point["measured_speedup_if_free"][op].as_f64().unwrap();
                     let model = point["speedup_if_free"][op].as_f64().unwrap();
