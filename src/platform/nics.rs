@@ -32,9 +32,7 @@ impl Nic {
             _ => 14,
         }
     }
-}
 
-impl Nic {
     /// Bytes a queue on it (tc's, which counts each segment's headers) counts for each
     /// byte its own counters count of a TCP flow: a software link counts a segmented
     /// packet's headers once (veth, loopback, a bridge: 191 Mbit/s on a veth held to
@@ -48,11 +46,6 @@ impl Nic {
         let headers = if ipv6 { 72.0 } else { 52.0 };
         (mtu + 14.0) / (mtu - headers)
     }
-}
-
-/// One interface of this network namespace, by name, as sysfs describes it.
-pub fn nic(name: &str) -> Nic {
-    describe(name)
 }
 
 /// Every interface of this network namespace, by name.
@@ -90,7 +83,8 @@ pub fn nic_of(local: IpAddr) -> Option<Nic> {
     nics().into_iter().find(|n| n.addresses.contains(&local))
 }
 
-fn describe(name: &str) -> Nic {
+/// One interface of this network namespace, by name, as sysfs describes it.
+pub fn describe(name: &str) -> Nic {
     let base = Path::new("/sys/class/net").join(name);
     let read = |file: &str| {
         std::fs::read_to_string(base.join(file))

@@ -446,7 +446,7 @@ fn net_variant(
         return Err("its interface's rate while the command waited on it is not known".into());
     }
     // Held as a queue counts bytes: each segment's headers too.
-    let queued = crate::platform::nics::nic(interface).queued_per_counted(peer.is_ipv6());
+    let queued = crate::platform::nics::describe(interface).queued_per_counted(peer.is_ipv6());
     let link = LinkHold {
         interface: interface.to_string(),
         peer,

@@ -509,16 +509,23 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_thread_that_wanted_its_cpu_all_the_time_binds_though_it_ran_little() {
-        // A receiver held by a quota: on a CPU 2% of the time, waiting for one the rest.
+    /// A test whose receive thread was on a CPU 2% of the time and waited for one
+    /// `waited` of it.
+    fn receiver_on_a_cpu_2_percent(waited: f64) -> Vec<NetItem> {
         let mut items = test(|_| {}, 0.02, (1 << 22, 1 << 22));
         for item in items
             .iter_mut()
             .filter(|i| i.op == "receive" && i.scope == Scope::Interval)
         {
-            item.cpu_wait_seconds = Some(0.97);
+            item.cpu_wait_seconds = Some(waited);
         }
+        items
+    }
+
+    #[test]
+    fn a_thread_that_wanted_its_cpu_all_the_time_binds_though_it_ran_little() {
+        // A receiver held by a quota: on a CPU 2% of the time, waiting for one the rest.
+        let items = receiver_on_a_cpu_2_percent(0.97);
         assert_eq!(cause_of(&items, 5e7), Some(Cause::ReceiverCpu));
         let limit = limit_of(&items, "up", 5e7, 1.0, &NetContext::default(), None, false);
         assert_eq!(limit.unwrap().at, "cpu 1, remote receive thread");
@@ -529,13 +536,7 @@ mod tests {
         // A receiver held to 2% of a CPU in 100 ms periods: on a CPU 2%, waiting 77%,
         // asleep the rest while its sender answered the window it opened; the quota ran
         // out in 90% of the periods.
-        let mut items = test(|_| {}, 0.02, (1 << 22, 1 << 22));
-        for item in items
-            .iter_mut()
-            .filter(|i| i.op == "receive" && i.scope == Scope::Interval)
-        {
-            item.cpu_wait_seconds = Some(0.77);
-        }
+        let mut items = receiver_on_a_cpu_2_percent(0.77);
         assert_ne!(cause_of(&items, 5e7), Some(Cause::ReceiverCpu));
         let quota = |share: f64| QuotaTime {
             cores: 0.02,
