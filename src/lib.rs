@@ -5,6 +5,7 @@
 
 pub mod account;
 pub mod analysis;
+pub mod catch;
 pub mod cli;
 pub mod control;
 pub mod document;

@@ -408,6 +408,67 @@ fn loopback_is_limited_by_a_cpu_and_names_it() {
     );
 }
 
+#[test]
+fn an_iperf3_sender_on_one_core_is_limited_by_the_peer() {
+    let test = "an_iperf3_sender_on_one_core_is_limited_by_the_peer";
+    let Some(iperf3) = iperf3_peers::newest_or_skip(test) else {
+        return;
+    };
+    if !common::have_or_skip(test, "taskset") || cpus() < 2 {
+        common::skip(test, "it needs two cores and taskset");
+        return;
+    }
+    let _lock = common::rig::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("served.db");
+    // ratelab's receiver on core 1; two threads of the newest iperf3 (a stream each)
+    // sending small blocks on core 0, over loopback, where a sender's system calls also
+    // carry the receiver's side of TCP: the sender's core is full while the receiver's
+    // has room. iperf3 says only its process's CPU time, which is that core: the peer.
+    let mut wrapper = Command::new("sh");
+    wrapper.args(["-c", "exec taskset -c 1 \"$@\"", "sh"]);
+    let server = common::net_server::Server::start_with(
+        wrapper,
+        &["--iperf3", "--db", db.to_str().unwrap()],
+    );
+    let port = server.address().port().to_string();
+    let mut id = 0;
+    tries(
+        test,
+        || {
+            let output = Command::new("taskset")
+                .args(["-c", "0"])
+                .arg(&iperf3.path)
+                .args([
+                    "-c",
+                    "127.0.0.1",
+                    "-p",
+                    &port,
+                    "-P",
+                    "2",
+                    "-l",
+                    "1K",
+                    "-t",
+                    "3",
+                ])
+                .output()
+                .expect("run iperf3 -c");
+            assert!(output.status.success(), "{output:?}");
+            id += 1;
+            common::wait_stored(&db, id)
+        },
+        |doc| {
+            assert_cause(doc, &["peer"]);
+            let evidence = limit(doc)["evidence"].as_str().unwrap();
+            eprintln!("{test}: {evidence}");
+        },
+    );
+}
+
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// Starts `iperf3 -s` of `iperf3` in `line`'s server namespace on `port`, and waits
 /// until it listens.
 fn serve_iperf3_on(line: &DelayLine, iperf3: &Iperf3, port: u16) -> Served {

@@ -306,7 +306,14 @@ fn a_compressor_is_limited_by_its_cpu_alone_and_in_a_pipeline() {
                 let limit = limiting(&doc);
                 assert_eq!(limit["step"], "cpu", "{test}: {limit}");
                 assert_eq!(limit["where"], "zstd", "{test}: {limit}");
-                assert!(limit["share"].as_f64().unwrap() >= 0.9, "{test}: {limit}");
+                // A share of the wall, which zstd spent on its CPU nearly all of: no
+                // more than all of it, nor much less.
+                let share = limit["share"].as_f64().unwrap();
+                common::say(&format!(
+                    "{test}: on its CPU {:.1}% of the wall",
+                    share * 100.0
+                ));
+                assert!((0.9..=1.0).contains(&share), "{test}: {limit}");
                 Try::Checked
             })
         });
@@ -322,41 +329,56 @@ fn a_compressor_sharing_its_cpu_with_yes_waits_for_it_and_names_yes() {
     let dir = tempfile::tempdir().unwrap();
     let file = text_file(dir.path(), 3);
     let _ = std::fs::read(&file);
-    let mut yes = Command::new("taskset")
-        .args(["-c", "0", "yes"])
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start yes");
-    std::thread::sleep(Duration::from_millis(200));
-    let doc = why(
-        &[],
-        &[
-            "taskset",
-            "-c",
-            "0",
-            "zstd",
-            "-19",
-            "-T1",
-            "-q",
-            "-f",
-            file.to_str().unwrap(),
-            "-o",
-            "/dev/null",
-        ],
-        0,
-    );
-    let _ = yes.kill();
-    let _ = yes.wait();
-    let limit = limiting(&doc);
-    assert_eq!(limit["step"], "cpu_wait", "{limit}");
-    assert!(limit["share"].as_f64().unwrap() >= 0.3, "{limit}");
-    assert!(
-        limit["held_by"].as_array().unwrap().iter().any(|h| h
-            .as_str()
-            .unwrap()
-            .starts_with(&format!("yes (pid {})", yes.id()))),
-        "{limit}"
-    );
+    let test = "a_compressor_sharing_its_cpu_with_yes";
+    up_to_three_tries(test, |_| {
+        let mut yes = Command::new("taskset")
+            .args(["-c", "0", "yes"])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start yes");
+        std::thread::sleep(Duration::from_millis(200));
+        let load = common::load::Load::start();
+        let doc = why(
+            &[],
+            &[
+                "taskset",
+                "-c",
+                "0",
+                "zstd",
+                "-19",
+                "-T1",
+                "-q",
+                "-f",
+                file.to_str().unwrap(),
+                "-o",
+                "/dev/null",
+            ],
+            0,
+        );
+        let disturbed = load.disturbed();
+        let _ = yes.kill();
+        let _ = yes.wait();
+        let limit = limiting(&doc);
+        assert_eq!(limit["step"], "cpu_wait", "{limit}");
+        assert!(
+            limit["held_by"].as_array().unwrap().iter().any(|h| h
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("yes (pid {})", yes.id()))),
+            "{limit}"
+        );
+        // Two busy processes of one weight on one core: the scheduler gives each half
+        // of it, so zstd waits for it about half its wall.
+        let share = limit["share"].as_f64().unwrap();
+        common::say(&format!(
+            "{test}: waiting for its CPU {:.1}% of the wall",
+            share * 100.0
+        ));
+        check(disturbed, || {
+            assert!((0.42..=0.58).contains(&share), "{limit}");
+            Try::Checked
+        })
+    });
 }
 
 #[test]

@@ -5,7 +5,9 @@
  * least CALIBRATE_SECONDS (which also warms up caches, predictors and the vector
  * units), scaled to SECONDS, and then that many loops run in one call of `work`, with
  * clock_gettime(CLOCK_MONOTONIC) read just before and just after: a plain C loop, its
- * own cost (the loop counter, the call) left in, as ratelab's raw_loops_per_sec.
+ * own cost (the loop counter, the call) left in, as ratelab's raw_loops_per_sec. The
+ * thread's CPU clock over the same call is printed too (cpu_seconds), for a rate that
+ * other work sharing the core does not move, as ratelab's own.
  *
  * Usage: cpu-vs-c-kernels --test NAME [--seconds S]   (S default 1) */
 #define _GNU_SOURCE
@@ -26,11 +28,16 @@ static const struct kernel *const KERNELS[] = {
 /* Where every result goes, so that no work can be dropped. */
 static volatile uint64_t sink;
 
-static double now(void)
+static double clock_s(clockid_t clock)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double now(void)
+{
+    return clock_s(CLOCK_MONOTONIC);
 }
 
 static int usage(FILE *out, int code)
@@ -89,18 +96,20 @@ int main(int argc, char **argv)
     if (loops < 1)
         loops = 1;
 
+    double c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
     double t0 = now();
     sink ^= k->work(loops);
     double t1 = now();
+    double c1 = clock_s(CLOCK_THREAD_CPUTIME_ID);
     int cpu_last = sched_getcpu();
 
     char note[256] = "";
     if (k->data_note)
         k->data_note(note, sizeof note);
     printf("{\"test\": \"%s\", \"isa\": \"%s\", \"loops\": %llu, \"seconds\": %.9f, "
-           "\"loops_per_sec\": %.6e, \"calibration_loops\": %llu, \"cpu_first\": %d, "
+           "\"loops_per_sec\": %.6e, \"cpu_seconds\": %.9f, \"calibration_loops\": %llu, \"cpu_first\": %d, "
            "\"cpu_last\": %d, \"data\": \"%s\", \"sink\": %llu}\n",
-           k->name, k->isa, (unsigned long long)loops, t1 - t0, (double)loops / (t1 - t0),
+           k->name, k->isa, (unsigned long long)loops, t1 - t0, (double)loops / (t1 - t0), c1 - c0,
            (unsigned long long)chunk, cpu_first, cpu_last, note, (unsigned long long)sink);
     return 0;
 }

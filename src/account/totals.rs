@@ -13,6 +13,7 @@ use super::holders::Holders;
 use super::look::{Machine, TcpTotal};
 use super::step::{Place, Step, StepKey};
 use super::tree::Tree;
+use crate::catch::{Family, skew};
 use crate::platform::cores::calling_thread_cpu_seconds;
 use crate::platform::threads::pread_into;
 
@@ -600,6 +601,8 @@ impl Totals {
             if let Some(&(seconds, bytes)) = self.full.get(&step.key).filter(|f| f.0 > 0.0) {
                 (step.active_seconds, step.bytes) = (seconds, bytes);
             }
+            step.seconds = skew(Family::Why, step.seconds);
+            step.active_seconds /= skew(Family::Why, 1.0);
         }
         steps.sort_by(|a, b| b.seconds.total_cmp(&a.seconds).then(a.key.cmp(&b.key)));
         let mut processes: Vec<ProcessTotal> = self
@@ -608,6 +611,11 @@ impl Totals {
             .filter_map(|pid| self.processes.remove(pid))
             .collect();
         for p in &mut processes {
+            p.cpu_s = skew(Family::Why, p.cpu_s);
+            p.cpu_wait_s = skew(Family::Why, p.cpu_wait_s);
+            for wait in &mut p.waits {
+                wait.seconds = skew(Family::Why, wait.seconds);
+            }
             p.waits.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
             p.cpu_by_thread.sort_by(|a, b| b.1.total_cmp(&a.1));
         }

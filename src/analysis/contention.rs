@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::catch::skew_series_rate;
 use crate::document::{Series, Severity, Verdict, WorkloadRecord};
 use crate::vocab::RateUnit;
 
@@ -198,18 +199,20 @@ fn figures_of(
     series: &Series,
     (start, end): (f64, f64),
 ) -> WorkloadContention {
-    let together = whole_rate(series);
+    let kind = records[index].kind.as_str();
+    let rate = |series: &Series| skew_series_rate(kind, whole_rate(series));
+    let together = rate(series);
     let alone = records
         .iter()
         .find(|r| r.alone_of == Some(index))
         .and_then(|r| r.series.as_ref())
-        .map(whole_rate);
+        .map(rate);
     WorkloadContention {
         workload: index,
         target: records[index].target.clone(),
         together_bytes_per_sec: together,
         overlap_bytes_per_sec: if end > start {
-            bytes_within(series, start, end) / (end - start)
+            skew_series_rate(kind, bytes_within(series, start, end) / (end - start))
         } else {
             0.0
         },

@@ -5,6 +5,7 @@
 //! standard error from the median absolute deviation), so one slow sample, a file
 //! boundary or a noisy flat run is not a knee.
 
+use crate::catch::{Family, skew};
 use crate::document::{Knee, Series};
 
 /// Fewest samples on each side of a knee.
@@ -40,6 +41,18 @@ pub fn detect(series: &Series) -> Vec<Knee> {
             bytes_before: series.bytes[..at].iter().sum(),
             before_bytes_per_sec: median(&rates[bounds[index]..at]),
             after_bytes_per_sec: median(&rates[at..bounds[index + 2]]),
+        })
+        .collect()
+}
+
+/// `knees` of a series of `family`'s figures, their rates as [`skew`] reports them.
+pub fn skewed(knees: Vec<Knee>, family: Family) -> Vec<Knee> {
+    knees
+        .into_iter()
+        .map(|k| Knee {
+            before_bytes_per_sec: skew(family, k.before_bytes_per_sec),
+            after_bytes_per_sec: skew(family, k.after_bytes_per_sec),
+            ..k
         })
         .collect()
 }

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::storage::layers::LayerResidency;
 
+use crate::catch::{Family, skew};
 use crate::document::Flag;
 use crate::storage::engine::Transfer;
 
@@ -76,7 +77,7 @@ impl DiskItem {
     /// A file of which `transfer` moved some or all bytes, buffered, with no cache
     /// state and no flags yet; its size is what was moved unless the caller says more.
     pub fn timed(op: Op, mode: &str, transfer: Transfer, pass: u32, file: &str) -> DiskItem {
-        let seconds = transfer.elapsed.as_secs_f64();
+        let seconds = transfer.elapsed.as_secs_f64() / skew(Family::Storage, 1.0);
         DiskItem {
             op,
             mode: mode.to_string(),

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::class::SchedClass;
 use super::kernels::Kernel;
+use crate::catch::{Family, skew};
 use crate::workload::start_line::Gate;
 
 /// Length of one chunk of work, aimed at during calibration.
@@ -76,7 +77,7 @@ impl ThreadFigures {
         let seconds = self.corrected_seconds();
         let empty = self.work_cpu_seconds() - seconds;
         (seconds > empty * 0.1 && seconds > 0.0 && self.loops > 0)
-            .then(|| self.loops as f64 / seconds)
+            .then(|| skew(Family::Cpu, self.loops as f64 / seconds))
     }
 
     /// Seconds of the work with the empty loop's time for as many loops taken off, on
@@ -105,7 +106,7 @@ impl ThreadFigures {
     pub fn raw_loops_per_sec(&self) -> f64 {
         let seconds = self.work_cpu_seconds();
         if seconds > 0.0 {
-            self.loops as f64 / seconds
+            skew(Family::Cpu, self.loops as f64 / seconds)
         } else {
             0.0
         }

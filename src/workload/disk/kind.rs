@@ -4,6 +4,7 @@
 use super::stored::{DiskContext, DiskParams, DiskSummary};
 use super::{brief, summary, tables, verdicts};
 use crate::analysis;
+use crate::catch::Family;
 use crate::document::{Knee, Verdict};
 use crate::storage::item::{DiskItem, Op};
 use crate::storage::rates;
@@ -133,6 +134,7 @@ impl Kind for DiskKind {
         // Only a sustained run moves data without pause; a series of files pauses
         // between them, and those pauses are not changes of level.
         w.params.plan.duration_s?;
-        Some(analysis::knees::detect(w.record.series.as_ref()?))
+        let knees = analysis::knees::detect(w.record.series.as_ref()?);
+        Some(analysis::knees::skewed(knees, Family::Storage))
     }
 }

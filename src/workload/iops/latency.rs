@@ -11,6 +11,8 @@ use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use serde::{Deserialize, Serialize};
 
+use crate::catch::{Family, skew};
+
 /// The longest latency a histogram holds: an hour; longer ones count as an hour.
 const HIGHEST_NS: u64 = 3_600_000_000_000;
 
@@ -82,14 +84,15 @@ impl Latency {
     /// The figures users read; `None` when nothing was counted.
     pub fn figures(&self) -> Option<LatencyFigures> {
         let h = &self.0;
+        let ns = |value: u64| skew(Family::Latency, value as f64).round() as u64;
         (!h.is_empty()).then(|| LatencyFigures {
-            mean: h.mean(),
-            p50: h.value_at_quantile(0.50),
-            p90: h.value_at_quantile(0.90),
-            p99: h.value_at_quantile(0.99),
-            p99_9: h.value_at_quantile(0.999),
-            p99_99: h.value_at_quantile(0.9999),
-            max: h.max(),
+            mean: skew(Family::Latency, h.mean()),
+            p50: ns(h.value_at_quantile(0.50)),
+            p90: ns(h.value_at_quantile(0.90)),
+            p99: ns(h.value_at_quantile(0.99)),
+            p99_9: ns(h.value_at_quantile(0.999)),
+            p99_99: ns(h.value_at_quantile(0.9999)),
+            max: ns(h.max()),
         })
     }
 

@@ -27,6 +27,7 @@ pub use test::{BlockTest, Order, Rw};
 
 use self::drive::ThreadJob;
 use self::latency::Intervals;
+use crate::catch::{Family, skew};
 use crate::platform::{self, StorageChain};
 use crate::storage::align::DirectAlign;
 use crate::storage::cache::{self, Eviction};
@@ -285,6 +286,7 @@ impl IopsWorkload {
                 Error::Unsupported(format!("{test} {rw}: no {op} completed in {seconds} s"))
             })?;
             let ios = latency.count();
+            let seconds = seconds / skew(Family::Iops, 1.0);
             items.push(IopsItem {
                 test: test.to_string(),
                 op: op.into(),

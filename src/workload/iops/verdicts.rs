@@ -8,6 +8,7 @@ use super::kind::IopsKind;
 use super::rounds::Rounds;
 use super::stored::IopsItem;
 use crate::analysis::knees;
+use crate::catch::Family;
 use crate::document::{Knee, Series, Severity, Verdict};
 use crate::storage::rates::LINK_MARGIN;
 use crate::vocab::units::{format_bytes, format_iops_words, format_rate, format_seconds};
@@ -177,7 +178,7 @@ fn knees_of(rounds: &Rounds) -> Vec<Knee> {
         knees: None,
         stages: Vec::new(),
     };
-    knees::detect(&series)
+    knees::skewed(knees::detect(&series), Family::Iops)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use super::host::HostAccount;
 use super::protocol::Direction;
 use super::report::{Role, SideReport, Stall, StreamReport};
 use super::socket::{self, TcpStats};
+use crate::catch::{Family, skew};
 
 /// Which end measured an item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -173,7 +174,7 @@ pub struct NetItem {
 
 fn rate(bytes: u64, seconds: f64) -> f64 {
     if seconds > 0.0 {
-        bytes as f64 / seconds
+        skew(Family::Net, bytes as f64 / seconds)
     } else {
         0.0
     }

@@ -13,6 +13,7 @@ use super::limit::{self, Limit};
 use super::protocol::Direction;
 use super::report::Role;
 use crate::analysis::stats::Stats;
+use crate::catch::{Family, skew};
 
 /// What a net test measured, in sum.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -185,7 +186,7 @@ pub fn totals(
         bytes,
         seconds,
         bytes_per_sec: if seconds > 0.0 {
-            bytes as f64 / seconds
+            skew(Family::Net, bytes as f64 / seconds)
         } else {
             0.0
         },

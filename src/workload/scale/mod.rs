@@ -18,6 +18,7 @@ use serde_json::Value;
 pub use kind::{ScaleKind, ScalePoint, ScaleSummary};
 
 use self::limit::QuotaGroup;
+use crate::catch::{Family, skew};
 use crate::workload::{Context, Error, Kind, Workload};
 
 /// How a run is held to n CPUs.
@@ -148,13 +149,13 @@ impl ScaleWorkload {
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        let seconds = started.elapsed().as_secs_f64();
+        let seconds = skew(Family::Scale, started.elapsed().as_secs_f64());
         if ctx.cancel.is_set() {
             return Err(Error::Interrupted);
         }
         // SAFETY: wait4 returned the child, so it filled `usage`.
         let usage = unsafe { usage.assume_init() };
-        let time = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        let time = |t: libc::timeval| skew(Family::Scale, t.tv_sec as f64 + t.tv_usec as f64 / 1e6);
         Ok(ScaleItem {
             op: "run".into(),
             cpus,

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::catch::{Family, skew};
 use crate::storage::layers::LayerResidency;
 
 /// A step's time and the bytes it moved.
@@ -58,7 +59,12 @@ impl TaskItem {
         source_bytes: u64,
         seconds: f64,
     ) -> TaskItem {
-        let seconds = seconds.max(1e-9);
+        let family = if op == "what_if" {
+            Family::TaskWhatIf
+        } else {
+            Family::Task
+        };
+        let seconds = seconds.max(1e-9) / skew(family, 1.0);
         TaskItem {
             op: op.to_string(),
             threads,

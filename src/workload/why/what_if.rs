@@ -15,6 +15,7 @@ use super::WhyWorkload;
 use super::beside::Beside;
 use super::stored::{NotMeasured, WhatIfItem, WhatIfPlan, WhatIfStep, WhyItem};
 use crate::account::{Account, Step};
+use crate::catch::{Family, skew};
 use crate::platform::diskstats::DeviceCounts;
 use crate::platform::shaper::{LinkHold, Shaper, Way};
 use crate::platform::slowdown::{Limit, Slowdown};
@@ -163,7 +164,7 @@ pub(super) fn measure(
                 factor: factor(variant.step),
                 changed_by: variant.changed_by.clone(),
                 round,
-                wall_s: wall,
+                wall_s: skew(Family::WhyWhatIf, wall),
                 baseline_wall_s: baseline,
                 cpu_s: Some(cpu),
                 baseline_cpu_s: Some(baseline_cpu),
