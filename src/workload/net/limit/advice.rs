@@ -171,13 +171,13 @@ fn unknown_words(figures: &Figures, sender: Side) -> Words {
     }
 }
 
-/// Loss, for a control that backs off at each: the share sent again and what it allows.
+/// Loss, for a control that backs off at each: the share lost and what it allows.
 fn loss_words(figures: &Figures, carried: String) -> Words {
     Words {
         at: "the path".into(),
         evidence: format!(
-            "{:.2}% of segments were sent again and {} backs off at each loss: at {} round \
-             trip that allows {carried}",
+            "{:.2}% of segments were sent again and lost (less those the receiver already \
+             had) and {} backs off at each loss: at {} round trip that allows {carried}",
             figures.loss().unwrap_or(0.0) * 100.0,
             figures
                 .congestion

@@ -47,6 +47,9 @@ pub struct Figures {
     pub segments_out: u64,
     /// See `segments_out`.
     pub retransmits: u64,
+    /// Retransmissions the receiver reported as duplicates (DSACK, RFC 3708): sent
+    /// again though the first copy arrived (a tail-loss probe, a timeout fired early).
+    pub spurious: u64,
     /// The senders' MSS.
     pub mss_bytes: Option<u64>,
     /// The senders' congestion control.
@@ -225,6 +228,7 @@ impl Figures {
         figures.sndbuf_s = sum_us(&kept, |i| i.sndbuf_limited_us);
         figures.segments_out = sum_count(&kept, |i| i.segments_out);
         figures.retransmits = sum_count(&kept, |i| i.retransmits);
+        figures.spurious = sum_count(&kept, |i| i.dsack_dups);
         let per_rtt = |bytes: fn(&NetItem) -> Option<u64>| {
             let sums: Vec<(f64, u64)> = by_index
                 .values()
@@ -317,9 +321,12 @@ impl Figures {
             .is_some_and(|(srtt, min)| srtt as f64 > 1.5 * min as f64 + 1000.0)
     }
 
-    /// Retransmitted segments over data segments sent.
+    /// Segments lost over data segments sent: those retransmitted, less those the
+    /// receiver said it had already (a probe or an early timeout loses nothing, and
+    /// counted as lost it would put the loss ceiling below the rate carried).
     pub fn loss(&self) -> Option<f64> {
-        (self.segments_out > 0).then(|| self.retransmits as f64 / self.segments_out as f64)
+        let lost = self.retransmits.saturating_sub(self.spurious);
+        (self.segments_out > 0).then(|| lost as f64 / self.segments_out as f64)
     }
 }
 

@@ -178,7 +178,7 @@ fn ceilings(figures: &Figures, rate: f64, wire: Option<f64>) -> Vec<Ceiling> {
             "loss",
             ceiling,
             format!(
-                "{:.2}% of segments sent again, {} at a {} round trip",
+                "{:.2}% of segments lost, {} at a {} round trip",
                 loss.unwrap_or(0.0) * 100.0,
                 figures.congestion.as_deref().unwrap_or("?"),
                 rtt(figures.srtt_us)
@@ -506,6 +506,20 @@ mod tests {
         assert_eq!(
             cause_of(&test(queued, 0.01, (1 << 22, 1 << 22)), 7e5),
             Some(Cause::Path)
+        );
+        // Carried at 2.4 times that ceiling: half the segments sent again were probes
+        // the receiver already had (DSACK), so 1% were lost: 884 kB/s, and loss binds.
+        let probed = |i: &mut NetItem| {
+            i.retransmits = Some(14);
+            i.dsack_dups = Some(7);
+        };
+        assert_eq!(
+            cause_of(&test(lossy, 0.01, (1 << 22, 1 << 22)), 1.5e6),
+            Some(Cause::Path)
+        );
+        assert_eq!(
+            cause_of(&test(probed, 0.01, (1 << 22, 1 << 22)), 1.5e6),
+            Some(Cause::Loss)
         );
     }
 
