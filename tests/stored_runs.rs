@@ -385,12 +385,13 @@ fn a_database_another_user_owns_is_read_as_it_is_and_never_written() {
             .output()
             .unwrap()
     };
-    // An older schema (read from an upgraded copy) and the newest (read in place, or
-    // from a copy where SQLite cannot make its shared-memory file beside it).
-    for fixture in ["runs-61f461b.db", "runs-feaf4b2.db"] {
+    // A store of every schema version ratelab has had, read-only to all: the older ones
+    // read as they are through views, never upgraded; the newest from a copy, since
+    // SQLite cannot make its shared-memory file beside it.
+    for (fixture, version) in SCHEMAS {
         let db = dir.path().join(fixture);
         std::fs::copy(fixtures().join(fixture), &db).unwrap();
-        std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o444)).unwrap();
         let before = std::fs::read(&db).unwrap();
         let db_arg = db.to_str().unwrap();
         for args in [
@@ -408,6 +409,19 @@ fn a_database_another_user_owns_is_read_as_it_is_and_never_written() {
                 !output.stdout.is_empty(),
                 "{fixture}: {args:?} printed nothing"
             );
+            // An older store says so once, and how to bring it up to date.
+            let notices = stderr.matches("from an older ratelab").count();
+            if version < LATEST_SCHEMA {
+                assert_eq!(notices, 1, "{fixture}: {args:?}: {stderr}");
+                for words in [
+                    format!("has schema version {version}"),
+                    "the next time a run is stored in it where it can be written".into(),
+                ] {
+                    assert!(stderr.contains(&words), "{fixture}: {words:?}: {stderr}");
+                }
+            } else {
+                assert_eq!(notices, 0, "{fixture}: {args:?}: {stderr}");
+            }
         }
         assert!(
             std::fs::read(&db).unwrap() == before,
@@ -443,10 +457,70 @@ fn a_database_another_user_owns_is_read_as_it_is_and_never_written() {
     }
     let mut left = common::entries(dir.path());
     left.sort();
-    assert_eq!(
-        left,
-        ["runs-61f461b.db", "runs-feaf4b2.db"],
-        "nothing was made beside the databases"
+    let mut fixtures: Vec<&str> = SCHEMAS.iter().map(|(f, _)| *f).collect();
+    fixtures.sort();
+    assert_eq!(left, fixtures, "nothing was made beside the databases");
+}
+
+/// The schema version this ratelab writes.
+const LATEST_SCHEMA: usize = 6;
+
+/// A fixture of every schema version ratelab has had, with its version: each written
+/// by the ratelab of the commit in its name (tests/fixtures/make-db-COMMIT.sh).
+const SCHEMAS: [(&str, usize); 6] = [
+    ("runs-5721a9e.db", 1),
+    ("runs-61f461b.db", 2),
+    ("runs-a1ad702.db", 3),
+    ("runs-3ec291d.db", 4),
+    ("runs-7cea1f4.db", 5),
+    ("runs-feaf4b2.db", 6),
+];
+
+#[test]
+fn every_schema_fixture_has_the_version_it_is_named_for() {
+    // Each read from a copy: SQLite makes its shared-memory file beside a WAL database.
+    let dir = tempfile::tempdir().unwrap();
+    for (fixture, version) in SCHEMAS {
+        let db = dir.path().join(fixture);
+        std::fs::copy(fixtures().join(fixture), &db).unwrap();
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let found: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(found, version as i64, "{fixture}");
+    }
+}
+
+#[test]
+fn a_database_from_a_newer_ratelab_is_refused_naming_both_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("newer.db");
+    std::fs::copy(fixtures().join("runs-feaf4b2.db"), &db).unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.pragma_update(None, "user_version", LATEST_SCHEMA as i64 + 1)
+        .unwrap();
+    drop(conn);
+    let before = std::fs::read(&db).unwrap();
+    for args in [vec!["results", "list"], vec!["results", "show", "1"]] {
+        let output = common::ratelab()
+            .args(&args)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?}: {stderr}");
+        for words in [
+            format!("schema version {}", LATEST_SCHEMA + 1),
+            format!("reads versions up to {LATEST_SCHEMA}"),
+            "written by a newer ratelab".into(),
+        ] {
+            assert!(stderr.contains(&words), "{words:?}: {stderr}");
+        }
+    }
+    assert!(
+        std::fs::read(&db).unwrap() == before,
+        "the database was written"
     );
 }
 
@@ -467,7 +541,8 @@ fn not_fitting(narrow: &str, wide: &str) -> Vec<String> {
             .map_or(said.len(), |at| from + at + "has them)".len());
         said.replace_range(from..to, "");
     }
-    let border = |w: &str| w.chars().all(|c| "─═┌┐└┘├┤┬┴┼╞╡╪│┆".contains(c));
+    // A verdict at a glance is cut at a space, and says so with an ellipsis of its own.
+    let border = |w: &str| w.chars().all(|c| "─═┌┐└┘├┤┬┴┼╞╡╪│┆…".contains(c));
     complaints.extend(
         said.split_whitespace()
             .filter(|w| !words.contains(w) && !border(w))

@@ -235,20 +235,21 @@ struct Lost {
 }
 
 impl Lost {
-    /// In words: `this run's threads waited 0.52 s for a CPU, 45% of their time, in
-    /// cpu 1 (int normal), while yes (pid 3028) held them 0.61 s`.
+    /// In words: `this run's threads waited 0.52 s for a CPU, 45% of their time, while
+    /// yes (pid 3028) 0.61 s held them, in cpu 1 (int normal)`: who held them before
+    /// the stages, which can be many, so that a line cut short still names them.
     fn words(&self, account: &Interference) -> String {
         let holders = held_by(account);
         format!(
-            "this run's threads waited {} for a CPU, {:.0}% of their time, in {}, while {}",
+            "this run's threads waited {} for a CPU, {:.0}% of their time, while {}, in {}",
             format_seconds(self.waited_s),
             100.0 * self.waited_s / self.busy_s.max(1e-9),
-            self.stages.join(", "),
             if holders.is_empty() {
                 cpu_users(account)
             } else {
                 format!("{holders} held them")
-            }
+            },
+            self.stages.join(", "),
         )
     }
 }
@@ -579,8 +580,8 @@ mod tests {
         let verdict = judge(&busy, &staged(&[("int normal", 0.0, 10.0)])).unwrap();
         assert!(
             verdict.message.contains(
-                "this run's threads waited 4.00 s for a CPU, 31% of their time, in cpu 1 \
-                 (int normal), while yes (pid 3028) 3.50 s held them"
+                "this run's threads waited 4.00 s for a CPU, 31% of their time, while yes \
+                 (pid 3028) 3.50 s held them, in cpu 1 (int normal)"
             ),
             "{}",
             verdict.message
@@ -619,7 +620,7 @@ mod tests {
         )
         .unwrap();
         assert!(
-            verdict.message.contains("in cpu 1 (int), while"),
+            verdict.message.contains("held them, in cpu 1 (int);"),
             "{}",
             verdict.message
         );

@@ -340,7 +340,7 @@ pub(super) fn write_report(
         ),
         None => "the run was not stored".to_string(),
     })?;
-    eprintln!("report: {}", path.display());
+    crate::report::terminal::say("report: ", &path.display().to_string());
     Ok(())
 }
 

@@ -8,12 +8,14 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use super::DbArg;
 use crate::analysis::compare::{Comparison, Sampled, compare};
+use crate::analysis::interference::DISTURBED;
 use crate::document::RunDocument;
 use crate::exit::Exit;
 use crate::report::layout::Detail;
 use crate::report::{self, Format};
 use crate::store::{Address, RunListing, RunQuery, Store};
 use crate::vocab::Table;
+use crate::vocab::width::one_line;
 use crate::workload;
 
 /// Options of `ratelab results`.
@@ -30,7 +32,8 @@ pub struct ResultsArgs {
 /// The `results` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Action {
-    /// Every stored run: id, date, machine, verb, targets, label and status.
+    /// Every stored run: id, date, machine, verb, targets, label, status (with how the
+    /// command of a `why` ended) and its answer in a line.
     List {
         /// One JSON document on stdout.
         #[arg(long)]
@@ -312,6 +315,9 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
     }
     // Reading never writes: a database of another user's, or an older one, reads as it is.
     let store = at.open_to_read()?;
+    if let Some(notice) = store.older() {
+        crate::report::terminal::say("ratelab: note: ", &notice);
+    }
     let (bytes, out) = match action {
         Action::List { json, filter } => (list(&store, &filter, json)?, None),
         Action::Show {
@@ -355,7 +361,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
             };
             report::emit(page.as_bytes(), path.as_deref())?;
             if let Some(path) = path {
-                eprintln!("report: {}", path.display());
+                crate::report::terminal::say("report: ", &path.display().to_string());
             }
             return Ok(Exit::Success);
         }
@@ -379,9 +385,13 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
     Ok(Exit::Success)
 }
 
-/// `results list`: the runs the filter admits, as a table or JSON.
+/// `results list`: the runs the filter admits, each with its answer, as a table or JSON.
 fn list(store: &Store, filter: &ListFilter, json: bool) -> anyhow::Result<Vec<u8>> {
-    let runs = store.find_runs(&filter.query())?;
+    let runs: Vec<Listed> = store
+        .find_runs(&filter.query())?
+        .into_iter()
+        .map(|listing| Listed::of(store, listing))
+        .collect();
     if json {
         let mut bytes = serde_json::to_vec_pretty(&runs)?;
         bytes.push(b'\n');
@@ -402,6 +412,54 @@ fn list(store: &Store, filter: &ListFilter, json: bool) -> anyhow::Result<Vec<u8
         report::terminal::table_text(&list_table(title, &runs))
     )
     .into_bytes())
+}
+
+/// A run as `results list` shows it: its listing, what it found in one line, and how
+/// the user's command it ran ended.
+#[derive(Debug, serde::Serialize)]
+struct Listed {
+    #[serde(flatten)]
+    listing: RunListing,
+    /// The first line of its summary, without the target the listing names (the step
+    /// that limits a `why`, the headline figures of the others); absent when it has
+    /// none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    answer: Option<String>,
+    /// How the command a `why` ran ended: `exit 7`, `signal 9`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    command_end: Option<String>,
+}
+
+impl Listed {
+    /// `listing` with what its stored run says; a run that cannot be read (or decoded)
+    /// is listed without them, as `results show` would say why.
+    fn of(store: &Store, listing: RunListing) -> Listed {
+        let doc = store.load_run(listing.run_id).ok();
+        let answer = doc.as_ref().and_then(|doc| {
+            let lines = report::layout::summary(doc).ok()?;
+            let first = lines.into_iter().find(|l| l.part != DISTURBED)?;
+            // The listing names the targets already.
+            let text = doc
+                .workloads
+                .iter()
+                .find_map(|w| first.text.strip_prefix(&format!("{}: ", w.target)))
+                .unwrap_or(&first.text);
+            Some(text.to_string())
+        });
+        let command_end = doc.as_ref().and_then(|doc| {
+            (0..doc.workloads.len()).find_map(|index| {
+                let kind = workload::kind(&doc.workloads[index].kind)?;
+                kind.command_end(workload::At::new(doc, index))
+                    .ok()
+                    .flatten()
+            })
+        });
+        Listed {
+            listing,
+            answer,
+            command_end,
+        }
+    }
 }
 
 /// `results compare`: the runs `run_ids`, each workload's items grouped by its kind, the
@@ -442,8 +500,12 @@ fn minutes(rfc3339: &str) -> String {
     }
 }
 
+/// Columns a run's answer takes in the table of `results list`, cut at a space
+/// beyond them (`--json` has it whole, and `results show ID` says it in full).
+const ANSWER: usize = 48;
+
 /// The table of `results list`.
-fn list_table(title: String, runs: &[RunListing]) -> Table {
+fn list_table(title: String, runs: &[Listed]) -> Table {
     Table {
         title,
         header: [
@@ -454,12 +516,14 @@ fn list_table(title: String, runs: &[RunListing]) -> Table {
             "targets",
             "label",
             "status",
+            "answer",
         ]
         .map(String::from)
         .to_vec(),
         rows: runs
             .iter()
-            .map(|r| {
+            .map(|listed| {
+                let r = &listed.listing;
                 // A target measured by several workloads (a profile's) is named once.
                 let mut targets: Vec<&str> = Vec::new();
                 for target in &r.targets {
@@ -467,6 +531,11 @@ fn list_table(title: String, runs: &[RunListing]) -> Table {
                         targets.push(target);
                     }
                 }
+                // A command that failed is no plain `complete`.
+                let status = match listed.command_end.as_deref() {
+                    Some(end) if end != "exit 0" => format!("{}, {end}", r.status.as_str()),
+                    _ => r.status.as_str().to_string(),
+                };
                 vec![
                     r.run_id.to_string(),
                     minutes(&r.started_at),
@@ -474,7 +543,8 @@ fn list_table(title: String, runs: &[RunListing]) -> Table {
                     r.verb.clone(),
                     targets.join(", "),
                     r.label.clone().unwrap_or_default(),
-                    r.status.as_str().to_string(),
+                    status,
+                    one_line(listed.answer.as_deref().unwrap_or_default(), Some(ANSWER)),
                 ]
             })
             .collect(),

@@ -138,6 +138,37 @@ pub fn listing(doc: &RunDocument, detail: Detail) -> Result<Listing<'_>, DecodeE
     })
 }
 
+/// A verdict's finding without what follows it: its message up to the first `: ` or
+/// `; ` outside parentheses, where the explanation begins; the whole message where it
+/// has neither.
+pub fn gist(message: &str) -> &str {
+    let mut depth = 0usize;
+    for (at, c) in message.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth = depth.saturating_sub(1),
+            ':' | ';' if depth == 0 && message[at + 1..].starts_with(' ') => {
+                return &message[..at];
+            }
+            _ => {}
+        }
+    }
+    message
+}
+
+/// Verdicts with one code folded into one at a glance: each code once, where it first
+/// comes in `verdicts`, with the first of them and how many there are.
+pub fn folded<'a>(verdicts: &[&'a Verdict]) -> Vec<(&'a Verdict, usize)> {
+    let mut folded: Vec<(&'a Verdict, usize)> = Vec::new();
+    for &verdict in verdicts {
+        match folded.iter_mut().find(|(v, _)| v.code == verdict.code) {
+            Some((_, count)) => *count += 1,
+            None => folded.push((verdict, 1)),
+        }
+    }
+    folded
+}
+
 /// `run 12 · disk · complete · 2026-11-22T10:00:00Z · label`.
 pub fn run_line(doc: &RunDocument) -> String {
     let id = doc
@@ -167,14 +198,15 @@ pub fn machine_line(doc: &RunDocument) -> String {
 }
 
 /// The machine line for a terminal: broken between its parts where it would be wider
-/// than 80 columns, the rest indented under the first.
-pub fn machine_lines(doc: &RunDocument) -> String {
+/// than `width` columns, the rest indented under the first; one line without a width.
+pub fn machine_lines(doc: &RunDocument, width: Option<usize>) -> String {
+    let limit = width.unwrap_or(usize::MAX);
     const HEAD: &str = "machine: ";
     let mut text = String::from(HEAD);
     let mut width = HEAD.len();
     for (index, part) in machine_parts(doc).iter().enumerate() {
         let part_width = textwrap::core::display_width(part);
-        if index > 0 && width + 3 + part_width > 80 {
+        if index > 0 && width.saturating_add(3 + part_width) > limit {
             text.push_str(" ·\n");
             text.push_str(&" ".repeat(HEAD.len()));
             width = HEAD.len();
@@ -241,5 +273,23 @@ pub fn severity_name(severity: Severity) -> &'static str {
         Severity::Info => "info",
         Severity::Warning => "warning",
         Severity::Error => "error",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gist;
+
+    #[test]
+    fn a_gist_ends_where_the_explanation_begins() {
+        assert_eq!(
+            gist(
+                "writes of 10 KiB files ran at 2.0% of the rate (36.1 MB/s: low): creating and syncing limits them"
+            ),
+            "writes of 10 KiB files ran at 2.0% of the rate (36.1 MB/s: low)"
+        );
+        assert_eq!(gist("a; b: c"), "a");
+        assert_eq!(gist("at 12:30 nothing"), "at 12:30 nothing");
+        assert_eq!(gist("no explanation"), "no explanation");
     }
 }

@@ -9,7 +9,8 @@ use crate::vocab::units::format_seconds;
 const MARKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 /// Widest sparkline, in marks.
 const WIDTH: usize = 60;
-/// Columns the line fits in, caption and marks.
+/// Columns the line fits in, caption and marks, where the output is wider or has no
+/// width of its own.
 const LINE: usize = 80;
 /// Fewest marks a line is narrowed to.
 const FEWEST: usize = 16;
@@ -42,10 +43,11 @@ pub fn describe(series: &Series, unit: RateUnit) -> Option<String> {
     let span = series.t_s.last().copied().unwrap_or(0.0) - series.started_at_s;
     // Fewer, wider marks until the line fits the terminal, or marks would say little.
     let mut per_mark = rates.len().div_ceil(WIDTH);
+    let fits = super::terminal::stdout_width().map_or(LINE, |w| w.min(LINE));
     loop {
         let (text, marks) = line(&rates, per_mark, span, series.interval_s, unit);
         let width = text.chars().count();
-        if width <= LINE || marks <= FEWEST || per_mark >= rates.len() {
+        if width <= fits || marks <= FEWEST || per_mark >= rates.len() {
             return Some(with_knees(text, series, unit));
         }
         per_mark += 1;

@@ -1,6 +1,5 @@
 //! The terminal report: a header, the summary, the verdicts, then each workload's
-//! tables. Words are wrapped to 80 columns with a hanging indent, so the summary and
-//! the verdicts read on any terminal; tables wrap themselves.
+//! tables, its words and tables fitted to the output's width (crate::vocab::width).
 
 use std::fmt::Write;
 
@@ -9,12 +8,12 @@ use comfy_table::{
 };
 
 use super::layout::{self, Detail};
+use crate::analysis::interference::DISTURBED;
 use crate::document::RunDocument;
 use crate::vocab::Table;
+use crate::vocab::width::{HELD, hanging_at, one_line, units_held};
+pub use crate::vocab::width::{for_stderr, say, stdout_width};
 use crate::workload::{self, At, DecodeError};
-
-/// Columns the words of a report are wrapped to.
-const WIDTH: usize = 80;
 
 /// A table at a glance: columns apart, the header underlined, no box, so a table costs
 /// its rows and two lines.
@@ -25,32 +24,13 @@ const GLANCE: TableStyle = TableStyle::new()
 
 /// The run as text for a terminal, at `detail`.
 pub fn render(doc: &RunDocument, detail: Detail) -> Result<String, DecodeError> {
-    let mut out = head(doc)?;
+    let mut out = head(doc, detail)?;
     let listing = layout::listing(doc, detail)?;
     if !listing.verdicts.is_empty() || listing.unmeasured.is_some() || listing.left_out > 0 {
         let _ = writeln!(out, "\nverdicts:");
-        for verdict in &listing.verdicts {
-            let severity = layout::severity_name(verdict.severity);
-            let head = format!("  {severity:<7} ");
-            out.push_str(&hanging(
-                &head,
-                &format!("{}: {}", verdict.code, verdict.message),
-            ));
-        }
-        if let Some(line) = &listing.unmeasured {
-            out.push_str(&hanging("  ", line));
-        }
-        if listing.left_out > 0 {
-            let show = doc.run_id.map_or("the JSON document".into(), |id| {
-                format!("`ratelab results show {id}`")
-            });
-            out.push_str(&hanging(
-                "  ",
-                &format!(
-                    "{} info verdicts the summary says in short: {show}",
-                    listing.left_out
-                ),
-            ));
+        match detail {
+            Detail::Full => full_verdicts(&mut out, doc, &listing),
+            Detail::Brief => brief_verdicts(&mut out, doc, &listing),
         }
     }
     for (index, record) in doc.workloads.iter().enumerate() {
@@ -80,93 +60,118 @@ pub fn render(doc: &RunDocument, detail: Detail) -> Result<String, DecodeError> 
     Ok(out)
 }
 
-/// The run's first lines: the run, the machine, and the summary.
-pub fn head(doc: &RunDocument) -> Result<String, DecodeError> {
+/// The verdicts in full, each wrapped under its severity.
+fn full_verdicts(out: &mut String, doc: &RunDocument, listing: &layout::Listing) {
+    for verdict in &listing.verdicts {
+        let severity = layout::severity_name(verdict.severity);
+        let head = format!("  {severity:<7} ");
+        out.push_str(&hanging(
+            &head,
+            &format!("{}: {}", verdict.code, verdict.message),
+        ));
+    }
+    if let Some(line) = &listing.unmeasured {
+        out.push_str(&hanging("  ", line));
+    }
+    if listing.left_out > 0 {
+        out.push_str(&hanging(
+            "  ",
+            &format!(
+                "{} info verdicts the summary says in short: {}",
+                listing.left_out,
+                where_in_full(doc)
+            ),
+        ));
+    }
+}
+
+/// The verdicts at a glance: one line each (those of one code folded into one), its
+/// code and the finding that set it off, then where each is said in full.
+fn brief_verdicts(out: &mut String, doc: &RunDocument, listing: &layout::Listing) {
+    let width = stdout_width();
+    for (verdict, count) in layout::folded(&listing.verdicts) {
+        let severity = layout::severity_name(verdict.severity);
+        let times = match count {
+            1 => String::new(),
+            n => format!(" ({n}×)"),
+        };
+        let line = format!(
+            "  {severity:<7} {}{times}: {}",
+            verdict.code,
+            layout::gist(&verdict.message)
+        );
+        let _ = writeln!(out, "{}", one_line(&line, width));
+    }
+    if let Some(line) = &listing.unmeasured {
+        let _ = writeln!(out, "{}", one_line(&format!("  {line}"), width));
+    }
+    let also = match listing.left_out {
+        0 => String::new(),
+        n => format!(", and {n} info verdicts the summary says in short"),
+    };
+    let line = format!("  each in full: {}{also}", where_in_full(doc));
+    let _ = writeln!(out, "{}", one_line(&line, width));
+}
+
+/// Where a run's verdicts are said in full.
+fn where_in_full(doc: &RunDocument) -> String {
+    doc.run_id.map_or("the JSON document".into(), |id| {
+        format!("`ratelab results show {id}`")
+    })
+}
+
+/// Lines the account of other work, or of what moved since the last profile, takes at
+/// a glance: who held the run's threads and for how long fit, or what moved; the
+/// stages and changes each names are all in the full report.
+const DISTURBED_LINES: usize = 3;
+
+/// The run's first lines: the run, the machine, and the summary; at a glance, the
+/// accounts of other work and of what moved cut to [`DISTURBED_LINES`].
+pub fn head(doc: &RunDocument, detail: Detail) -> Result<String, DecodeError> {
     let mut out = String::new();
     out.push_str(&hanging("", &layout::run_line(doc)));
-    let _ = writeln!(out, "{}", layout::machine_lines(doc));
+    let _ = writeln!(out, "{}", layout::machine_lines(doc, stdout_width()));
     let summary = layout::summary(doc)?;
     if !summary.is_empty() {
         let _ = writeln!(out, "\nsummary:");
         let width = summary.iter().map(|l| l.part.len()).max().unwrap_or(0);
         for line in &summary {
             let head = format!("  {:<width$}  ", line.part);
-            out.push_str(&hanging(&head, &line.text));
+            let text = hanging(&head, &line.text);
+            // At a glance the accounts of other work and of what moved since the last
+            // profile are cut: what each found and who did it come first.
+            match detail == Detail::Brief && [DISTURBED, "since"].contains(&line.part.as_str()) {
+                true => out.push_str(&at_most(&text, DISTURBED_LINES)),
+                false => out.push_str(&text),
+            }
         }
     }
     Ok(out)
 }
 
-/// `text` after `head`, wrapped to [`WIDTH`] columns with later lines indented under
-/// its first word, ending in a newline.
-pub(super) fn hanging(head: &str, text: &str) -> String {
-    hanging_at(head, text, WIDTH)
-}
-
-/// A message for stderr, `head` then `text`: wrapped at spaces to the terminal's width,
-/// later lines under its first word, where stderr is a terminal (which would otherwise
-/// break lines inside words); one line where it is a pipe or a log.
-pub fn for_stderr(head: &str, text: &str) -> String {
-    use std::io::IsTerminal as _;
-    let stderr = std::io::stderr();
-    let width = if stderr.is_terminal() {
-        rustix::termios::tcgetwinsize(&stderr)
-            .ok()
-            .map(|size| usize::from(size.ws_col))
-    } else {
-        None
-    };
-    match width {
-        // A window too narrow to indent in gets the text as it is.
-        Some(width) if width >= 40 => hanging_at(head, text, width),
-        _ => format!("{head}{text}\n"),
+/// `text`'s first `lines` lines, the last ending in ` …` where more were left out.
+fn at_most(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    if all.len() <= lines {
+        return text.to_string();
     }
-}
-
-/// Writes `head` then `text` on stderr, as [`for_stderr`] lays it out.
-pub fn say(head: &str, text: &str) {
-    eprint!("{}", for_stderr(head, text));
-}
-
-/// [`hanging`] at `width` columns: only a word longer than a line is cut.
-fn hanging_at(head: &str, text: &str, width: usize) -> String {
-    let indent = " ".repeat(textwrap::core::display_width(head));
-    let options = textwrap::Options::new(width)
-        .initial_indent(head)
-        .subsequent_indent(&indent)
-        .break_words(true)
-        .word_splitter(textwrap::WordSplitter::NoHyphenation);
-    let mut out = textwrap::fill(&units_held(text), options).replace(HELD, " ");
-    out.push('\n');
-    out
-}
-
-/// A space no line is broken at, between a figure and its unit.
-const HELD: char = '\u{a0}';
-
-/// Units a figure keeps on its line: `2.22 GB/s` never ends one line and starts the next.
-const UNITS: [&str; 22] = [
-    "B", "kB", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "TiB", "MB/s", "GB/s", "kB/s",
-    "Gbit/s", "Mbit/s", "ns", "µs", "ms", "s", "IOPS", "loops/s", "%",
-];
-
-/// `text` with the space between each figure and its unit held.
-fn units_held(text: &str) -> String {
-    let words: Vec<&str> = text.split(' ').collect();
-    let mut out = String::with_capacity(text.len());
-    for (n, word) in words.iter().enumerate() {
-        if n > 0 {
-            let figure = words[n - 1].ends_with(|c: char| c.is_ascii_digit());
-            let unit = word.trim_end_matches(|c: char| ",;:.)".contains(c));
-            out.push(if figure && UNITS.contains(&unit) {
-                HELD
-            } else {
-                ' '
-            });
+    let mut kept: Vec<String> = all[..lines].iter().map(|l| l.to_string()).collect();
+    if let Some(last) = kept.last_mut() {
+        // Room for the mark: the last word goes where the line is full.
+        let width = stdout_width().unwrap_or(usize::MAX);
+        while textwrap::core::display_width(last) + 2 > width && last.contains(' ') {
+            let cut = last.trim_end().rfind(' ').unwrap_or(0);
+            last.truncate(cut);
         }
-        out.push_str(word);
+        last.push_str(" …");
     }
-    out
+    kept.join("\n") + "\n"
+}
+
+/// `text` after `head` for stdout, wrapped at its width with later
+/// lines indented under its first word, ending in a newline.
+pub(super) fn hanging(head: &str, text: &str) -> String {
+    hanging_at(head, text, stdout_width())
 }
 
 /// One table, drawn with comfy-table.
@@ -174,28 +179,12 @@ pub fn table_text(table: &Table) -> String {
     drawn_text(table, Detail::Full)
 }
 
-/// The columns a table may take: the terminal's width when stdout is one, else
-/// `COLUMNS` when it is set; `None` (no limit) for a pipe or file without it.
-fn output_width() -> Option<usize> {
-    use std::io::IsTerminal as _;
-    if std::io::stdout().is_terminal()
-        && let Ok(size) = rustix::termios::tcgetwinsize(std::io::stdout())
-        && size.ws_col > 0
-    {
-        return Some(usize::from(size.ws_col));
-    }
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse().ok())
-        .filter(|&c: &usize| c > 0)
-}
-
 /// One table at `detail`: boxed in full, without its outer border at a glance, where
 /// two lines per table add up. Where the output is narrower than the table, columns are
 /// left out (those with one value in every row first, then from the right) and named
 /// under the title, so no cell is ever broken; `--json`, Markdown and HTML keep them all.
 fn drawn_text(table: &Table, detail: Detail) -> String {
-    let width = output_width();
+    let width = stdout_width();
     let (fitted, left_out) = fit(table, detail, width);
     let drawn = drawn(&fitted, detail, width);
     let mut title = fitted.title.clone();
@@ -206,12 +195,9 @@ fn drawn_text(table: &Table, detail: Detail) -> String {
             left_out.join(", ")
         ));
     }
-    // Words always wrap at a glance, as the summary's do; a full title wraps where the
-    // width is known.
-    let title = match (width, detail) {
-        (Some(width), _) => wrapped(&title, width),
-        (None, Detail::Brief) => wrapped(&title, WIDTH),
-        (None, Detail::Full) => format!("{title}\n"),
+    let title = match width {
+        Some(width) => wrapped(&title, width),
+        None => format!("{title}\n"),
     };
     match detail {
         Detail::Full => format!("{title}{drawn}"),
@@ -270,9 +256,9 @@ fn drawn_once(table: &Table, detail: Detail) -> String {
 /// The columns no table leaves out to fit a width, by name, besides its first (what a
 /// row is about): which row it is (a size, a band, a thread count), what a comparison
 /// concludes (`p (3)` and `run 3 vs 1` where it has several runs), what a listing
-/// lists, where threads ran and what limits a task. Where the key columns alone are
-/// too wide, their cells wrap between words instead.
-const KEY_COLUMNS: [&str; 12] = [
+/// lists and what each run found, where threads ran and what limits a task. Where
+/// the key columns alone are too wide, their cells wrap between words instead.
+const KEY_COLUMNS: [&str; 13] = [
     "size",
     "size band",
     "threads",
@@ -283,6 +269,7 @@ const KEY_COLUMNS: [&str; 12] = [
     "verb",
     "targets",
     "status",
+    "answer",
     "cpus seen",
     "limit",
 ];
@@ -339,33 +326,4 @@ fn wrapped(text: &str, width: usize) -> String {
     let mut out = textwrap::fill(&units_held(text), options).replace(HELD, " ");
     out.push('\n');
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{hanging, units_held};
-
-    #[test]
-    fn a_figure_keeps_its_unit_on_its_line() {
-        assert_eq!(
-            units_held("read 2.22 GB/s, 5 files"),
-            "read 2.22\u{a0}GB/s, 5 files"
-        );
-        let text = "the storage series read 2.22 GB/s there and the read step alone 2.48 GB/s";
-        for line in hanging("  ", text).lines() {
-            assert!(!line.ends_with(|c: char| c.is_ascii_digit()), "{line:?}");
-        }
-    }
-
-    #[test]
-    fn words_wrap_under_their_first_word() {
-        let text =
-            "one two three four five six seven eight nine ten eleven twelve thirteen fourteen";
-        let out = hanging("  storage  ", text);
-        let lines: Vec<&str> = out.lines().collect();
-        assert!(lines.len() > 1, "{out}");
-        assert!(lines.iter().all(|l| l.chars().count() <= 80), "{out}");
-        assert!(lines[1].starts_with("           one") || lines[1].starts_with("           "));
-        assert!(lines[0].starts_with("  storage  one two"));
-    }
 }

@@ -98,12 +98,6 @@ fn spelled(up: &str, dialect: Dialect) -> String {
 /// while they migrate ("ratelab" in ASCII).
 const MIGRATION_LOCK: i64 = 0x0072_6174_656c_6162;
 
-/// Whether the database at `at`, open on `db`, has the schema this binary writes; an
-/// error when a newer ratelab wrote it.
-pub fn is_latest(db: &mut dyn Database, at: &Address) -> Result<bool, Error> {
-    Ok(checked_version(db, at)? == LATEST)
-}
-
 /// Brings the database at `at`, open on `db`, to [`LATEST`]; does nothing, and takes no
 /// lock, when it is there already.
 pub fn to_latest(db: &mut dyn Database, at: &Address) -> Result<(), Error> {
@@ -144,6 +138,68 @@ pub fn to_latest(db: &mut dyn Database, at: &Address) -> Result<(), Error> {
             tx.batch(&set).map_err(|e| sql_err(at, e))
         },
     )
+}
+
+/// The schema version of the database at `at`, open on `db`: refused when a newer
+/// ratelab wrote it.
+pub fn version(db: &mut dyn Database, at: &Address) -> Result<usize, Error> {
+    checked_version(db, at)
+}
+
+/// Lets the SQLite database open on `db`, of an older schema, be read as if it had the
+/// latest one without changing it: each table that lacks columns later migrations add
+/// is shadowed by a temporary view of its name giving them as NULL (SQLite looks for a
+/// name in `temp` before `main`). The latest tables are known by applying every
+/// migration to an empty database in memory, so no list of columns is kept twice.
+pub fn read_as_latest(db: &mut dyn Database, at: &Address) -> Result<(), Error> {
+    let fail = |e| sql_err(at, e);
+    let mut latest = super::sqlite::Sqlite::in_memory().map_err(|e| fail(e.into()))?;
+    for up in MIGRATIONS {
+        latest.batch(up).map_err(fail)?;
+    }
+    let tables = latest
+        .query(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+            &[],
+        )
+        .map_err(fail)?;
+    let columns = |db: &mut dyn Database, table: &str| {
+        db.query(
+            "SELECT name FROM pragma_table_info(?1, 'main') ORDER BY cid",
+            &[table.into()],
+        )
+        .and_then(|rows| {
+            rows.iter()
+                .map(|r| r.text(0))
+                .collect::<Result<Vec<_>, _>>()
+        })
+    };
+    for table in &tables {
+        let table = table.text(0).map_err(fail)?;
+        let wanted = columns(&mut latest, &table).map_err(fail)?;
+        let found = columns(db, &table).map_err(fail)?;
+        if wanted.iter().all(|c| found.contains(c)) {
+            continue;
+        }
+        let select: Vec<String> = wanted
+            .iter()
+            .map(|c| match found.contains(c) {
+                true => format!("\"{c}\""),
+                false => format!("NULL AS \"{c}\""),
+            })
+            .collect();
+        // A table an older schema lacks altogether reads as empty.
+        let from = match found.is_empty() {
+            true => "WHERE 0".to_string(),
+            false => format!("FROM main.\"{table}\""),
+        };
+        db.batch(&format!(
+            "CREATE TEMP VIEW \"{table}\" AS SELECT {} {from}",
+            select.join(", ")
+        ))
+        .map_err(fail)?;
+    }
+    Ok(())
 }
 
 /// The database's schema version, refused when a newer ratelab wrote it: SQLite's

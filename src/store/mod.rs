@@ -76,7 +76,8 @@ pub enum Error {
     },
     /// A newer ratelab wrote the database, in a schema this one does not know.
     #[error(
-        "the results database {at} was written by a newer ratelab (schema version {found}; this one reads up to {})",
+        "the results database {at} was written by a newer ratelab (schema version {found}; this one, ratelab {}, reads versions up to {})",
+        env!("CARGO_PKG_VERSION"),
         migrations::LATEST
     )]
     TooNew {
@@ -253,53 +254,76 @@ impl Address {
             db: RefCell::new(db),
             at: self.clone(),
             _copy: None,
+            older: None,
         })
     }
 
     /// Opens the database to read it only, never changing it: a file in place when this
-    /// user could write it (queries only, nothing upgraded), else a copy in a temporary
-    /// folder (another user's file, where SQLite cannot even make its shared-memory file
-    /// beside it, or one an older ratelab wrote, whose upgrade is the copy's).
+    /// user could write it (queries only), else a copy in a temporary folder (another
+    /// user's file, where SQLite cannot even make its shared-memory file beside it). A
+    /// database of an older schema is read as it is, never upgraded: [`Store::older`]
+    /// says so.
     pub fn open_to_read(&self) -> Result<Store, Error> {
         let Address::File(path) = self else {
             return self.open();
         };
-        if unwritable(path).is_none()
-            && let Ok(db) = sqlite::Sqlite::open_query_only(path)
-        {
-            let mut db: Box<dyn Database> = Box::new(db);
-            if migrations::is_latest(db.as_mut(), self)? {
-                return Ok(Store {
-                    db: RefCell::new(db),
-                    at: self.clone(),
-                    _copy: None,
-                });
+        let db = match unwritable(path) {
+            None => sqlite::Sqlite::open_query_only(path).ok(),
+            Some(_) => None,
+        };
+        let (db, copy) = match db {
+            Some(db) => (db, None),
+            None => {
+                let (db, copy) = self.copied(path)?;
+                (db, Some(copy))
             }
+        };
+        let mut db: Box<dyn Database> = Box::new(db);
+        let version = migrations::version(db.as_mut(), self)?;
+        if version < migrations::LATEST {
+            migrations::read_as_latest(db.as_mut(), self)?;
         }
+        db.batch("PRAGMA query_only = 1")
+            .map_err(|e| sql_err(self, e))?;
+        Ok(Store {
+            db: RefCell::new(db),
+            at: self.clone(),
+            _copy: copy,
+            older: (version < migrations::LATEST).then_some(version),
+        })
+    }
+
+    /// The database file at `path` copied, with its write-ahead log (where a store in
+    /// use keeps its latest runs until a checkpoint), into a fresh temporary folder,
+    /// writable there whatever the original's mode, and opened.
+    fn copied(&self, path: &Path) -> Result<(sqlite::Sqlite, tempfile::TempDir), Error> {
+        use std::os::unix::fs::PermissionsExt;
         let open_err = |source: std::io::Error| Error::Open {
             at: self.clone(),
             source: DbError::new(format!("cannot read it, or a copy of it: {source}")),
         };
         let copy = tempfile::tempdir().map_err(open_err)?;
         let file = copy.path().join("results.db");
-        std::fs::copy(path, &file).map_err(open_err)?;
-        // A store in use keeps its latest runs in its write-ahead log until a checkpoint.
         let mut wal = path.as_os_str().to_owned();
         wal.push("-wal");
-        if Path::new(&wal).exists() {
-            std::fs::copy(&wal, copy.path().join("results.db-wal")).map_err(open_err)?;
+        let wal = PathBuf::from(wal);
+        for (from, to) in [
+            (path, file.clone()),
+            (&wal, copy.path().join("results.db-wal")),
+        ] {
+            if from == wal && !wal.exists() {
+                continue;
+            }
+            std::fs::copy(from, &to).map_err(open_err)?;
+            // A copy keeps the original's mode: a 0444 file would stay unopenable.
+            std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o600))
+                .map_err(open_err)?;
         }
-        let mut db: Box<dyn Database> =
-            Box::new(sqlite::Sqlite::open(&file).map_err(|e| Error::Open {
-                at: self.clone(),
-                source: e.into(),
-            })?);
-        migrations::to_latest(db.as_mut(), self)?;
-        Ok(Store {
-            db: RefCell::new(db),
+        let db = sqlite::Sqlite::open(&file).map_err(|e| Error::Open {
             at: self.clone(),
-            _copy: Some(copy),
-        })
+            source: e.into(),
+        })?;
+        Ok((db, copy))
     }
 }
 
@@ -329,6 +353,8 @@ pub struct Store {
     at: Address,
     /// The temporary folder of the copy read instead of the file, if any.
     _copy: Option<tempfile::TempDir>,
+    /// The schema version of a database older than this ratelab's, read as it is.
+    older: Option<usize>,
 }
 
 impl Store {
@@ -347,6 +373,20 @@ impl Store {
     /// Where the database is.
     pub fn address(&self) -> &Address {
         &self.at
+    }
+
+    /// The notice for a database of an older schema read as it is: its version, and
+    /// how to bring it up to date; `None` for one of this ratelab's schema.
+    pub fn older(&self) -> Option<String> {
+        self.older.map(|found| {
+            format!(
+                "the results database {} has schema version {found}, from an older ratelab: it is read as it is, not upgraded; ratelab {} upgrades it to version {} the next time a run is stored in it where it can be written (--db {})",
+                self.at,
+                env!("CARGO_PKG_VERSION"),
+                migrations::LATEST,
+                self.at
+            )
+        })
     }
 
     /// Runs `work` on the database in one transaction: all of it is stored, or none.

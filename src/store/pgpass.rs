@@ -66,9 +66,12 @@ pub fn read(path: &Path) -> Option<String> {
     use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::metadata(path).ok()?;
     if meta.permissions().mode() & 0o077 != 0 {
-        eprintln!(
-            "ratelab: warning: password file {} has group or world access and is ignored (chmod 0600 it)",
-            path.display()
+        crate::vocab::width::say(
+            "ratelab: warning: ",
+            &format!(
+                "password file {} has group or world access and is ignored (chmod 0600 it)",
+                path.display()
+            ),
         );
         return None;
     }

@@ -18,10 +18,11 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct Sqlite(Connection);
 
 impl Sqlite {
-    /// Opens the existing database file at `path`, which this user can write, to query
-    /// it only: no statement may change it (`query_only`), its journal mode is left as
-    /// it is, and, unlike a read-only connection, closing it removes the write-ahead log
-    /// and shared-memory files it made, as any writer's does.
+    /// Opens the existing database file at `path`, which this user can write, to read
+    /// it in place: its journal mode is left as it is, and, unlike a read-only
+    /// connection, closing it removes the write-ahead log and shared-memory files it
+    /// made, as any writer's does. The caller makes it `query_only` once it has shaped
+    /// its temporary views.
     pub fn open_query_only(path: &Path) -> Result<Sqlite, rusqlite::Error> {
         use rusqlite::OpenFlags;
         let conn = Connection::open_with_flags(
@@ -29,10 +30,14 @@ impl Sqlite {
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
-        conn.pragma_update(None, "query_only", true)?;
         // Opening is lazy: the first read says whether the file can be read.
         conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
         Ok(Sqlite(conn))
+    }
+
+    /// An empty database in memory.
+    pub fn in_memory() -> Result<Sqlite, rusqlite::Error> {
+        Connection::open_in_memory().map(Sqlite)
     }
 
     /// Opens (creating if needed) the database file at `path`.

@@ -10,6 +10,7 @@ pub mod summary_line;
 pub mod table;
 pub mod text;
 pub mod units;
+pub mod width;
 
 pub use chart::{Chart, Line};
 pub use exposure::Exposure;

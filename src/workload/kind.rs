@@ -231,6 +231,12 @@ pub trait Kind: Sync + 'static {
         Vec::new()
     }
 
+    /// How the user's command it ran ended (`exit 7`, `signal 9`); `None` for a kind
+    /// that runs no command, or while it ran.
+    fn command_end(&self, _w: &Stored<Self>) -> Option<String> {
+        None
+    }
+
     /// Its work made from `params` to run in `site`, a place another kind made; `None`
     /// for a kind that runs only where it is pointed.
     fn in_place(&self, _params: Self::Params, _site: Site) -> Option<Box<dyn InPlace>> {
@@ -291,6 +297,9 @@ pub trait StoredKind: Sync {
 
     /// The figures a later profile sets against this one's.
     fn profile_figures(&self, at: At) -> Result<Vec<ProfileFigure>, DecodeError>;
+
+    /// How the user's command it ran ended, where it ran one.
+    fn command_end(&self, at: At) -> Result<Option<String>, DecodeError>;
 
     /// Its work made from stored `params` to run in `site`; `Ok(None)` for a kind that
     /// cannot, an error for params it cannot read.
@@ -372,6 +381,10 @@ impl<K: Kind> StoredKind for K {
 
     fn profile_figures(&self, at: At) -> Result<Vec<ProfileFigure>, DecodeError> {
         Ok(Kind::profile_figures(self, &Stored::decode(at)?))
+    }
+
+    fn command_end(&self, at: At) -> Result<Option<String>, DecodeError> {
+        Ok(Kind::command_end(self, &Stored::decode(at)?))
     }
 
     fn in_place(

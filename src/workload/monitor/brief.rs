@@ -1,7 +1,7 @@
 //! A monitor run at a glance, as `profile` shows it beside the cpu tests: the cores'
 //! residency (one row for all cores), power where measured, and the
-//! watched threads grouped by what they do (`cpu-int` for every thread of that test)
-//! rather than one row per thread id; and the figures this machine does not expose.
+//! watched threads grouped by what they do (`cpu-*` for every thread of the cpu tests,
+//! `cpu-int` where only that test ran) rather than one row per thread id; and the figures this machine does not expose.
 
 use std::collections::BTreeSet;
 
@@ -60,7 +60,7 @@ pub fn unmeasured(w: &Stored<MonitorKind>) -> Vec<Unmeasured> {
 pub fn brief_tables(w: &Stored<MonitorKind>) -> Vec<Table> {
     let per_core = cores(&w.items);
     let sources = w.context.sources.as_ref();
-    let threads = grouped(&placements(&w.items));
+    let threads = grouped(&placements(&w.items), true);
     let residency = all_cores(&per_core, w.context.samples).filter(|_| threads.is_some());
     let mut out = Vec::new();
     if residency.is_none() {
@@ -138,13 +138,34 @@ fn stem(name: &str) -> &str {
     }
 }
 
-/// The watched threads, one row per group of the same stem in the order first seen.
-pub fn grouped(placements: &[ThreadPlacement]) -> Option<Table> {
-    let mut groups: Vec<(&str, Vec<&ThreadPlacement>)> = Vec::new();
+/// The family a thread belongs to: its stem up to the first `-` (`cpu` for `cpu-int`
+/// and `cpu-fma`, `ratelab` for its helpers); the stem where it has none.
+fn family(name: &str) -> &str {
+    let stem = stem(name);
+    stem.split_once('-').map_or(stem, |(head, _)| head)
+}
+
+/// The watched threads, one row per group in the order first seen: per stem, or with
+/// `by_family` per family, named by its stem where every thread has the same
+/// (`cpu-int`), else `cpu-*`.
+pub fn grouped(placements: &[ThreadPlacement], by_family: bool) -> Option<Table> {
+    let key = |name: &str| match by_family {
+        true => family(name).to_string(),
+        false => stem(name).to_string(),
+    };
+    let mut groups: Vec<(String, Vec<&ThreadPlacement>)> = Vec::new();
     for p in placements {
-        match groups.iter_mut().find(|(name, _)| *name == stem(&p.name)) {
-            Some((_, members)) => members.push(p),
-            None => groups.push((stem(&p.name), vec![p])),
+        match groups
+            .iter_mut()
+            .find(|(_, members)| key(&members[0].name) == key(&p.name))
+        {
+            Some((name, members)) => {
+                if stem(&members[0].name) != stem(&p.name) {
+                    *name = format!("{}-*", family(&p.name));
+                }
+                members.push(p);
+            }
+            None => groups.push((stem(&p.name).to_string(), vec![p])),
         }
     }
     let rows: Vec<Vec<String>> = groups
@@ -159,7 +180,7 @@ pub fn grouped(placements: &[ThreadPlacement]) -> Option<Table> {
                 .map(|p| format!("{} {}", p.policy, p.nice))
                 .collect();
             vec![
-                name.to_string(),
+                name.clone(),
                 members.len().to_string(),
                 members.iter().map(|p| p.samples).sum::<usize>().to_string(),
                 cpu_ranges(&cpus),
@@ -191,10 +212,13 @@ pub fn grouped(placements: &[ThreadPlacement]) -> Option<Table> {
 
 #[cfg(test)]
 mod tests {
-    use super::{BTreeSet, cpu_ranges, stem};
+    use super::{BTreeSet, cpu_ranges, family, stem};
 
     #[test]
     fn a_thread_is_named_by_what_it_does() {
+        assert_eq!(family("cpu-int-1"), "cpu");
+        assert_eq!(family("ratelab-interfe"), "ratelab");
+        assert_eq!(family("ratelab"), "ratelab");
         assert_eq!(stem("cpu-int-1"), "cpu-int");
         assert_eq!(stem("ratelab-2"), "ratelab");
         assert_eq!(stem("net-own-server"), "net-own-server");

@@ -198,7 +198,7 @@ impl Kind for MonitorKind {
         // A row per thread reads for a few; many (a cpu test on 16 cores) read by group.
         let placements = placements(items);
         tables.extend(if placements.len() > MAX_THREAD_ROWS {
-            brief::grouped(&placements)
+            brief::grouped(&placements, false)
         } else {
             tables::threads(&placements)
         });

@@ -26,6 +26,14 @@ impl Kind for WhyKind {
         summarize(&w.context, &w.items)
     }
 
+    fn command_end(&self, w: &Stored<Self>) -> Option<String> {
+        match (w.context.exit_code, w.context.signal) {
+            (Some(code), _) => Some(format!("exit {code}")),
+            (None, Some(signal)) => Some(format!("signal {signal}")),
+            (None, None) => None,
+        }
+    }
+
     fn verdicts(&self, w: &Stored<Self>) -> Vec<Verdict> {
         let verdict = Verdict::about(Some(w.index()));
         let mut out = Vec::new();
