@@ -123,7 +123,7 @@ fn where_in_full(doc: &RunDocument) -> String {
 /// Lines the account of other work, or of what moved since the last profile, takes at
 /// a glance: who held the run's threads and for how long fit, or what moved; the
 /// stages and changes each names are all in the full report.
-const DISTURBED_LINES: usize = 3;
+const DISTURBED_LINES: usize = 2;
 
 /// The run's first lines: the run, the machine, and the summary; at a glance, the
 /// accounts of other work and of what moved cut to [`DISTURBED_LINES`].
