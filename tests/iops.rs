@@ -122,11 +122,11 @@ fn random_4k_on_an_iops_limited_disk_is_the_limit_and_what_fio_measures() {
             within(&format!("{test} {op} IOPS"), iops, limit as f64, TOLERANCE);
             if depth == 32 {
                 // Little's law: requests in flight = rate x time each spends.
-                let mean_s = item["latency_ns"]["mean"].as_f64().unwrap() / 1e9;
+                let mean_us = item["latency_ns"]["mean"].as_f64().unwrap() / 1e3;
                 within(
-                    &format!("{test} {op} mean latency"),
-                    mean_s,
-                    f64::from(depth) / iops,
+                    &format!("{test} {op} mean latency (µs)"),
+                    mean_us,
+                    f64::from(depth) / iops * 1e6,
                     0.15,
                 );
             }
