@@ -556,7 +556,7 @@ fn profile_quick_prints_its_tables_and_stores_the_run() {
     let lines: Vec<&str> = text.lines().collect();
     let storage = lines.iter().position(|l| l.starts_with("  storage "));
     assert!(storage.is_some_and(|n| n < 20), "{text}");
-    // It reads on an 80-column terminal in one screen and a bit: 80-88 lines here,
+    // It reads on an 80-column terminal in one screen and a bit: 83-89 lines here,
     // quiet or beside other work (whose account is cut to two lines at a glance,
     // as what moved since the last profile is, and whose verdicts fold into a line
     // per code).

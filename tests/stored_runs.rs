@@ -502,14 +502,10 @@ fn a_database_from_a_newer_ratelab_is_refused_naming_both_versions() {
     drop(conn);
     let before = std::fs::read(&db).unwrap();
     for args in [vec!["results", "list"], vec!["results", "show", "1"]] {
-        let output = common::ratelab()
-            .args(&args)
-            .arg("--db")
-            .arg(&db)
-            .output()
-            .unwrap();
+        let output = ratelab().args(&args).arg("--db").arg(&db).output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(!output.status.success(), "{args:?}: {stderr}");
+        // Refused with 3, as docs/exit-codes.md says.
+        assert_eq!(output.status.code(), Some(3), "{args:?}: {stderr}");
         for words in [
             format!("schema version {}", LATEST_SCHEMA + 1),
             format!("reads versions up to {LATEST_SCHEMA}"),

@@ -47,10 +47,13 @@ pub fn summary(doc: &RunDocument) -> Result<Vec<SummaryLine>, DecodeError> {
         doc.verdicts
             .iter()
             .filter(|v| in_summary(v) && v.code != DISTURBED)
-            .map(|v| SummaryLine::new("since", v.message.clone())),
+            .map(|v| SummaryLine::new(SINCE, v.message.clone())),
     );
     Ok(lines)
 }
+
+/// The summary's part that says what moved since the last profile.
+pub const SINCE: &str = "since";
 
 /// Whether a verdict is said by the summary itself: that other work disturbed the
 /// run, and what moved since the last profile.

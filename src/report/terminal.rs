@@ -140,7 +140,9 @@ pub fn head(doc: &RunDocument, detail: Detail) -> Result<String, DecodeError> {
             let text = hanging(&head, &line.text);
             // At a glance the accounts of other work and of what moved since the last
             // profile are cut: what each found and who did it come first.
-            match detail == Detail::Brief && [DISTURBED, "since"].contains(&line.part.as_str()) {
+            match detail == Detail::Brief
+                && [DISTURBED, layout::SINCE].contains(&line.part.as_str())
+            {
                 true => out.push_str(&at_most(&text, DISTURBED_LINES)),
                 false => out.push_str(&text),
             }
@@ -157,13 +159,8 @@ fn at_most(text: &str, lines: usize) -> String {
     }
     let mut kept: Vec<String> = all[..lines].iter().map(|l| l.to_string()).collect();
     if let Some(last) = kept.last_mut() {
-        // Room for the mark: the last word goes where the line is full.
-        let width = stdout_width().unwrap_or(usize::MAX);
-        while textwrap::core::display_width(last) + 2 > width && last.contains(' ') {
-            let cut = last.trim_end().rfind(' ').unwrap_or(0);
-            last.truncate(cut);
-        }
-        last.push_str(" …");
+        // The mark after the last line, its last words giving way where it is full.
+        *last = one_line(&format!("{last} …"), stdout_width());
     }
     kept.join("\n") + "\n"
 }

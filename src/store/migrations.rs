@@ -140,12 +140,6 @@ pub fn to_latest(db: &mut dyn Database, at: &Address) -> Result<(), Error> {
     )
 }
 
-/// The schema version of the database at `at`, open on `db`: refused when a newer
-/// ratelab wrote it.
-pub fn version(db: &mut dyn Database, at: &Address) -> Result<usize, Error> {
-    checked_version(db, at)
-}
-
 /// Lets the SQLite database open on `db`, of an older schema, be read as if it had the
 /// latest one without changing it: each table that lacks columns later migrations add
 /// is shadowed by a temporary view of its name giving them as NULL (SQLite looks for a
@@ -204,7 +198,7 @@ pub fn read_as_latest(db: &mut dyn Database, at: &Address) -> Result<(), Error> 
 
 /// The database's schema version, refused when a newer ratelab wrote it: SQLite's
 /// `user_version`, or the one row of PostgreSQL's `ratelab_schema` (0 before it exists).
-fn checked_version(db: &mut dyn Database, at: &Address) -> Result<usize, Error> {
+pub fn checked_version(db: &mut dyn Database, at: &Address) -> Result<usize, Error> {
     let first = |rows: Vec<crate::store::database::Row>| match rows.first() {
         Some(row) => row.opt_int(0).map(Option::unwrap_or_default),
         None => Ok(0),

@@ -279,7 +279,7 @@ impl Address {
             }
         };
         let mut db: Box<dyn Database> = Box::new(db);
-        let version = migrations::version(db.as_mut(), self)?;
+        let version = migrations::checked_version(db.as_mut(), self)?;
         if version < migrations::LATEST {
             migrations::read_as_latest(db.as_mut(), self)?;
         }

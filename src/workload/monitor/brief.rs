@@ -1,7 +1,8 @@
 //! A monitor run at a glance, as `profile` shows it beside the cpu tests: the cores'
 //! residency (one row for all cores), power where measured, and the
 //! watched threads grouped by what they do (`cpu-*` for every thread of the cpu tests,
-//! `cpu-int` where only that test ran) rather than one row per thread id; and the figures this machine does not expose.
+//! `cpu-int` where only that test ran) rather than one row per thread id; and the
+//! figures this machine does not expose.
 
 use std::collections::BTreeSet;
 
