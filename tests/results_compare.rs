@@ -305,6 +305,7 @@ fn halved_and_equal_rates() -> common::Try {
                 .arg(&db),
         );
         assert!(doc["workloads"][0]["items"].is_array(), "{doc}");
+        own_bytes_are_the_devices(&doc, &disk);
     }
     let text = results(&db, &["compare", "1", "2", "3"]);
     eprintln!("{text}");
@@ -312,6 +313,30 @@ fn halved_and_equal_rates() -> common::Try {
     common::check(load.disturbed(), || {
         check_halved_and_equal(&db, &text, &comparison)
     })
+}
+
+/// The run's account of its own writes is what its device wrote (bookkeeping, never
+/// excused: no other process can write to the rig's device): a run whose throttled
+/// direct writes were half put down to others was set aside as disturbed in CI.
+fn own_bytes_are_the_devices(doc: &Value, disk: &SlowDisk) {
+    let account = &doc["interference"];
+    let name = disk.device().trim_start_matches("/dev/");
+    let device = account["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == name)
+        .unwrap_or_else(|| panic!("no account of {name}: {account:#}"));
+    let own = account["own_written_bytes"].as_f64().unwrap();
+    let written = device["written_bytes"].as_f64().unwrap();
+    assert!(
+        (0.98..=1.02).contains(&(own / written)),
+        "the run wrote {own} bytes by its own account, {name} {written}: {account:#}"
+    );
+    assert!(
+        device["other_bytes"].as_f64().unwrap() < 0.02 * written,
+        "{account:#}"
+    );
 }
 
 /// The checks of one try's comparison.
