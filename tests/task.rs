@@ -352,7 +352,7 @@ fn on_tmpfs_compression_is_the_limit_and_every_codec_round_trips() {
             !trips.is_empty() && trips.iter().all(|&ok| ok),
             "{codec} {extra}: {doc}"
         );
-        let ops: Vec<&str> = doc["workloads"][0]["items"]
+        let mut ops: Vec<&str> = doc["workloads"][0]["items"]
             .as_array()
             .unwrap()
             .iter()
@@ -363,6 +363,14 @@ fn on_tmpfs_compression_is_the_limit_and_every_codec_round_trips() {
         } else {
             "compress"
         };
+        // The transform alone is timed up to three times, one after another.
+        let transforms = ops
+            .iter()
+            .take_while(|&&op| op != "write")
+            .filter(|&&op| op == middle)
+            .count();
+        assert!((1..=3).contains(&transforms), "{codec}: {ops:?}");
+        ops.dedup();
         assert_eq!(&ops[..4], ["read", middle, "write", "total"], "{codec}");
     }
     assert!(

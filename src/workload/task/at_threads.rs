@@ -10,6 +10,15 @@ use super::steps::{self, Direction, Transform, Uncached};
 use super::{TaskItem, TaskKind, TaskWorkload};
 use crate::workload::{Context, Error, Kind};
 
+/// Times the in-memory transform is run alone at most, so that one slice of CPU
+/// taken by the host or other work does not set its rate: its median is the step's,
+/// and the fastest bounds what a whole task without another step can reach.
+const TRANSFORM_SAMPLES: usize = 3;
+
+/// Seconds after which no further sample of the transform alone is begun: a task of
+/// gigabytes is timed once, as before.
+const TRANSFORM_SECONDS: f64 = 2.0;
+
 impl TaskWorkload {
     /// The name of the output file of `step`, with the codec's extension.
     pub(super) fn output_name(&self, step: &str) -> String {
@@ -57,8 +66,9 @@ impl TaskWorkload {
         Ok(())
     }
 
-    /// The transform step alone, in memory; gives its output and the original bytes
-    /// it stands for.
+    /// The transform step alone, in memory, timed up to [`TRANSFORM_SAMPLES`] times
+    /// within [`TRANSFORM_SECONDS`], an item each; gives its output and the original
+    /// bytes it stands for.
     fn transform_step(&mut self, ctx: &Context, how: Transform) -> Result<(Vec<u8>, u64), Error> {
         let (input_path, _) = self.input.clone().expect("set in setup");
         let compress = how.direction == Direction::Compress;
@@ -69,31 +79,39 @@ impl TaskWorkload {
         ));
         let (memory, kept) = self.memory.as_ref().expect("made in setup");
         let kept = *kept;
-        let started = Instant::now();
         let pledged = compress.then_some(kept as u64);
         let mut output = self.output.take().expect("made in setup");
-        output.clear();
-        let (output, output_bytes) = steps::transform(
-            ctx,
-            how,
-            pledged,
-            &memory.as_slice()[..kept],
-            output,
-            &input_path,
-        )?;
-        let seconds = started.elapsed().as_secs_f64();
-        let original = if compress { kept as u64 } else { output_bytes };
-        ctx.sink.item(&TaskItem {
-            output_bytes: Some(output_bytes),
-            ..TaskItem::timed(
-                how.direction.as_str(),
-                how.threads,
-                kept as u64,
-                original,
-                seconds,
-            )
-        });
-        Ok((output, original))
+        let began = Instant::now();
+        let mut samples = 0;
+        loop {
+            output.clear();
+            let started = Instant::now();
+            let output_bytes;
+            (output, output_bytes) = steps::transform(
+                ctx,
+                how,
+                pledged,
+                &memory.as_slice()[..kept],
+                output,
+                &input_path,
+            )?;
+            let seconds = started.elapsed().as_secs_f64();
+            let original = if compress { kept as u64 } else { output_bytes };
+            ctx.sink.item(&TaskItem {
+                output_bytes: Some(output_bytes),
+                ..TaskItem::timed(
+                    how.direction.as_str(),
+                    how.threads,
+                    kept as u64,
+                    original,
+                    seconds,
+                )
+            });
+            samples += 1;
+            if samples == TRANSFORM_SAMPLES || began.elapsed().as_secs_f64() >= TRANSFORM_SECONDS {
+                return Ok((output, original));
+            }
+        }
     }
 
     /// The write step alone: the transform's `output` written to a new file and synced.

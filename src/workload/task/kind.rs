@@ -302,6 +302,36 @@ mod tests {
     }
 
     #[test]
+    fn a_what_if_is_bounded_by_the_fastest_sample_of_each_step_it_still_ran() {
+        // Seen in a suite: compress alone once at 267 MB/s (a slice of CPU taken), the
+        // task with read free at 355 MB/s. Two more samples of compress alone at 380
+        // and 372 MB/s show the what-if was within what compress can do.
+        let mut free = item("what_if", 355.0);
+        free.free = Some("read".into());
+        let once = [
+            item("read", 100.0),
+            item("compress", 267.0),
+            item("write", 900.0),
+            item("total", 98.0),
+            free,
+        ];
+        let summary = summarize_threads(2, &once).unwrap();
+        assert_eq!(summary.unstable_what_if["read"].bound_op, "compress");
+        assert!((summary.unstable_what_if["read"].bound_source_bytes_per_sec - 267.0).abs() < 1e-6);
+        let mut thrice = once.to_vec();
+        thrice.insert(2, item("compress", 380.0));
+        thrice.insert(3, item("compress", 372.0));
+        let summary = summarize_threads(2, &thrice).unwrap();
+        assert!(summary.unstable_what_if.is_empty(), "{summary:?}");
+        assert!((summary.measured_speedup_if_free["read"] - 355.0 / 98.0).abs() < 1e-9);
+        assert_eq!(summary.rate_limiting_step, "read");
+        // The step's own rate is the median of its samples.
+        let compress = summary.step("compress").unwrap();
+        assert_eq!(compress.n, 3);
+        assert!((compress.source_bytes_per_sec - 372.0).abs() < 1e-6);
+    }
+
+    #[test]
     fn a_step_and_its_threads_make_the_key_and_the_task_rate_is_compared() {
         let doc = stored(vec![serde_json::json!({
             "op": "compress", "threads": 4, "bytes": 10, "seconds": 1.0,

@@ -75,7 +75,7 @@ pub struct UnstableWhatIf {
     pub source_bytes_per_sec: f64,
     /// The slowest step it still ran.
     pub bound_op: String,
-    /// That step's original bytes per second alone.
+    /// That step's original bytes per second alone, the fastest it was timed.
     pub bound_source_bytes_per_sec: f64,
 }
 
@@ -211,20 +211,22 @@ fn measured_speedup_if_free(
                 .collect();
             let free = Stats::of(&rates)?.median;
             let gain = free / total.source_bytes_per_sec;
+            // Each other step at the fastest it was seen alone: other work only slows
+            // a step, so its fastest sample is the least it can do.
             let bound = parts
                 .iter()
                 .filter(|p| p.op != part.op)
-                .min_by(|a, b| a.source_bytes_per_sec.total_cmp(&b.source_bytes_per_sec));
-            if let Some(bound) =
-                bound.filter(|b| free > b.source_bytes_per_sec * (1.0 + WHAT_IF_BOUND))
+                .filter_map(|p| Some((p.op.as_str(), fastest(threads, &p.op, items)?)))
+                .min_by(|a, b| a.1.total_cmp(&b.1));
+            if let Some((bound_op, bound)) = bound.filter(|(_, b)| free > b * (1.0 + WHAT_IF_BOUND))
             {
                 unstable.insert(
                     part.op.clone(),
                     UnstableWhatIf {
                         gain,
                         source_bytes_per_sec: free,
-                        bound_op: bound.op.clone(),
-                        bound_source_bytes_per_sec: bound.source_bytes_per_sec,
+                        bound_op: bound_op.to_string(),
+                        bound_source_bytes_per_sec: bound,
                     },
                 );
                 return None;
@@ -233,6 +235,15 @@ fn measured_speedup_if_free(
         })
         .collect();
     (measured, unstable)
+}
+
+/// The fastest original bytes per second of step `op` alone at `threads`.
+fn fastest(threads: usize, op: &str, items: &[TaskItem]) -> Option<f64> {
+    items
+        .iter()
+        .filter(|i| i.threads == threads && i.op == op)
+        .map(|i| i.source_bytes_per_sec)
+        .max_by(f64::total_cmp)
 }
 
 /// The medians of step `op` at `threads`; `None` when it did not run there.
