@@ -63,11 +63,6 @@ impl Watch {
             .and_then(|t| t.join().ok())
             .unwrap_or_default()
     }
-
-    /// Whether the sampler stopped by itself: the root ended.
-    pub fn root_ended(&self) -> bool {
-        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
-    }
 }
 
 impl Drop for Watch {

@@ -214,7 +214,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         value_name = "SECONDS",
-        default_value_t = 10,
+        default_value_t = crate::workload::net::iperf3::auth::DEFAULT_SKEW_SECONDS,
         requires = "rsa_private_key_path"
     )]
     pub time_skew_threshold: u64,
