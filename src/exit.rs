@@ -1,4 +1,5 @@
-//! Exit codes (docs/exit-codes.md), and the one place where an error becomes one of them.
+//! Exit codes (docs/exit-codes.md) and the usage error; which code an error ends the
+//! process with is chosen at the top, in `cli::exit_code`, where every error type is known.
 
 use std::process::ExitCode;
 
@@ -44,37 +45,3 @@ impl From<Exit> for ExitCode {
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct UsageError(pub String);
-
-/// Chooses the exit code for an error by the first typed error in its chain; an error
-/// of no known type is the environment's.
-pub fn code_for(err: &anyhow::Error) -> Exit {
-    use crate::{platform, store, workload};
-    for cause in err.chain() {
-        if cause.is::<UsageError>() {
-            return Exit::Usage;
-        }
-        if let Some(err) = cause.downcast_ref::<workload::Error>() {
-            return match err {
-                workload::Error::Interrupted => Exit::Interrupted,
-                workload::Error::Input(_) => Exit::Usage,
-                workload::Error::Target { .. }
-                | workload::Error::Space { .. }
-                | workload::Error::Io { .. }
-                | workload::Error::Peer { .. }
-                | workload::Error::Unsupported(_) => Exit::Environment,
-            };
-        }
-        if let Some(err) = cause.downcast_ref::<store::Error>() {
-            return match err {
-                store::Error::NotFound(_)
-                | store::Error::NoDataFolder
-                | store::Error::Address { .. } => Exit::Usage,
-                _ => Exit::Environment,
-            };
-        }
-        if cause.is::<platform::Error>() {
-            return Exit::Environment;
-        }
-    }
-    Exit::Environment
-}

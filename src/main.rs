@@ -13,7 +13,7 @@ fn main() -> ExitCode {
                 "{}",
                 ratelab::report::terminal::for_stderr("ratelab: ", &format!("{err:#}"))
             );
-            ratelab::exit::code_for(&err).into()
+            ratelab::cli::exit_code::code_for(&err).into()
         }
     }
 }

@@ -9,12 +9,12 @@ use anyhow::Context as _;
 use clap::{Args, Parser};
 
 use super::{Cli, DbArg};
+use crate::control::Cancel;
 use crate::exit::{Exit, UsageError};
 use crate::fleet::{self, Outcome, inventory};
 use crate::report;
 use crate::report::fleet::HostRun;
 use crate::store::Address;
-use crate::workload::Cancel;
 
 /// Options of `ratelab fleet`.
 #[derive(Debug, Args)]

@@ -11,6 +11,7 @@ use clap::Args;
 use super::series::SeriesArgs;
 use super::values::{SizeList, parse_size, parse_size_list};
 use super::{MeasureArgs, profile};
+use crate::error::Error;
 use crate::exit::{Exit, UsageError};
 use crate::platform::container::{ContainerSpec, Filesystem, Format, Preallocation};
 use crate::report::layout::Detail;
@@ -80,18 +81,15 @@ pub struct ImageArgs {
 }
 
 fn parse_format(text: &str) -> Result<Format, String> {
-    text.parse()
-        .map_err(|e: crate::workload::Error| e.to_string())
+    text.parse().map_err(|e: Error| e.to_string())
 }
 
 fn parse_preallocation(text: &str) -> Result<Preallocation, String> {
-    text.parse()
-        .map_err(|e: crate::workload::Error| e.to_string())
+    text.parse().map_err(|e: Error| e.to_string())
 }
 
 fn parse_fs(text: &str) -> Result<Filesystem, String> {
-    text.parse()
-        .map_err(|e: crate::workload::Error| e.to_string())
+    text.parse().map_err(|e: Error| e.to_string())
 }
 
 impl ImageArgs {

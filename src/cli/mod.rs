@@ -4,6 +4,7 @@
 
 pub mod cpu;
 pub mod disk;
+pub mod exit_code;
 pub mod fleet;
 pub mod generate;
 pub mod image;

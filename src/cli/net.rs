@@ -11,6 +11,7 @@ use clap::{Args, Subcommand};
 use super::scenario::{Maker, ScenarioKind};
 use super::values::{parse_host_port, parse_rate, parse_seconds, parse_size, parse_time};
 use super::{Command, MeasureArgs};
+use crate::control::Cancel;
 use crate::exit::{Exit, UsageError};
 use crate::run::Schedule;
 use crate::workload::net::iperf3::auth::{self, Authority, AuthorizedUsers, Login, Padding};
@@ -18,7 +19,7 @@ use crate::workload::net::{
     DEFAULT_PORT, Direction, Key, KeyError, Limits, MAX_BLOCK_BYTES, NetKind, NetPlan, NetWorkload,
     ServeConfig, Server, StreamOptions,
 };
-use crate::workload::{Cancel, Kind, Workload};
+use crate::workload::{Kind, Workload};
 
 /// Interval of the per-stream figures when --interval is not given, as iperf3's.
 const DEFAULT_REPORT_INTERVAL: Duration = Duration::from_secs(1);

@@ -11,10 +11,10 @@ pub use together::run_together;
 
 use std::time::Duration;
 
+use crate::control::Cancel;
 use crate::document::RunDocument;
 pub use crate::platform::remote::Host;
 use crate::platform::remote::{Ended, RemoteRun, deploy, ssh};
-use crate::workload::Cancel;
 
 /// How often a running host is looked at.
 const POLL: Duration = Duration::from_millis(50);

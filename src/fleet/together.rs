@@ -5,9 +5,9 @@
 
 use super::clock::{self, Offset};
 use super::{Host, Outcome, follow, outcome, start};
+use crate::control::Cancel;
 use crate::document::FleetStart;
 use crate::platform::remote::deploy;
-use crate::workload::Cancel;
 
 /// Seconds between the agreed instant and now, for every run to be set up by then:
 /// an ssh connection and ratelab's own checks, per host in parallel.

@@ -14,11 +14,13 @@ use serde_json::Value;
 use super::progress::ProgressDisplay;
 use super::sampler::Sampler;
 use super::schedule::Member;
+use crate::control::Cancel;
+use crate::control::Progress;
 use crate::document::{RunDocument, Series};
+use crate::error::Error;
 use crate::store::Store;
-use crate::workload::Cancel;
 use crate::workload::start_line::Gate;
-use crate::workload::{self, Context, Event, Progress, Sink, Workload};
+use crate::workload::{Context, Event, Sink, Workload};
 
 /// Longest wait between two looks at the progress display.
 const REDRAW: Duration = Duration::from_millis(100);
@@ -218,10 +220,10 @@ impl<'a> Ledger<'a> {
     }
 
     /// A workload's run returned: an error ends the group, and the others stop cleanly.
-    fn finished(&mut self, workload: usize, result: Result<(), workload::Error>) {
+    fn finished(&mut self, workload: usize, result: Result<(), Error>) {
         match result {
             Ok(()) => {}
-            Err(workload::Error::Interrupted) => self.interrupted = true,
+            Err(Error::Interrupted) => self.interrupted = true,
             Err(e) => {
                 let record = &self.doc.workloads[workload];
                 let what = format!(
@@ -269,7 +271,7 @@ impl<'a> Ledger<'a> {
         }
         match self.first_error {
             Some(e) => Err(e),
-            None if self.interrupted => Err(workload::Error::Interrupted.into()),
+            None if self.interrupted => Err(Error::Interrupted.into()),
             None => Ok(()),
         }
     }
@@ -286,7 +288,7 @@ fn worker(member: Member, workload: &mut dyn Workload, ctx: Context, gate: &Gate
             return Err(e);
         }
         if gate.arrive().is_none() || !wait_out(member.delay, &ctx.cancel) {
-            return Err(workload::Error::Interrupted);
+            return Err(Error::Interrupted);
         }
         ctx.sink.started(Instant::now());
         workload.run(&ctx)
@@ -296,14 +298,14 @@ fn worker(member: Member, workload: &mut dyn Workload, ctx: Context, gate: &Gate
 
 /// Runs `step`, turning a panic into an error: a bug, not the user's doing, and the run
 /// must still end with cleanup and storage.
-fn guarded(step: impl FnOnce() -> Result<(), workload::Error>) -> Result<(), workload::Error> {
+fn guarded(step: impl FnOnce() -> Result<(), Error>) -> Result<(), Error> {
     std::panic::catch_unwind(AssertUnwindSafe(step)).unwrap_or_else(|panic| {
         let what = panic
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        Err(workload::Error::Unsupported(format!(
+        Err(Error::Unsupported(format!(
             "internal error, please report it: {what}"
         )))
     })

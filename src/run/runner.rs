@@ -10,10 +10,11 @@ use super::group::{Shared, run_group};
 use super::interference::{LOOK_EVERY, Touched, Watch};
 use super::progress::ProgressDisplay;
 use super::schedule::Schedule;
+use crate::control::Cancel;
 use crate::document::{RunDocument, RunStatus, Verdict, WorkloadRecord, now_rfc3339};
+use crate::error::{Error, is_interrupted};
 use crate::platform::cores::calling_thread_cpu_seconds;
 use crate::store::Store;
-use crate::workload::Cancel;
 use crate::workload::{self, Workload};
 
 /// The environment variable that holds a fleet's agreed start, in seconds since the
@@ -68,7 +69,7 @@ pub fn execute(
         workload.prepare()?;
     }
     if cancel.interrupted() {
-        return Err(workload::Error::Interrupted.into());
+        return Err(Error::Interrupted.into());
     }
     let mut doc = begin(&mut spec, &workloads)?;
     let mut outcome = run_groups(&mut spec, &mut workloads, &mut doc, &cancel);
@@ -165,7 +166,7 @@ fn run_groups(
     }
     // A signal that came during the last sync or the cleanup still ends the run.
     if outcome.is_ok() && cancel.interrupted() {
-        outcome = Err(workload::Error::Interrupted.into());
+        outcome = Err(Error::Interrupted.into());
     }
     outcome
 }
@@ -184,7 +185,7 @@ fn end(doc: &mut RunDocument, outcome: &anyhow::Result<()>) {
         Ok(()) => doc.status = RunStatus::Complete,
         Err(e) => {
             doc.status = RunStatus::Incomplete;
-            doc.incomplete_reason = Some(if workload::is_interrupted(e) {
+            doc.incomplete_reason = Some(if is_interrupted(e) {
                 "interrupted".to_string()
             } else {
                 format!("error: {e:#}")

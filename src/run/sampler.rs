@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::control::Progress;
 use crate::document::{Series, StageEnd};
-use crate::workload::Progress;
 
 /// Series of a group of workloads on one clock.
 pub struct Sampler {

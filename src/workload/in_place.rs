@@ -5,7 +5,8 @@
 
 use std::path::PathBuf;
 
-use super::{Context, Error, Workload};
+use super::{Context, Workload};
+use crate::error::Error;
 use crate::storage::layers::Layer;
 
 /// A place made for another kind's work: a folder, and the host files below it whose

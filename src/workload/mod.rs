@@ -20,13 +20,13 @@ pub mod why;
 
 use serde_json::Value;
 
-pub use crate::control::{Cancel, Progress};
-pub use crate::error::{Error, is_interrupted};
 pub use in_place::{InPlace, RoundBytes, Site};
 pub use kind::{At, DecodeError, Kind, Stored, StoredKind};
 pub use sink::{Event, Sink};
 
+use crate::control::Cancel;
 use crate::document::{RunDocument, WorkloadRecord};
+use crate::error::Error;
 use crate::vocab::{ProfileFigure, RateUnit, Samples};
 
 /// The storage and network a workload's figures depend on: the folders (or files) it

@@ -8,8 +8,8 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::Error;
 use crate::control::Progress;
+use crate::error::Error;
 
 /// Something a workload tells the runner.
 #[derive(Debug)]

@@ -30,9 +30,10 @@ pub use measure::{Budget, ThreadFigures};
 pub use scaling::{Scaling, ScalingPoint};
 
 use self::measure::Placement;
+use crate::error::Error;
 use crate::monitor::power::Power;
 use crate::platform::cores;
-use crate::workload::{Context, Error, Kind, Workload};
+use crate::workload::{Context, Kind, Workload};
 
 /// Rates of an earlier run to compare with (`--baseline`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -19,13 +19,14 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use crate::error::Error;
 use crate::platform::{self, StorageChain};
 use crate::storage::engine::{self, Engine};
 pub use crate::storage::rates::link_limit;
 pub use crate::storage::rates::{Headline, flagged, streaming_rate};
 pub use crate::storage::read::read_one;
 use crate::storage::workdir::{self, KeptFile, WorkDir};
-use crate::workload::{Context, Error, InPlace, Kind, RoundBytes, Workload};
+use crate::workload::{Context, InPlace, Kind, RoundBytes, Workload};
 pub use kind::DiskKind;
 pub use plan::{DiskPlan, EngineKind, Phase, ReadMode, SyncMode};
 use stored::{DiskContext, DiskParams, QuickBaseline, QuickShape};

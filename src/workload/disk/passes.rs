@@ -5,13 +5,14 @@ use std::time::Instant;
 
 use super::plan::{DIRECT_ALIGN, ReadMode};
 use super::{DiskWorkload, series};
+use crate::error::Error;
 use crate::storage::engine::{Engine, Transfer, WriteJob};
 use crate::storage::item::{DiskItem, Op};
 use crate::storage::layers::{read_below, read_below_fraction};
 use crate::storage::read::read_one;
 use crate::storage::workdir::{self, KeptFile, WorkDir};
 use crate::vocab::units::format_size;
-use crate::workload::{Context, Error};
+use crate::workload::Context;
 
 /// How one file is written.
 pub(super) struct WriteSpec<'a> {

@@ -12,12 +12,13 @@ use serde_json::Value;
 
 use super::stored::{QuickBaseline, QuickShape};
 use super::{DiskKind, DiskPlan, DiskWorkload, Phase, SyncMode, flagged};
+use crate::error::Error;
 use crate::storage::data::Pattern;
 use crate::storage::engine::Transfer;
 use crate::storage::item::{DiskItem, Op};
 use crate::storage::request::{self, Request};
 use crate::storage::workdir;
-use crate::workload::{Context, Error, Kind, Workload};
+use crate::workload::{Context, Kind, Workload};
 
 /// The large file: 50 MiB (the check is usually described as 50 MB).
 pub const LARGE_BYTES: u64 = 50 << 20;

@@ -8,10 +8,12 @@ use std::time::{Duration, Instant};
 
 use super::DiskWorkload;
 use super::passes::WriteSpec;
+use crate::control::Progress;
+use crate::error::Error;
 use crate::storage::engine::Engine;
 use crate::storage::workdir::{self, KeptFile};
 use crate::vocab::units::format_size;
-use crate::workload::{Context, Error, Progress, Sink};
+use crate::workload::{Context, Sink};
 
 impl DiskWorkload {
     /// Writes the files a sustained read goes through, before the common start; their

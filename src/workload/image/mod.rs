@@ -19,9 +19,10 @@ pub use kind::ImageKind;
 pub use stored::{ImageItem, ImageParams, ImagePlan, ImageSummary, Place};
 
 use self::record::{Recorded, Shared};
+use crate::error::Error;
 use crate::platform::container::{self, ContainerSpec};
 use crate::storage::workdir;
-use crate::workload::{Context, Error, InPlace, Kind, Site, Workload};
+use crate::workload::{Context, InPlace, Kind, Site, Workload};
 
 /// The image workload: it owns the containers and runs every place's series and task.
 pub struct ImageWorkload {

@@ -8,9 +8,10 @@ use std::time::Instant;
 use super::record::Shared;
 use super::stored::{ImageItem, ImagePlan, Place};
 use super::{SERIES, TASK};
+use crate::error::Error;
 use crate::platform::container::Container;
 use crate::platform::diskstats;
-use crate::workload::{Context, Error, InPlace, RoundBytes};
+use crate::workload::{Context, InPlace, RoundBytes};
 
 /// One place in one round.
 pub(super) struct Turn<'a> {

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use crate::workload::{Context, Error, Workload};
+use crate::error::Error;
+use crate::workload::{Context, Workload};
 
 /// A workload's record whose items another workload of the run sends.
 pub struct Recorded {

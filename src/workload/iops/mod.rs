@@ -28,13 +28,14 @@ pub use test::{BlockTest, Order, Rw};
 use self::drive::ThreadJob;
 use self::latency::Intervals;
 use crate::catch::{Family, skew};
+use crate::error::Error;
 use crate::platform::{self, StorageChain};
 use crate::storage::align::DirectAlign;
 use crate::storage::cache::{self, Eviction};
 use crate::storage::engine::{self, EngineKind, SyncMode, WriteJob};
 use crate::storage::workdir::{self, WorkDir};
 use crate::vocab::units::{format_seconds, format_size};
-use crate::workload::{Context, Error, Kind, Workload};
+use crate::workload::{Context, Kind, Workload};
 
 /// The tests run when none are named: what CrystalDiskMark shows.
 pub const DEFAULT_TESTS: &str = "SEQ1M-Q8T1,SEQ1M-Q1T1,RND4K-Q32T1,RND4K-Q1T1";

@@ -7,7 +7,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use crate::workload::Error;
+use crate::error::Error;
 
 /// Starts `command` (its program already resolved to `program`), with its stdout on
 /// ratelab's stderr, its stdin and stderr shared with ratelab.

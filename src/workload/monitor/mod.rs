@@ -30,10 +30,11 @@ pub use summary::{
     ZonePower, placements,
 };
 
+use crate::error::Error;
 use crate::monitor::Monitor;
 use crate::monitor::residency::PROC_STAT;
 use crate::platform::cores::calling_thread_cpu_seconds;
-use crate::workload::{Context, Error, Kind, Workload};
+use crate::workload::{Context, Kind, Workload};
 
 /// What a monitor was asked to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -199,8 +200,9 @@ impl Workload for MonitorWorkload {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::Cancel;
-    use crate::workload::{Event, Progress, Sink};
+    use crate::control::Cancel;
+    use crate::control::Progress;
+    use crate::workload::{Event, Sink};
     use std::sync::atomic::Ordering;
 
     #[test]

@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 use super::MonitorWorkload;
 use super::context::Ended;
 use super::item::{ACTIVE_AT, MonitorItem};
+use crate::error::Error;
 use crate::monitor::Reading;
 use crate::monitor::residency::PROC_STAT;
-use crate::workload::{Context, Error};
+use crate::workload::Context;
 
 /// What the wait for the next sample ended with.
 enum Wake {

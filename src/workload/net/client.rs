@@ -12,7 +12,7 @@ use super::protocol::{
 use super::report::{Role, SideReport};
 use super::session::Connection;
 use super::socket;
-use crate::workload::Error;
+use crate::error::Error;
 
 /// Longest wait for the server's answer to a request message, or to the key's proof.
 pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);

@@ -59,8 +59,9 @@ use self::session::{Connection, GRACE};
 
 /// How long a client whose stream stalled waits for the server's report.
 const STALLED_RESULTS: Duration = Duration::from_secs(2);
+use crate::error::Error;
 use crate::platform::nics::{self, Nic};
-use crate::workload::{Context, Error, Kind, Workload};
+use crate::workload::{Context, Kind, Workload};
 
 /// The port `net serve` listens on and `net HOST` connects to by default.
 pub const DEFAULT_PORT: u16 = 5301;

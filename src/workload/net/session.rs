@@ -11,7 +11,7 @@ use super::options::{self, StreamOptions};
 use super::protocol::TestRequest;
 use super::report::{Role, SideReport};
 use super::stream::{self, Ending, StreamJob, Until};
-use crate::workload::Progress;
+use crate::control::Progress;
 
 /// Time past a test's planned end before an end gives up on its peer.
 pub const GRACE: Duration = Duration::from_secs(10);

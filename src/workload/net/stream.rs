@@ -12,8 +12,8 @@ use super::options::{self, StreamOptions};
 use super::payload::{Source, pace_wait, read};
 use super::report::{Interval, Role, Stall, StreamReport};
 use super::socket;
+use crate::control::Progress;
 use crate::platform::threads::{OwnTimes, SchedTimes};
-use crate::workload::Progress;
 
 /// How often a blocked call wakes to check the stop flag and the deadline.
 const POLL: Duration = Duration::from_millis(100);

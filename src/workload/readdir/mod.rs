@@ -11,11 +11,12 @@ use serde_json::Value;
 
 pub use kind::ReaddirKind;
 
+use crate::error::Error;
 use crate::platform::{self, StorageChain};
 use crate::storage::engine::{self, Engine};
 use crate::storage::item::{DiskItem, Op};
 use crate::storage::read::{ReadMode, read_one};
-use crate::workload::{Context, Error, Kind, Workload};
+use crate::workload::{Context, Kind, Workload};
 
 /// What `readdir` was asked to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

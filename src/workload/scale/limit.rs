@@ -5,7 +5,7 @@
 use std::ffi::CString;
 use std::path::PathBuf;
 
-use crate::workload::Error;
+use crate::error::Error;
 
 /// The CFS period the quota is a share of, microseconds.
 const PERIOD_US: u64 = 100_000;

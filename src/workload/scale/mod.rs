@@ -19,7 +19,8 @@ pub use kind::{ScaleKind, ScalePoint, ScaleSummary};
 
 use self::limit::QuotaGroup;
 use crate::catch::{Family, skew};
-use crate::workload::{Context, Error, Kind, Workload};
+use crate::error::Error;
+use crate::workload::{Context, Kind, Workload};
 
 /// How a run is held to n CPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

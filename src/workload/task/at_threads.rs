@@ -8,7 +8,8 @@ use std::time::Instant;
 use super::pipeline::{self, Input, Middle, Output};
 use super::steps::{self, Direction, Transform, Uncached};
 use super::{TaskItem, TaskKind, TaskWorkload};
-use crate::workload::{Context, Error, Kind};
+use crate::error::Error;
+use crate::workload::{Context, Kind};
 
 /// Times the in-memory transform is run alone at most, so that one slice of CPU
 /// taken by the host or other work does not set its rate: its median is the step's,

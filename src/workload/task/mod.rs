@@ -31,11 +31,12 @@ pub use stored::{DiskRate, DiskRead, DiskRuns, DiskWrite, TaskContext, TaskSumma
 pub use summary::{StepRate, ThreadsSummary};
 
 use self::steps::{Transform, Uncached};
+use crate::error::Error;
 use crate::platform::{self, StorageChain};
 use crate::storage::buffer::AlignedBuf;
 use crate::storage::workdir::{self, WorkDir};
 use crate::vocab::units::format_bytes;
-use crate::workload::{Context, Error, InPlace, Kind, RoundBytes, Workload};
+use crate::workload::{Context, InPlace, Kind, RoundBytes, Workload};
 
 /// Share of the available memory the in-memory steps may hold, input and output
 /// together (each gets half).

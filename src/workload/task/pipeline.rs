@@ -13,9 +13,10 @@ use std::thread::{Scope, ScopedJoinHandle};
 use std::time::Instant;
 
 use super::steps::{CHUNK, Transform, Uncached, Writeback, transform};
+use crate::error::Error;
 use crate::storage::buffer::AlignedBuf;
 use crate::storage::workdir::WorkDir;
-use crate::workload::{Context, Error};
+use crate::workload::Context;
 
 /// Buffers of [`CHUNK`] bytes the reader may fill ahead of the codec, and the writer
 /// may hold behind it: 8 MiB each way, the job size of zstd's workers at its default
@@ -456,9 +457,10 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::control::{Cancel, Progress};
+    use crate::workload::Sink;
     use crate::workload::task::Codec;
     use crate::workload::task::steps::Direction;
-    use crate::workload::{Cancel, Progress, Sink};
 
     fn context() -> Context {
         let (events, _) = channel();

@@ -11,14 +11,15 @@ use std::time::Instant;
 use sha2::{Digest, Sha256};
 
 use super::codec::Codec;
+use crate::control::Cancel;
+use crate::error::Error;
 use crate::storage::buffer::AlignedBuf;
 use crate::storage::cache::{self, Eviction};
 use crate::storage::layers::LayerResidency;
 use crate::storage::layers::{Layer, evict_and_measure};
 use crate::storage::request::{self, Op, Request};
 use crate::storage::workdir::{self, WorkDir};
-use crate::workload::Cancel;
-use crate::workload::{Context, Error};
+use crate::workload::Context;
 
 /// Bytes per read and write call, as the disk series uses.
 pub const CHUNK: usize = 1 << 20;

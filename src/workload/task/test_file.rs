@@ -7,9 +7,9 @@
 use std::io::Write;
 use std::path::Path;
 
+use crate::control::Cancel;
+use crate::error::Error;
 use crate::storage::data::{fill_random, mix};
-use crate::workload::Cancel;
-use crate::workload::Error;
 
 /// Bytes of one block of a kind.
 const BLOCK: usize = 64 << 10;

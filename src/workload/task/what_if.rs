@@ -5,7 +5,8 @@
 use super::pipeline::{self, Input, Middle, Output};
 use super::steps::{Direction, Transform, Uncached};
 use super::{TaskItem, TaskWorkload};
-use crate::workload::{Context, Error};
+use crate::error::Error;
+use crate::workload::Context;
 
 /// A step of the task, made free.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

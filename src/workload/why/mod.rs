@@ -30,10 +30,11 @@ pub use stored::{
 pub use what_if::NAMES as WHAT_IF_NAMES;
 
 use crate::account::{Account, Step, Watch, WatchPlan};
+use crate::error::Error;
 use crate::platform::StorageChain;
 use crate::platform::nics::Nic;
 use crate::platform::slowdown::Slowdown;
-use crate::workload::{Context, Error, Kind, Workload};
+use crate::workload::{Context, Kind, Workload};
 use what_if::DevicesMoved;
 
 /// What the verb is asked of a device or link the command waited on.

@@ -16,12 +16,13 @@ use super::beside::Beside;
 use super::stored::{NotMeasured, WhatIfItem, WhatIfPlan, WhatIfStep, WhyItem};
 use crate::account::{Account, Step};
 use crate::catch::{Family, skew};
+use crate::error::Error;
 use crate::platform::diskstats::DeviceCounts;
 use crate::platform::shaper::{LinkHold, Shaper, Way};
 use crate::platform::slowdown::{Limit, Slowdown};
 use crate::storage::cache::{Eviction, evict};
 use crate::vocab::units::format_rate;
-use crate::workload::{Context, Error};
+use crate::workload::Context;
 
 /// The share of the wall time a step needs to be slowed when no step is named.
 pub const LEAST_SHARE: f64 = 0.10;

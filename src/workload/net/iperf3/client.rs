@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::wire::{
     self, CLIENT_VERSION, COOKIE_BYTES, MAX_RESULTS_BYTES, Params, Results, State, StreamResult,
 };
-use crate::workload::Error;
+use crate::error::Error;
 use crate::workload::net::protocol::{DecodeError, Direction};
 use crate::workload::net::report::{Role, SideReport, StreamReport};
 use crate::workload::net::session::Connection;

@@ -19,7 +19,8 @@ use super::report::{Role, SideReport};
 use super::session::{self, Crossed, GRACE};
 use super::stream::{Ending, Handover};
 use super::{NetPlan, protocol::Direction};
-use crate::workload::{Context, Error};
+use crate::error::Error;
+use crate::workload::Context;
 
 /// What one test against an iperf3 server measured.
 pub struct Outcome {
