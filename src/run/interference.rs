@@ -170,6 +170,8 @@ struct Look {
     processes: HashMap<(u32, u64), Process>,
     devices: Vec<(String, u64, u64)>,
     interfaces: Vec<(String, u64, u64)>,
+    /// The pids of this run's processes: this one and every descendant it had then.
+    own: std::collections::HashSet<u32>,
 }
 
 impl Look {
@@ -179,10 +181,9 @@ impl Look {
     /// 40 MiB/s on less than a tick of CPU a second, so an unchanged CPU time is no
     /// sign its counters stood still (half of a run's writes were put down to others).
     fn take(touched: &Touched, before: Option<&Look>) -> Look {
-        let own = before.map(Look::own).unwrap_or_default();
         let idle = |p: &Process| {
             before
-                .filter(|_| !own.contains(&p.pid))
+                .filter(|b| !b.own.contains(&p.pid))
                 .and_then(|b| b.processes.get(&(p.pid, p.start_ticks)))
                 .filter(|then| then.cpu_ticks == p.cpu_ticks && then.io.is_some())
         };
@@ -196,6 +197,7 @@ impl Look {
         Look {
             at: Instant::now(),
             cpu: procfs::cpu_ticks(),
+            own: own(&processes),
             processes,
             devices: touched
                 .devices
@@ -215,30 +217,30 @@ impl Look {
                 .collect(),
         }
     }
+}
 
-    /// The processes of this run: this one and every descendant it has now.
-    fn own(&self) -> std::collections::HashSet<u32> {
-        let me = std::process::id();
-        let parent: HashMap<u32, u32> = self.processes.values().map(|p| (p.pid, p.ppid)).collect();
-        parent
-            .keys()
-            .copied()
-            .filter(|&pid| {
-                let mut at = pid;
-                // Walk up to init; a parent cycle cannot happen, but bound the walk.
-                for _ in 0..64 {
-                    if at == me {
-                        return true;
-                    }
-                    match parent.get(&at) {
-                        Some(&up) if up != 0 && up != at => at = up,
-                        _ => return false,
-                    }
+/// The pids of this run among `processes`: this one and every descendant.
+fn own(processes: &HashMap<(u32, u64), Process>) -> std::collections::HashSet<u32> {
+    let me = std::process::id();
+    let parent: HashMap<u32, u32> = processes.values().map(|p| (p.pid, p.ppid)).collect();
+    parent
+        .keys()
+        .copied()
+        .filter(|&pid| {
+            let mut at = pid;
+            // Walk up to init; a parent cycle cannot happen, but bound the walk.
+            for _ in 0..64 {
+                if at == me {
+                    return true;
                 }
-                false
-            })
-            .collect()
-    }
+                match parent.get(&at) {
+                    Some(&up) if up != 0 && up != at => at = up,
+                    _ => return false,
+                }
+            }
+            false
+        })
+        .collect()
 }
 
 /// What one other process did during the run, summed over the looks that saw it.
@@ -311,9 +313,9 @@ fn keep(touched: &Touched, every: Duration, stop: &Receiver<()>) -> Option<Inter
 impl Account {
     /// Adds what happened between two looks.
     fn add(&mut self, before: &Look, after: &Look) {
-        let own = after.own();
+        let own = &after.own;
         if self.find_peers {
-            self.find_loopback_peers(before, after, &own);
+            self.find_loopback_peers(before, after, own);
         }
         let (mut own_ticks, mut kernel_ticks, mut peer_ticks) = (0u64, 0u64, 0u64);
         let mut own_io = Io::default();
@@ -627,6 +629,7 @@ mod tests {
             processes: peer.map(|t| ((7, 5), process(t))).into_iter().collect(),
             devices: Vec::new(),
             interfaces: Vec::new(),
+            own: Default::default(),
         }
     }
 
