@@ -8,16 +8,16 @@ pub mod analysis;
 pub mod catch;
 pub mod cli;
 pub mod control;
+pub mod db;
 pub mod document;
 pub mod error;
 pub mod exit;
 pub mod fleet;
-pub mod monitor;
 pub mod platform;
 pub mod report;
 pub mod run;
+pub mod sensors;
 pub mod storage;
-pub mod store;
 pub mod vocab;
 pub mod workload;
 

@@ -1,10 +1,11 @@
 //! docs/architecture.md against the tree: every module of the crate is named in its
 //! layers, every kind's folder in the workload layer, and every module of the storage
 //! core has a row in its table, so the page a newcomer reads first cannot fall behind
-//! the code unseen.
+//! the code unseen; and the tree against the page's rules: no import runs back up a
+//! floor, and no files of a kind's folder use each other in a circle.
 
-use std::collections::BTreeSet;
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
 /// The page, read whole.
 fn page() -> String {
@@ -30,9 +31,9 @@ fn modules(dir: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// The first word of each line of the layer block, and the names listed on a line
-/// of several (`monitor, control, error, …`).
-fn layers(page: &str) -> BTreeSet<String> {
+/// The floors of the layer block, top first: the first word of each line, or the
+/// names listed on a line of several (`sensors, control, error, …`).
+fn floors(page: &str) -> Vec<Vec<String>> {
     let block = page
         .split("```")
         .nth(1)
@@ -40,14 +41,117 @@ fn layers(page: &str) -> BTreeSet<String> {
     block
         .lines()
         .filter(|l| !l.starts_with(' ') && !l.trim().is_empty())
-        .flat_map(|l| {
+        .map(|l| {
             let names = l.split("  ").next().unwrap_or(l);
-            names
-                .split(',')
-                .map(|n| n.trim().to_string())
-                .collect::<Vec<_>>()
+            names.split(',').map(|n| n.trim().to_string()).collect()
         })
         .collect()
+}
+
+/// Every module the layer block names.
+fn layers(page: &str) -> BTreeSet<String> {
+    floors(page).into_iter().flatten().collect()
+}
+
+/// The `.rs` files under `path` (itself, if it is one), each with the code before its
+/// tests (`#[cfg(test)]` at the start of a line) and without comments.
+fn code_files(path: &Path) -> Vec<(PathBuf, String)> {
+    if path.is_dir() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+            .unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+            .map(|e| e.unwrap().path())
+            .collect();
+        entries.sort();
+        return entries.iter().flat_map(|p| code_files(p)).collect();
+    }
+    if path.extension().is_none_or(|e| e != "rs") {
+        return Vec::new();
+    }
+    let text = std::fs::read_to_string(path).unwrap();
+    let code = text
+        .lines()
+        .take_while(|l| !l.starts_with("#[cfg(test)]"))
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    vec![(path.to_path_buf(), code)]
+}
+
+/// The paths a use tree names, from its start in `text` (`a::{b, c::d}` gives `a`,
+/// `a::b`, `a::c::d`); `self` names the path it is in.
+fn use_tree(text: &str) -> Vec<Vec<String>> {
+    fn tree(text: &[u8], at: &mut usize, prefix: &[String]) -> Vec<Vec<String>> {
+        let skip = |at: &mut usize| {
+            while *at < text.len() && text[*at].is_ascii_whitespace() {
+                *at += 1;
+            }
+        };
+        let mut path = prefix.to_vec();
+        loop {
+            skip(at);
+            let start = *at;
+            while *at < text.len() && (text[*at].is_ascii_alphanumeric() || text[*at] == b'_') {
+                *at += 1;
+            }
+            if *at > start {
+                let word = String::from_utf8_lossy(&text[start..*at]).to_string();
+                if word != "self" {
+                    path.push(word);
+                }
+                if text[*at..].starts_with(b"::") {
+                    *at += 2;
+                    continue;
+                }
+                return vec![path];
+            }
+            if text.get(*at) != Some(&b'{') {
+                return vec![path];
+            }
+            *at += 1;
+            let mut out = vec![path.clone()];
+            loop {
+                skip(at);
+                match text.get(*at) {
+                    Some(b'}') | None => {
+                        *at += 1;
+                        return out;
+                    }
+                    Some(b',') => *at += 1,
+                    _ => {
+                        let before = *at;
+                        out.extend(tree(text, at, &path));
+                        if *at == before {
+                            *at += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    tree(text.as_bytes(), &mut 0, &[])
+}
+
+/// Each path `code` names after `prefix` (`crate::`, `super::`), with the number of
+/// `super::` before it.
+fn named_after<'a>(
+    code: &'a str,
+    prefix: &'a str,
+) -> impl Iterator<Item = (usize, Vec<String>)> + 'a {
+    code.match_indices(prefix)
+        .filter_map(move |(at, _)| {
+            let before = code[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                return None;
+            }
+            let mut rest = &code[at..];
+            let mut supers = 0;
+            while let Some(r) = rest.strip_prefix(prefix) {
+                supers += 1;
+                rest = r;
+            }
+            Some(use_tree(rest).into_iter().map(move |p| (supers, p)))
+        })
+        .flatten()
 }
 
 /// The module named in the first cell of each row of the storage core's table.
@@ -108,5 +212,41 @@ fn every_kind_folder_is_named_in_the_workload_layer() {
     assert_eq!(
         named, folders,
         "docs/architecture.md's workload layer names {named:?}; src/workload's folders are {folders:?}"
+    );
+}
+
+#[test]
+fn no_import_runs_back_up_a_floor() {
+    let floors = floors(&page());
+    let floor_of: BTreeMap<&str, usize> = floors
+        .iter()
+        .enumerate()
+        .flat_map(|(n, names)| names.iter().map(move |name| (name.as_str(), n)))
+        .collect();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut up = Vec::new();
+    for (module, &floor) in &floor_of {
+        let path = if src.join(module).is_dir() {
+            src.join(module)
+        } else {
+            src.join(format!("{module}.rs"))
+        };
+        for (file, code) in code_files(&path) {
+            for (_, named) in named_after(&code, "crate::") {
+                let Some(used) = named.first() else { continue };
+                if floor_of.get(used.as_str()).is_some_and(|&f| f < floor) {
+                    up.push(format!(
+                        "{} uses crate::{used}",
+                        file.strip_prefix(&src).unwrap().display()
+                    ));
+                }
+            }
+        }
+    }
+    up.sort();
+    up.dedup();
+    assert!(
+        up.is_empty(),
+        "imports up a floor of docs/architecture.md: {up:#?}"
     );
 }

@@ -434,15 +434,16 @@ fn an_iperf3_login_is_good_once() {
     // The first login's test still gathers its streams when the second comes.
     args.extend(["--no-store", "--max-tests", "2"]);
     let server = Server::start(&args);
-    use ratelab::workload::net::iperf3::auth;
+    use ratelab::workload::net::iperf3::login as iperf3_login;
     let public =
-        auth::read_public_key(std::path::Path::new(&credentials.path("public.pem"))).unwrap();
-    let login = auth::Credentials {
+        iperf3_login::read_public_key(std::path::Path::new(&credentials.path("public.pem")))
+            .unwrap();
+    let login = iperf3_login::Credentials {
         user: "mario".into(),
         password: "rossi".into(),
-        time_s: auth::now_s(),
+        time_s: iperf3_login::now_s(),
     };
-    let token = auth::token(&public, auth::Padding::Oaep, &login).unwrap();
+    let token = iperf3_login::token(&public, iperf3_login::Padding::Oaep, &login).unwrap();
     let params = serde_json::json!({
         "tcp": true, "time": 1, "parallel": 1, "len": 131072,
         "client_version": "3.22", "authtoken": token,

@@ -8,11 +8,11 @@ use clap::Args;
 
 use super::MeasureArgs;
 use super::values::{CountList, parse_count_list, parse_seconds};
+use crate::db::{Address, RunQuery, Store};
 use crate::document::RunStatus;
 use crate::exit::{Exit, UsageError};
 use crate::platform::cores;
 use crate::run::{DEFAULT_INTERVAL, Schedule};
-use crate::store::{Address, RunQuery, Store};
 use crate::workload::cpu::kernels::{self, DEFAULT_TESTS};
 use crate::workload::cpu::{
     Baseline, BaselineRate, Budget, CpuKind, CpuPlan, CpuWorkload, SchedClass,

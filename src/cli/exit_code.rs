@@ -3,7 +3,7 @@
 
 use crate::error::Error;
 use crate::exit::{Exit, UsageError};
-use crate::{platform, store};
+use crate::{db, platform};
 
 /// Chooses the exit code for an error by the first typed error in its chain; an error
 /// of no known type is the environment's.
@@ -23,11 +23,11 @@ pub fn code_for(err: &anyhow::Error) -> Exit {
                 | Error::Unsupported(_) => Exit::Environment,
             };
         }
-        if let Some(err) = cause.downcast_ref::<store::Error>() {
+        if let Some(err) = cause.downcast_ref::<db::Error>() {
             return match err {
-                store::Error::NotFound(_)
-                | store::Error::NoDataFolder
-                | store::Error::Address { .. } => Exit::Usage,
+                db::Error::NotFound(_) | db::Error::NoDataFolder | db::Error::Address { .. } => {
+                    Exit::Usage
+                }
                 _ => Exit::Environment,
             };
         }

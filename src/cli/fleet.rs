@@ -10,11 +10,11 @@ use clap::{Args, Parser};
 
 use super::{Cli, DbArg};
 use crate::control::Cancel;
+use crate::db::Address;
 use crate::exit::{Exit, UsageError};
 use crate::fleet::{self, Outcome, inventory};
 use crate::report;
 use crate::report::fleet::HostRun;
-use crate::store::Address;
 
 /// Options of `ratelab fleet`.
 #[derive(Debug, Args)]
@@ -79,7 +79,7 @@ pub fn run(args: FleetArgs) -> anyhow::Result<Exit> {
                     None => anyhow::bail!(
                         "{}: its run {} is already stored here",
                         host.name,
-                        crate::store::identity(&doc)
+                        crate::db::identity(&doc)
                     ),
                 };
                 runs.push((host, store.load_run(id)?));

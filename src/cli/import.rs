@@ -5,9 +5,9 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
+use crate::db::{Store, identity};
 use crate::document::RunDocument;
 use crate::exit::UsageError;
-use crate::store::{Store, identity};
 
 /// The first bytes of every SQLite database file.
 const SQLITE_HEADER: &[u8] = b"SQLite format 3\0";
@@ -78,7 +78,7 @@ fn from_database(file: &Path) -> anyhow::Result<Vec<RunDocument>> {
         )
     })?;
     let mut runs = Vec::new();
-    for listing in source.find_runs(&crate::store::RunQuery {
+    for listing in source.find_runs(&crate::db::RunQuery {
         oldest_first: true,
         ..Default::default()
     })? {

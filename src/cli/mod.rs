@@ -29,11 +29,11 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::db::{Address, Store};
 use crate::exit::Exit;
 use crate::report::layout::Detail;
 use crate::report::{self, Format};
 use crate::run::{RunSpec, Schedule};
-use crate::store::{Address, Store};
 use crate::workload::Workload;
 
 /// ratelab: which step limits the rate of the work you wait for, and by how much.
@@ -210,10 +210,10 @@ fn measure(
 /// The last complete run of `verb` on this machine, where results are kept.
 fn last_run(verb: &str, output: &MeasureArgs) -> Option<crate::document::RunDocument> {
     let store = output.history()?;
-    let query = crate::store::RunQuery {
+    let query = crate::db::RunQuery {
         hostname: Some(crate::platform::probe_machine().hostname),
         limit: Some(1),
-        ..crate::store::RunQuery::complete(&[verb])
+        ..crate::db::RunQuery::complete(&[verb])
     };
     let last = store.find_runs(&query).ok()?.pop()?;
     store.load_run(last.run_id).ok()

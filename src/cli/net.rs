@@ -14,7 +14,7 @@ use super::{Command, MeasureArgs};
 use crate::control::Cancel;
 use crate::exit::{Exit, UsageError};
 use crate::run::Schedule;
-use crate::workload::net::iperf3::auth::{self, Authority, AuthorizedUsers, Login, Padding};
+use crate::workload::net::iperf3::login::{self, Authority, AuthorizedUsers, Login, Padding};
 use crate::workload::net::{
     DEFAULT_PORT, Direction, Key, KeyError, Limits, MAX_BLOCK_BYTES, NetKind, NetPlan, NetWorkload,
     ServeConfig, Server, StreamOptions,
@@ -215,7 +215,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         value_name = "SECONDS",
-        default_value_t = crate::workload::net::iperf3::auth::DEFAULT_SKEW_SECONDS,
+        default_value_t = crate::workload::net::iperf3::login::DEFAULT_SKEW_SECONDS,
         requires = "rsa_private_key_path"
     )]
     pub time_skew_threshold: u64,
@@ -443,7 +443,7 @@ fn authority(args: &ServeArgs) -> anyhow::Result<Option<Arc<Authority>>> {
     };
     readable(key_path, "--rsa-private-key-path")?;
     readable(users_path, "--authorized-users-path")?;
-    let key = auth::read_private_key(key_path)
+    let key = login::read_private_key(key_path)
         .map_err(|e| UsageError(format!("{e} (for --rsa-private-key-path)")))?;
     let users = AuthorizedUsers::read(users_path)
         .map_err(|e| UsageError(format!("{e} (for --authorized-users-path)")))?;
@@ -467,8 +467,8 @@ fn recorder(
     db: &super::DbArg,
     log: crate::workload::net::Log,
 ) -> anyhow::Result<crate::workload::net::Recorder> {
-    let at = Arc::new(crate::store::Address::of(db.path.as_deref())?);
-    let store = Arc::new(std::sync::Mutex::new(None::<crate::store::Store>));
+    let at = Arc::new(crate::db::Address::of(db.path.as_deref())?);
+    let store = Arc::new(std::sync::Mutex::new(None::<crate::db::Store>));
     Ok(Arc::new(move |local_ip| {
         // The test's own account of the machine, as every run keeps one: the interface
         // its control connection came in on carries its streams.

@@ -7,9 +7,9 @@ use clap::Args;
 
 use super::MeasureArgs;
 use crate::analysis::stats::Stats;
+use crate::db::RunQuery;
 use crate::exit::Exit;
 use crate::run::Schedule;
-use crate::store::RunQuery;
 use crate::workload::disk::DiskKind;
 use crate::workload::disk::quick::QuickWorkload;
 use crate::workload::disk::stored::QuickBaseline;

@@ -7,11 +7,11 @@ use clap::{Args, Subcommand};
 
 use super::MeasureArgs;
 use super::values::{CountList, parse_count_list, parse_size};
+use crate::db::RunQuery;
 use crate::document::RunStatus;
 use crate::exit::{Exit, UsageError};
 use crate::platform::cores;
 use crate::run::Schedule;
-use crate::store::RunQuery;
 use crate::workload::disk::{DiskKind, streaming_rate};
 use crate::workload::task::{
     Codec, Direction, DiskRead, DiskRuns, DiskWrite, TaskPlan, TaskWorkload, folder_of,

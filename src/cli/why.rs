@@ -8,10 +8,10 @@ use clap::Args;
 
 use super::MeasureArgs;
 use super::values::parse_seconds;
+use crate::db::{RunQuery, Store};
 use crate::document::RunStatus;
 use crate::exit::{Exit, UsageError};
 use crate::run::Schedule;
-use crate::store::{RunQuery, Store};
 use crate::workload::disk::{DiskKind, streaming_rate};
 use crate::workload::iops::IopsKind;
 use crate::workload::net::NetKind;

@@ -29,7 +29,7 @@ mod links;
 mod mounts;
 
 #[cfg(test)]
-mod chain_tests;
+mod tests;
 
 use std::path::{Path, PathBuf};
 

@@ -83,7 +83,7 @@ mod tests {
     /// again to the very summaries, knees, contention and verdicts it stored.
     #[test]
     fn stored_runs_conclude_again_to_what_was_stored() {
-        let (_dir, store) = crate::store::fixture();
+        let (_dir, store) = crate::db::fixture();
         let runs = store.list_runs().unwrap();
         assert_eq!(runs.len(), 15);
         for listed in runs {

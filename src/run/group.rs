@@ -16,9 +16,9 @@ use super::sampler::Sampler;
 use super::schedule::Member;
 use crate::control::Cancel;
 use crate::control::Progress;
+use crate::db::Store;
 use crate::document::{RunDocument, Series};
 use crate::error::Error;
-use crate::store::Store;
 use crate::workload::start_line::Gate;
 use crate::workload::{Context, Event, Sink, Workload};
 

@@ -11,10 +11,10 @@ use super::interference::{LOOK_EVERY, Touched, Watch};
 use super::progress::ProgressDisplay;
 use super::schedule::Schedule;
 use crate::control::Cancel;
+use crate::db::Store;
 use crate::document::{RunDocument, RunStatus, Verdict, WorkloadRecord, now_rfc3339};
 use crate::error::{Error, is_interrupted};
 use crate::platform::cores::calling_thread_cpu_seconds;
-use crate::store::Store;
 use crate::workload::{self, Workload};
 
 /// The environment variable that holds a fleet's agreed start, in seconds since the

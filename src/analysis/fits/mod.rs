@@ -18,4 +18,4 @@ pub use scaling::{FitError, FitWarning, LawFit, ScalingFits, fit_scaling};
 pub use summary::FitsSummary;
 
 #[cfg(test)]
-mod recovery_tests;
+mod tests;

@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::monitor::Source;
 use crate::platform::cores::CoreType;
+use crate::sensors::Source;
 
 /// The context of a cpu workload as stored.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

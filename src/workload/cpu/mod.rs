@@ -31,8 +31,8 @@ pub use scaling::{Scaling, ScalingPoint};
 
 use self::measure::Placement;
 use crate::error::Error;
-use crate::monitor::power::Power;
 use crate::platform::cores;
+use crate::sensors::power::Power;
 use crate::workload::{Context, Kind, Workload};
 
 /// Rates of an earlier run to compare with (`--baseline`).

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::latency::{Intervals, Latency};
-use super::test::{BlockTest, Order, Rw};
+use super::notation::{BlockTest, Order, Rw};
 use crate::control::Controls;
 use crate::error::Error;
 use crate::storage::buffer::SlotBufs;

@@ -1,9 +1,9 @@
 //! How ratelab summarises, judges and shows stored iops workloads.
 
 use super::IopsPlan;
+use super::notation::Order;
 use super::rounds::Rounds;
 use super::stored::{IopsContext, IopsItem, IopsSummary, TestSummary};
-use super::test::Order;
 use crate::document::Verdict;
 use crate::vocab::units::{
     format_iops, format_iops_words, format_latency, format_rate, format_size,

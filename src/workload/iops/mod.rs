@@ -9,10 +9,10 @@ mod chart;
 mod drive;
 mod kind;
 pub mod latency;
+pub mod notation;
 mod rounds;
 mod stored;
 mod table;
-pub mod test;
 mod verdicts;
 
 use std::path::PathBuf;
@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use kind::IopsKind;
+pub use notation::{BlockTest, Order, Rw};
 pub use stored::{IopsContext, IopsItem, IopsSummary, TestSummary};
-pub use test::{BlockTest, Order, Rw};
 
 use self::drive::ThreadJob;
 use self::latency::Intervals;

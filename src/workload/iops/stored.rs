@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::latency::{IntervalFigures, LatencyFigures};
-use super::test::Order;
+use super::notation::Order;
 
 /// One round of one test in one direction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

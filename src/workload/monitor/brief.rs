@@ -10,7 +10,7 @@ use super::kind::MonitorKind;
 use super::summary::{CoreSummary, ThreadPlacement, cores, placements};
 use super::tables;
 use crate::analysis::stats::Stats;
-use crate::monitor::Sources;
+use crate::sensors::Sources;
 use crate::vocab::{Table, Unmeasured};
 use crate::workload::Stored;
 

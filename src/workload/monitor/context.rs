@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::monitor::Sources;
+use crate::sensors::Sources;
 
 /// The context of a monitor workload as stored.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::monitor::power::ZoneReading;
+use crate::sensors::power::ZoneReading;
 
 /// A core counts as active in a sample when at least this share of it was active.
 pub const ACTIVE_AT: f64 = 0.5;

@@ -10,7 +10,7 @@ use super::summary::{
 use super::{MonitorPlan, brief, charts, tables};
 use crate::analysis::stats::Stats;
 use crate::document::{Severity, Verdict};
-use crate::monitor::Sources;
+use crate::sensors::Sources;
 use crate::vocab::Exposure;
 use crate::vocab::{Chart, Table, Unmeasured};
 use crate::workload::{Kind, Stored};

@@ -31,9 +31,9 @@ pub use summary::{
 };
 
 use crate::error::Error;
-use crate::monitor::Monitor;
-use crate::monitor::residency::PROC_STAT;
 use crate::platform::cores::calling_thread_cpu_seconds;
+use crate::sensors::Monitor;
+use crate::sensors::residency::PROC_STAT;
 use crate::workload::{Context, Kind, Workload};
 
 /// What a monitor was asked to do.

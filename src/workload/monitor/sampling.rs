@@ -9,8 +9,8 @@ use super::MonitorWorkload;
 use super::context::Ended;
 use super::item::{ACTIVE_AT, MonitorItem};
 use crate::error::Error;
-use crate::monitor::Reading;
-use crate::monitor::residency::PROC_STAT;
+use crate::sensors::Reading;
+use crate::sensors::residency::PROC_STAT;
 use crate::workload::Context;
 
 /// What the wait for the next sample ended with.
@@ -102,7 +102,7 @@ impl MonitorWorkload {
                 tid: thread.tid,
                 name: thread.name.clone(),
                 cpu: thread.cpu,
-                policy: crate::monitor::placement::policy_name(thread.policy),
+                policy: crate::sensors::placement::policy_name(thread.policy),
                 nice: thread.nice,
             });
         }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::item::{ACTIVE_AT, MonitorItem};
 use crate::analysis::fits::{PolynomialFit, polynomial};
 use crate::analysis::stats::Stats;
-use crate::monitor::Sources;
+use crate::sensors::Sources;
 
 /// The summary of a monitor workload as stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -6,7 +6,7 @@ use super::kind::{PowerFigures, power};
 use super::summary::{CoreSummary, ThreadPlacement, freq_vs_active_cores};
 use crate::analysis::fits::evaluate;
 use crate::analysis::stats::Stats;
-use crate::monitor::Sources;
+use crate::sensors::Sources;
 use crate::vocab::Table;
 
 /// Each core's active residency, and its frequency where a source gave it, over

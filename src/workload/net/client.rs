@@ -4,8 +4,8 @@
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use super::auth::{self, Key};
 use super::foreign::{self, HELLO_TIMEOUT};
+use super::key::{self, Key};
 use super::protocol::{
     self, Limits, MAX_REQUEST_BYTES, MAX_RESULTS_BYTES, Message, PROTOCOL, STOPPING, TestRequest,
 };
@@ -57,7 +57,7 @@ impl Control {
                 max_memory_bytes: 0,
             },
         };
-        let client_nonce = auth::nonce();
+        let client_nonce = key::nonce();
         control.send(&Message::Hello {
             protocol: PROTOCOL,
             client_nonce: client_nonce.clone(),

@@ -4,7 +4,6 @@
 //! workload like any other, so it runs beside disk workloads on one clock.
 
 mod admission;
-mod auth;
 mod brief;
 mod charts;
 mod client;
@@ -13,6 +12,7 @@ mod foreign;
 mod host;
 pub mod iperf3;
 mod item;
+mod key;
 mod kind;
 mod limit;
 mod options;
@@ -27,7 +27,7 @@ mod stream;
 mod summary;
 
 /// Bytes in lowercase hex, as key files hold them.
-pub use auth::hex as key_hex;
+pub use key::hex as key_hex;
 
 use std::io::Write as _;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -42,9 +42,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::platform::remote::{self, RemoteServer};
-pub use auth::{Key, KeyError};
 pub use context::NetContext;
 pub use item::{NetItem, Scope, Side};
+pub use key::{Key, KeyError};
 pub use kind::NetKind;
 pub use options::StreamOptions;
 pub use protocol::{
@@ -114,7 +114,7 @@ pub struct NetPlan {
     pub options: StreamOptions,
     /// How to log in to an iperf3 server that checks credentials (not stored).
     #[serde(skip)]
-    pub iperf3_login: Option<iperf3::auth::Login>,
+    pub iperf3_login: Option<iperf3::login::Login>,
 }
 
 impl NetPlan {

@@ -3,9 +3,10 @@
 //! (`wire`); the client drives one test (`client`); the streams are ratelab's own
 //! loops, ended as iperf3 ends a test: by the client, over the control connection.
 
-pub mod auth;
 mod client;
 pub mod errors;
+pub mod login;
+pub(super) mod server;
 pub mod wire;
 
 pub use client::{Iperf3Control, our_results, remote_report};

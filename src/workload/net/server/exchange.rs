@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use super::{Arrival, State, check, stop};
 use crate::workload::net::admission::Ticket;
-use crate::workload::net::auth::{self, Key};
 use crate::workload::net::iperf3::wire;
+use crate::workload::net::key::{self, Key};
 use crate::workload::net::options::StreamOptions;
 use crate::workload::net::protocol::{
     self, MAX_REQUEST_BYTES, Message, PROTOCOL, STOPPING, TestRequest, WireError,
@@ -25,7 +25,7 @@ use crate::workload::net::stream::Ending;
 const FIRST_MESSAGE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Frees a test slot when the test ends, however it ends.
-pub(super) struct Slot<'a>(&'a AtomicUsize);
+pub(in crate::workload::net) struct Slot<'a>(&'a AtomicUsize);
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
@@ -35,7 +35,7 @@ impl Drop for Slot<'_> {
 
 /// Serves `connection` from `peer`, the `accepted`-th the server took, to its end, and
 /// logs why it closed.
-pub(super) fn serve(
+pub(in crate::workload::net) fn serve(
     state: &State,
     connection: TcpStream,
     peer: SocketAddr,
@@ -58,7 +58,7 @@ pub(super) fn serve(
 /// Why the server closed a connection: each message is what it logs after `closed:`,
 /// and, for a control connection turned away, what the client is told.
 #[derive(Debug, thiserror::Error)]
-pub(super) enum Closed {
+pub(in crate::workload::net) enum Closed {
     /// The connection's first message did not come whole and in time.
     #[error("first message: {0}")]
     FirstMessage(WireError),
@@ -180,7 +180,7 @@ fn handle(
     let mut first_byte = [0u8; 1];
     let _ = connection.set_read_timeout(Some(timeout.min(FIRST_MESSAGE_TIMEOUT)));
     if matches!(connection.peek(&mut first_byte), Ok(1)) && wire::looks_like_cookie(&first_byte) {
-        return super::iperf3::handle(
+        return crate::workload::net::iperf3::server::handle(
             state,
             connection,
             peer,
@@ -229,7 +229,11 @@ fn handle(
 
 /// Hands a data connection to the test its cookie names, if it comes from that test's
 /// client.
-pub(super) fn route(state: &State, cookie: &str, arrival: Arrival) -> Result<(), Closed> {
+pub(in crate::workload::net) fn route(
+    state: &State,
+    cookie: &str,
+    arrival: Arrival,
+) -> Result<(), Closed> {
     let route = state
         .routes()
         .get(cookie)
@@ -373,7 +377,7 @@ fn authenticate(
     client_nonce: &str,
     timeout: Duration,
 ) -> Result<String, Closed> {
-    let server_nonce = auth::nonce();
+    let server_nonce = key::nonce();
     let challenge = Message::Challenge {
         server_nonce: server_nonce.clone(),
     };
@@ -447,7 +451,7 @@ fn open_data(
     request: &TestRequest,
 ) -> Result<Vec<Connection>, Closed> {
     let timeout = state.config.idle_timeout;
-    let cookie = auth::nonce()[..32].to_string();
+    let cookie = key::nonce()[..32].to_string();
     let (to, arrivals) = channel();
     let route = super::Route {
         to,
@@ -471,7 +475,7 @@ fn open_data(
 }
 
 /// Why no test can start now, if none can.
-pub(super) fn busy(state: &State) -> Option<String> {
+pub(in crate::workload::net) fn busy(state: &State) -> Option<String> {
     let running = state.running.load(Ordering::SeqCst);
     (running >= state.config.max_tests).then(|| {
         format!(
@@ -483,7 +487,7 @@ pub(super) fn busy(state: &State) -> Option<String> {
 }
 
 /// A test slot, if one is free.
-pub(super) fn take_slot(state: &State) -> Option<Slot<'_>> {
+pub(in crate::workload::net) fn take_slot(state: &State) -> Option<Slot<'_>> {
     state
         .running
         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {

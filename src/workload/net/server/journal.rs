@@ -55,7 +55,7 @@ struct Spell {
 }
 
 /// The server's log.
-pub(super) struct Journal {
+pub(in crate::workload::net) struct Journal {
     log: Log,
     spells: Mutex<HashMap<Source, Spell>>,
 }
@@ -70,7 +70,7 @@ impl Journal {
     }
 
     /// Writes `line`, escaped.
-    pub(super) fn say(&self, line: &str) {
+    pub(in crate::workload::net) fn say(&self, line: &str) {
         (self.log)(&crate::vocab::text::escaped(line));
     }
 

@@ -7,8 +7,7 @@
 //! logged reason, text from the wire escaped, and the server serves on. When it is
 //! told to stop, its tests end at once and their clients hear why before it returns.
 
-mod exchange;
-mod iperf3;
+pub(in crate::workload::net) mod exchange;
 mod journal;
 mod stop;
 
@@ -22,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use self::journal::Journal;
 use super::admission::Admission;
-use super::auth::Key;
-use super::iperf3::auth::Authority;
+use super::iperf3::login::Authority;
+use super::key::Key;
 use super::protocol::{Direction, Limits, Message, TestRequest};
 use super::session::GRACE;
 
@@ -79,44 +78,46 @@ pub struct Server {
 /// A data connection on its way to the test its cookie names. Each connection is
 /// served by its own thread, so connections reach their test in the order their
 /// threads get there, not the order they came: `accepted` keeps the latter.
-struct Arrival {
+pub(in crate::workload::net) struct Arrival {
     /// The stream it carries, as a ratelab client names it; iperf3's clients do not
     /// name it, and their streams are numbered in the order they were accepted.
-    stream: Option<u32>,
+    pub(in crate::workload::net) stream: Option<u32>,
     /// Where it came from: a test takes data connections from its client's address only.
-    peer: std::net::IpAddr,
+    pub(in crate::workload::net) peer: std::net::IpAddr,
     /// Its place in the order the server accepted connections.
-    accepted: u64,
-    socket: TcpStream,
+    pub(in crate::workload::net) accepted: u64,
+    pub(in crate::workload::net) socket: TcpStream,
 }
 
 /// What the accept loop shares with every connection's thread.
-struct State {
-    config: ServeConfig,
-    journal: Journal,
-    running: AtomicUsize,
-    admission: Admission,
+pub(in crate::workload::net) struct State {
+    pub(in crate::workload::net) config: ServeConfig,
+    pub(in crate::workload::net) journal: Journal,
+    pub(in crate::workload::net) running: AtomicUsize,
+    pub(in crate::workload::net) admission: Admission,
     /// Refused connections being told so.
-    answering: AtomicUsize,
+    pub(in crate::workload::net) answering: AtomicUsize,
     /// Tests asked for by clients that proved themselves, ended, served or refused.
-    ended: AtomicUsize,
-    routes: Mutex<HashMap<String, Route>>,
+    pub(in crate::workload::net) ended: AtomicUsize,
+    pub(in crate::workload::net) routes: Mutex<HashMap<String, Route>>,
     /// Set when the server is told to stop: running tests end and say so.
-    stopping: AtomicBool,
+    pub(in crate::workload::net) stopping: AtomicBool,
     /// Where iperf3 clients' tests are stored, if anywhere.
-    recorder: Option<Recorder>,
+    pub(in crate::workload::net) recorder: Option<Recorder>,
 }
 
 /// Where a test gathering its data connections takes them: from its client's address.
-struct Route {
-    to: Sender<Arrival>,
-    client: std::net::IpAddr,
+pub(in crate::workload::net) struct Route {
+    pub(in crate::workload::net) to: Sender<Arrival>,
+    pub(in crate::workload::net) client: std::net::IpAddr,
 }
 
 impl State {
     /// The tests gathering their data connections, by cookie. A thread that panicked
     /// while holding them left them whole, so the server serves on.
-    fn routes(&self) -> std::sync::MutexGuard<'_, HashMap<String, Route>> {
+    pub(in crate::workload::net) fn routes(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, Route>> {
         self.routes
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -279,7 +280,7 @@ fn answer_busy(state: &Arc<State>, connection: TcpStream, reason: String) {
 }
 
 /// A test as the log says it: `1 stream, client to server`, `4 streams each way`.
-fn test_words(request: &TestRequest) -> String {
+pub(in crate::workload::net) fn test_words(request: &TestRequest) -> String {
     let n = request.streams;
     let streams = format!("{n} stream{}", if n == 1 { "" } else { "s" });
     match request.direction {

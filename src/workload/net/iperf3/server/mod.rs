@@ -19,25 +19,25 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use self::admit::{Admitted, Refused};
-use super::exchange::{Closed, busy, route, take_slot};
-use super::{Arrival, State};
 use crate::document::now_rfc3339;
 use crate::workload::net::NetPlan;
 use crate::workload::net::admission::Ticket;
-use crate::workload::net::iperf3::auth::{AuthError, Padding};
 use crate::workload::net::iperf3::errors::code;
+use crate::workload::net::iperf3::login::{AuthError, Padding};
 use crate::workload::net::iperf3::wire::{
     self, COOKIE_BYTES, MAX_PARAMS_BYTES, MAX_RESULTS_BYTES, Params, Results, State as Wire,
 };
 use crate::workload::net::iperf3::{our_results, remote_report};
 use crate::workload::net::protocol::{self, DecodeError, ReadBy, TestRequest, WireError};
 use crate::workload::net::report::{self, Role, SideReport};
+use crate::workload::net::server::exchange::{Closed, busy, route, take_slot};
+use crate::workload::net::server::{Arrival, State};
 use crate::workload::net::{plausible, socket};
 
 /// Serves a connection whose first bytes are an iperf3 cookie, the `accepted`-th the
 /// server took: a data connection of a test gathering its streams, or a new test's
 /// control connection.
-pub(super) fn handle(
+pub(in crate::workload::net) fn handle(
     state: &State,
     connection: TcpStream,
     peer: SocketAddr,
@@ -152,7 +152,7 @@ fn control(
         Ok((done, begun, started_at)) => {
             state.journal.say(&format!(
                 "{peer}: iperf3 test of {}: received {}, sent {} in {:.2} s",
-                super::test_words(&done.request),
+                crate::workload::net::server::test_words(&done.request),
                 crate::vocab::units::format_bytes(done.local.moved(Role::Receive)),
                 crate::vocab::units::format_bytes(done.local.moved(Role::Send)),
                 done.local.wall_seconds
@@ -260,7 +260,7 @@ fn test(
     if params.get_server_output.is_some_and(|on| on != 0) {
         ours.server_output_text = Some(format!(
             "ratelab net serve: {}: received {}, sent {} in {:.2} s\n",
-            super::test_words(&request),
+            crate::workload::net::server::test_words(&request),
             crate::vocab::units::format_bytes(local.moved(Role::Receive)),
             crate::vocab::units::format_bytes(local.moved(Role::Send)),
             local.wall_seconds
@@ -338,7 +338,7 @@ fn authorize(state: &State, params: &Params) -> Result<bool, Refusal> {
             "an iperf3 client without credentials (iperf3 --username)",
         ));
     };
-    match authority.check(token, crate::workload::net::iperf3::auth::now_s()) {
+    match authority.check(token, crate::workload::net::iperf3::login::now_s()) {
         Ok(user) => {
             state
                 .journal

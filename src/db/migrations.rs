@@ -199,7 +199,7 @@ pub fn read_as_latest(db: &mut dyn Database, at: &Address) -> Result<(), Error> 
 /// The database's schema version, refused when a newer ratelab wrote it: SQLite's
 /// `user_version`, or the one row of PostgreSQL's `ratelab_schema` (0 before it exists).
 pub fn checked_version(db: &mut dyn Database, at: &Address) -> Result<usize, Error> {
-    let first = |rows: Vec<crate::store::database::Row>| match rows.first() {
+    let first = |rows: Vec<crate::db::database::Row>| match rows.first() {
         Some(row) => row.opt_int(0).map(Option::unwrap_or_default),
         None => Ok(0),
     };
@@ -229,7 +229,7 @@ pub fn checked_version(db: &mut dyn Database, at: &Address) -> Result<usize, Err
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::sqlite::Sqlite;
+    use crate::db::sqlite::Sqlite;
 
     fn sqlite() -> (tempfile::TempDir, Sqlite, Address) {
         let dir = tempfile::tempdir().unwrap();

@@ -1,4 +1,4 @@
-//! The monitor: what the cores really did while something ran. "% CPU" is active
+//! What the monitor reads: what the cores really did while something ran. "% CPU" is active
 //! residency only; beside it the monitor reads each core's frequency, the package's
 //! power and where a process's threads ran. Each source is probed once; what the
 //! machine does not expose is unavailable with its reason, never a zero.

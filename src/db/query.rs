@@ -172,7 +172,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::fixture;
+    use crate::db::fixture;
 
     fn ids(store: &Store, query: RunQuery) -> Vec<i64> {
         store
