@@ -435,8 +435,10 @@ impl Listed {
     /// is listed without them, as `results show` would say why.
     fn of(store: &Store, listing: RunListing) -> Listed {
         let doc = store.load_run(listing.run_id).ok();
-        let answer = doc.as_ref().and_then(|doc| {
-            let lines = report::layout::summary(doc).ok()?;
+        let run = doc.as_ref().map(workload::Decoded::of);
+        let answer = run.as_ref().and_then(|run| {
+            let doc = run.doc;
+            let lines = report::layout::summary(run).ok()?;
             let first = lines.into_iter().find(|l| l.part != DISTURBED)?;
             // The listing names the targets already.
             let text = doc
@@ -446,13 +448,9 @@ impl Listed {
                 .unwrap_or(&first.text);
             Some(text.to_string())
         });
-        let command_end = doc.as_ref().and_then(|doc| {
-            (0..doc.workloads.len()).find_map(|index| {
-                let kind = workload::kind(&doc.workloads[index].kind)?;
-                kind.command_end(workload::At::new(doc, index))
-                    .ok()
-                    .flatten()
-            })
+        let command_end = run.as_ref().and_then(|run| {
+            (0..run.doc.workloads.len())
+                .find_map(|index| run.view(index).ok().flatten()?.command_end())
         });
         Listed {
             listing,

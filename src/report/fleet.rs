@@ -27,7 +27,10 @@ pub fn terminal(runs: &[HostRun]) -> Result<String, DecodeError> {
             false => writeln!(out, "host {} ({}):", run.name, run.ssh),
         }
         .expect("a String takes any text");
-        out.push_str(&terminal::head(run.doc, super::layout::Detail::Brief)?);
+        out.push_str(&terminal::head(
+            &crate::workload::Decoded::of(run.doc),
+            super::layout::Detail::Brief,
+        )?);
         out.push('\n');
     }
     if let Some(fleet) = runs.iter().find_map(|run| run.doc.fleet.as_ref()) {

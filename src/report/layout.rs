@@ -11,7 +11,7 @@ use crate::analysis::since;
 use crate::document::{RunDocument, Severity, Verdict, WorkloadRecord};
 use crate::vocab::units::format_bytes;
 use crate::vocab::{SummaryLine, Table, Unmeasured};
-use crate::workload::{self, At, DecodeError};
+use crate::workload::{DecodeError, Decoded};
 
 /// How much of each workload a report shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -27,7 +27,8 @@ pub enum Detail {
 /// The run's summary: whether other work disturbed it, then each workload's lines in
 /// the run's order (a workload run alone first speaks through the one it stands for),
 /// then what moved since the last profile.
-pub fn summary(doc: &RunDocument) -> Result<Vec<SummaryLine>, DecodeError> {
+pub fn summary(run: &Decoded) -> Result<Vec<SummaryLine>, DecodeError> {
+    let doc = run.doc;
     let mut lines: Vec<SummaryLine> = doc
         .verdicts
         .iter()
@@ -39,8 +40,8 @@ pub fn summary(doc: &RunDocument) -> Result<Vec<SummaryLine>, DecodeError> {
         if record.alone_of.is_some() || record.measured_by.is_some() {
             continue;
         }
-        if let Some(kind) = workload::kind(&record.kind) {
-            lines.extend(kind.summary_lines(At::new(doc, index))?);
+        if let Some(view) = run.view(index)? {
+            lines.extend(view.summary_lines(run)?);
         }
     }
     lines.extend(
@@ -73,16 +74,16 @@ pub struct Listing<'a> {
     pub left_out: usize,
 }
 
-/// The verdicts of `doc` in the order and shape every report lists them.
-pub fn listing(doc: &RunDocument, detail: Detail) -> Result<Listing<'_>, DecodeError> {
+/// The verdicts of `run` in the order and shape every report lists them.
+pub fn listing<'a>(run: &Decoded<'a>, detail: Detail) -> Result<Listing<'a>, DecodeError> {
+    let doc = run.doc;
     let mut folded: Vec<(usize, String)> = Vec::new();
     let mut missing: Vec<String> = Vec::new();
     let mut covered: Vec<(usize, String)> = Vec::new();
     for (index, record) in doc.workloads.iter().enumerate() {
-        let Some(kind) = workload::kind(&record.kind) else {
+        if crate::workload::kind(&record.kind).is_none() {
             continue;
-        };
-        let at = At::new(doc, index);
+        }
         if detail == Detail::Brief && record.measured_by.is_some() {
             // At a glance, the workload that measured it speaks for it: its own info
             // verdicts stay in the full report.
@@ -94,7 +95,10 @@ pub fn listing(doc: &RunDocument, detail: Detail) -> Result<Listing<'_>, DecodeE
             );
             continue;
         }
-        for Unmeasured { codes, what, why } in kind.unmeasured(at)? {
+        let Some(view) = run.view(index)? else {
+            continue;
+        };
+        for Unmeasured { codes, what, why } in view.unmeasured() {
             // Only what a verdict of the run says is folded: the line never says more.
             if !doc
                 .verdicts
@@ -110,7 +114,7 @@ pub fn listing(doc: &RunDocument, detail: Detail) -> Result<Listing<'_>, DecodeE
             }
         }
         if detail == Detail::Brief && record.alone_of.is_none() {
-            for line in kind.summary_lines(at)? {
+            for line in view.summary_lines(run)? {
                 covered.extend(line.covers.iter().map(|&code| (index, code.to_string())));
             }
         }
@@ -252,13 +256,17 @@ pub fn workload_heading(index: usize, record: &WorkloadRecord) -> String {
 /// The tables a workload's kind makes of it at `detail`, leaving out empty ones (a
 /// run stopped before its first item); `None` when this version does not know the kind
 /// (see [`unknown_kind`]).
-pub fn workload_tables(at: At, detail: Detail) -> Result<Option<Vec<Table>>, DecodeError> {
-    let Some(kind) = workload::kind(&at.record().kind) else {
+pub fn workload_tables(
+    run: &Decoded,
+    index: usize,
+    detail: Detail,
+) -> Result<Option<Vec<Table>>, DecodeError> {
+    let Some(view) = run.view(index)? else {
         return Ok(None);
     };
     let tables = match detail {
-        Detail::Full => kind.tables(at)?,
-        Detail::Brief => kind.brief_tables(at)?,
+        Detail::Full => view.tables(),
+        Detail::Brief => view.brief_tables(),
     };
     Ok(Some(
         tables.into_iter().filter(|t| !t.rows.is_empty()).collect(),

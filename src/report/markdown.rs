@@ -7,15 +7,16 @@ use std::fmt::Write;
 use super::layout::{self, Detail};
 use crate::document::RunDocument;
 use crate::vocab::Table;
-use crate::workload::{self, At, DecodeError};
+use crate::workload::{self, DecodeError, Decoded};
 
 /// The run as Markdown: a heading, the machine, each workload's tables, contention and
 /// the verdicts.
 pub fn render(doc: &RunDocument) -> Result<String, DecodeError> {
+    let run = Decoded::of(doc);
     let mut out = String::new();
     let _ = writeln!(out, "## {}\n", escape(&layout::run_line(doc)));
     let _ = writeln!(out, "{}\n", escape(&layout::machine_line(doc)));
-    let summary = layout::summary(doc)?;
+    let summary = layout::summary(&run)?;
     if !summary.is_empty() {
         let _ = writeln!(out, "### summary\n");
         for line in &summary {
@@ -23,7 +24,7 @@ pub fn render(doc: &RunDocument) -> Result<String, DecodeError> {
         }
         out.push('\n');
     }
-    let listing = layout::listing(doc, Detail::Full)?;
+    let listing = layout::listing(&run, Detail::Full)?;
     if !listing.verdicts.is_empty() || listing.unmeasured.is_some() {
         let _ = writeln!(out, "### verdicts\n");
         for verdict in &listing.verdicts {
@@ -54,7 +55,7 @@ pub fn render(doc: &RunDocument) -> Result<String, DecodeError> {
             // The sparkline's marks line up only in a fixed-width font.
             let _ = writeln!(out, "```text\n{shape}\n```\n");
         }
-        match layout::workload_tables(At::new(doc, index), Detail::Full)? {
+        match layout::workload_tables(&run, index, Detail::Full)? {
             Some(tables) => {
                 for table in &tables {
                     let _ = writeln!(out, "{}", table_markdown(table));

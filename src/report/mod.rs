@@ -33,7 +33,9 @@ pub enum Format {
 /// Renders a run in `format`.
 pub fn render(doc: &RunDocument, format: Format) -> anyhow::Result<Vec<u8>> {
     Ok(match format {
-        Format::Table(detail) => terminal::render(doc, detail)?.into_bytes(),
+        Format::Table(detail) => {
+            terminal::render(&crate::workload::Decoded::of(doc), detail)?.into_bytes()
+        }
         Format::Json => json::render(doc),
         Format::Csv => csv::render(std::slice::from_ref(doc))?,
         Format::SeriesCsv => csv::series(doc)?,
@@ -68,6 +70,50 @@ pub fn emit_to(bytes: &[u8], out: Option<&Path>, stderr: bool) -> anyhow::Result
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
                 other => other.context("cannot write to stdout"),
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload;
+
+    /// Each report of a stored run decodes each of its workloads once, whatever it
+    /// asks of them.
+    #[test]
+    fn a_report_decodes_each_stored_workload_once() {
+        let (_dir, store) = crate::db::fixture();
+        for listed in store.list_runs().unwrap() {
+            let doc = store.load_run(listed.run_id).unwrap();
+            let known = doc
+                .workloads
+                .iter()
+                .filter(|w| workload::kind(&w.kind).is_some())
+                .count();
+            assert!(known > 0, "run {}", listed.run_id);
+            let counted = |what: &str, make: &dyn Fn()| {
+                let before = workload::decodes();
+                make();
+                assert_eq!(
+                    workload::decodes() - before,
+                    known,
+                    "run {}: {what} decoded its {known} workloads that many times",
+                    listed.run_id
+                );
+            };
+            counted("the terminal report", &|| {
+                render(&doc, Format::Table(layout::Detail::Full)).unwrap();
+            });
+            counted("the brief report", &|| {
+                render(&doc, Format::Table(layout::Detail::Brief)).unwrap();
+            });
+            counted("the Markdown report", &|| {
+                markdown::render(&doc).unwrap();
+            });
+            counted("the HTML report", &|| {
+                html::render(&doc).unwrap();
+            });
         }
     }
 }

@@ -13,7 +13,7 @@ use crate::document::RunDocument;
 use crate::vocab::Table;
 use crate::vocab::width::{HELD, hanging_at, one_line, units_held};
 pub use crate::vocab::width::{for_stderr, say, stdout_width};
-use crate::workload::{self, At, DecodeError};
+use crate::workload::{self, DecodeError, Decoded};
 
 /// A table at a glance: columns apart, the header underlined, no box, so a table costs
 /// its rows and two lines.
@@ -23,9 +23,10 @@ const GLANCE: TableStyle = TableStyle::new()
     .content_lines(ContentLineStyle::none().junction(' '));
 
 /// The run as text for a terminal, at `detail`.
-pub fn render(doc: &RunDocument, detail: Detail) -> Result<String, DecodeError> {
-    let mut out = head(doc, detail)?;
-    let listing = layout::listing(doc, detail)?;
+pub fn render(run: &Decoded, detail: Detail) -> Result<String, DecodeError> {
+    let doc = run.doc;
+    let mut out = head(run, detail)?;
+    let listing = layout::listing(run, detail)?;
     if !listing.verdicts.is_empty() || listing.unmeasured.is_some() || listing.left_out > 0 {
         let _ = writeln!(out, "\nverdicts:");
         match detail {
@@ -43,7 +44,7 @@ pub fn render(doc: &RunDocument, detail: Detail) -> Result<String, DecodeError> 
         {
             let _ = writeln!(out, "{shape}");
         }
-        match layout::workload_tables(At::new(doc, index), detail)? {
+        match layout::workload_tables(run, index, detail)? {
             Some(tables) => {
                 for table in &tables {
                     let _ = writeln!(out, "{}", drawn_text(table, detail));
@@ -127,11 +128,12 @@ const DISTURBED_LINES: usize = 2;
 
 /// The run's first lines: the run, the machine, and the summary; at a glance, the
 /// accounts of other work and of what moved cut to [`DISTURBED_LINES`].
-pub fn head(doc: &RunDocument, detail: Detail) -> Result<String, DecodeError> {
+pub fn head(run: &Decoded, detail: Detail) -> Result<String, DecodeError> {
+    let doc = run.doc;
     let mut out = String::new();
     out.push_str(&hanging("", &layout::run_line(doc)));
     let _ = writeln!(out, "{}", layout::machine_lines(doc, stdout_width()));
-    let summary = layout::summary(doc)?;
+    let summary = layout::summary(run)?;
     if !summary.is_empty() {
         let _ = writeln!(out, "\nsummary:");
         let width = summary.iter().map(|l| l.part.len()).max().unwrap_or(0);

@@ -4,54 +4,50 @@
 //! same figures.
 
 use crate::analysis::{contention, interference};
-use crate::document::RunDocument;
-use crate::workload::{self, At, DecodeError};
+use crate::document::{RunDocument, Verdict};
+use crate::workload::{self, DecodeError, Decoded};
 
 /// Fills in what `doc`'s items say: knees, summaries and verdicts of every workload,
 /// and, for `together` (the workloads that ran at once, if any did), the contention
 /// report with its verdicts. A workload run alone first speaks through the contention
 /// report; several targets on one filesystem would say the same thing each, which is
-/// said once.
+/// said once. Each workload is decoded once.
 pub fn conclude(doc: &mut RunDocument, together: Option<&[usize]>) -> Result<(), DecodeError> {
-    for index in 0..doc.workloads.len() {
-        let Some(kind) = workload::kind(&doc.workloads[index].kind) else {
-            continue;
-        };
-        let knees = kind.knees(At::new(doc, index))?;
-        if let Some(series) = doc.workloads[index].series.as_mut() {
-            series.knees = knees;
-        }
-        doc.workloads[index].summary = kind.summarize(At::new(doc, index))?;
-    }
-    // Judged before the kinds' verdicts, which say less of a change in a disturbed run.
-    if let Some(account) = &doc.interference {
-        let mut exposed = Vec::new();
+    let (concluded, disturbed, verdicts) = {
+        let mut run = Decoded::of(doc);
+        let concluded = run.conclude()?;
+        // Judged before the kinds' verdicts, which say less of a change in a disturbed
+        // run.
+        let disturbed = disturbance(&run)?;
+        run.disturbed |= disturbed
+            .iter()
+            .any(|v| v.workload.is_none() && v.code == interference::DISTURBED);
+        let mut verdicts = Vec::new();
         for (index, record) in doc.workloads.iter().enumerate() {
-            if let Some(kind) = workload::kind(&record.kind) {
-                exposed.push(interference::Exposed {
-                    name: format!("{} {}", record.kind, index + 1),
-                    exposure: kind.exposure(At::new(doc, index))?,
-                    stages: interference::Stage::of(record.series.as_ref()),
-                });
+            if record.alone_of.is_some() {
+                continue;
+            }
+            if let Some(view) = run.view(index)? {
+                verdicts.extend(view.verdicts(&run)?);
             }
         }
-        doc.verdicts.extend(interference::judge(account, &exposed));
+        (concluded, disturbed, verdicts)
+    };
+    for (record, concluded) in doc.workloads.iter_mut().zip(concluded) {
+        let Some(concluded) = concluded else { continue };
+        if let Some(series) = record.series.as_mut() {
+            series.knees = concluded.knees;
+        }
+        record.summary = concluded.summary;
     }
-    for index in 0..doc.workloads.len() {
-        let Some(kind) = workload::kind(&doc.workloads[index].kind) else {
-            continue;
-        };
-        if doc.workloads[index].alone_of.is_some() {
-            continue;
-        }
-        for verdict in kind.verdicts(At::new(doc, index))? {
-            if !doc
-                .verdicts
-                .iter()
-                .any(|v| v.code == verdict.code && v.message == verdict.message)
-            {
-                doc.verdicts.push(verdict);
-            }
+    doc.verdicts.extend(disturbed);
+    for verdict in verdicts {
+        if !doc
+            .verdicts
+            .iter()
+            .any(|v| v.code == verdict.code && v.message == verdict.message)
+        {
+            doc.verdicts.push(verdict);
         }
     }
     // Only workloads that ran at all share anything.
@@ -61,6 +57,25 @@ pub fn conclude(doc: &mut RunDocument, together: Option<&[usize]>) -> Result<(),
         doc.contention = Some(serde_json::to_value(&report).expect("contention serialises"));
     }
     Ok(())
+}
+
+/// The verdicts of the run's account of other work, judged against what each
+/// workload's figures are exposed to.
+fn disturbance(run: &Decoded) -> Result<Vec<Verdict>, DecodeError> {
+    let Some(account) = &run.doc.interference else {
+        return Ok(Vec::new());
+    };
+    let mut exposed = Vec::new();
+    for (index, record) in run.doc.workloads.iter().enumerate() {
+        if let Some(view) = run.view(index)? {
+            exposed.push(interference::Exposed {
+                name: format!("{} {}", record.kind, index + 1),
+                exposure: view.exposure(),
+                stages: interference::Stage::of(record.series.as_ref()),
+            });
+        }
+    }
+    Ok(interference::judge(account, &exposed).into_iter().collect())
 }
 
 #[cfg(test)]
@@ -97,7 +112,20 @@ mod tests {
                     series.knees = None;
                 }
             }
+            let before = crate::workload::decodes();
             conclude(&mut again, together(listed.run_id)).unwrap();
+            // Each workload of a kind this version knows is decoded once.
+            let known = again
+                .workloads
+                .iter()
+                .filter(|w| crate::workload::kind(&w.kind).is_some())
+                .count();
+            assert_eq!(
+                crate::workload::decodes() - before,
+                known,
+                "run {}: decodes while concluding",
+                listed.run_id
+            );
             for (index, (a, b)) in stored.workloads.iter().zip(&again.workloads).enumerate() {
                 // Readdir's size bands moved to binary edges on purpose (one unit system
                 // on every screen): its bands are concluded anew, the rest must match.

@@ -1,13 +1,15 @@
 //! What ratelab knows of a kind without running it: how to summarise, judge, tabulate,
-//! chart and compare its stored workloads. A kind implements [`Kind`] on its own typed
-//! shapes (params, context, items, summary); the runner and the reports reach every
-//! kind through [`StoredKind`], which decodes a stored workload and names the run,
-//! workload and item of anything it cannot read, so nothing corrupt is passed over.
+//! chart and compare its stored workloads. A kind names its typed shapes (params,
+//! context, items, summary) in [`Kind`]; a stored workload is decoded once into them
+//! ([`Stored`]), naming the run, workload and item of anything it cannot read, and the
+//! runner and the reports ask that typed view what they need through [`View`], which
+//! each kind implements on its own `Stored`. The registry hands out [`KindEntry`].
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::decoded::Decoded;
 use super::{InPlace, Site};
 use crate::document::{Knee, RunDocument, Verdict, WorkloadRecord};
 use crate::vocab::{
@@ -54,7 +56,7 @@ impl<'a> At<'a> {
 }
 
 /// A stored value of a workload that cannot be read back as its kind's shape.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error(
     "{place}: the stored {what} cannot be read ({detail}); `{export}` still shows it as stored"
 )]
@@ -83,11 +85,27 @@ pub struct Stored<'a, K: Kind + ?Sized> {
     pub items: Vec<K::Item>,
     /// Its summary; `None` before the run was summarised (or when it never finished).
     pub summary: Option<K::Summary>,
+    /// The lasting changes of rate in its series, as stored or as just concluded.
+    pub knees: Option<Vec<Knee>>,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// How many stored workloads this thread decoded, for the tests that count them.
+    static DECODES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How many stored workloads this thread has decoded so far.
+#[cfg(test)]
+pub fn decodes() -> usize {
+    DECODES.with(|n| n.get())
 }
 
 impl<'a, K: Kind + ?Sized> Stored<'a, K> {
     /// Decodes workload `at` as kind `K`.
     pub fn decode(at: At<'a>) -> Result<Stored<'a, K>, DecodeError> {
+        #[cfg(test)]
+        DECODES.with(|n| n.set(n.get() + 1));
         let record = at.record();
         let fail = |what: String, e: serde_json::Error| {
             let (place, export) = at.place();
@@ -123,6 +141,7 @@ impl<'a, K: Kind + ?Sized> Stored<'a, K> {
                     Some(K::Summary::deserialize(summary).map_err(|e| fail("summary".into(), e))?)
                 }
             },
+            knees: record.series.as_ref().and_then(|s| s.knees.clone()),
         })
     }
 
@@ -132,8 +151,8 @@ impl<'a, K: Kind + ?Sized> Stored<'a, K> {
     }
 }
 
-/// What ratelab knows of one kind of workload, on the kind's own typed shapes. Hooks
-/// beyond summary, verdicts and tables have defaults: a kind overrides what it has.
+/// A kind's typed shapes as stored, and what it concludes from them. How its stored
+/// workloads are judged and shown is its [`View`].
 pub trait Kind: Sync + 'static {
     /// The kind's name as stored (`disk`).
     const NAME: &'static str;
@@ -152,101 +171,131 @@ pub trait Kind: Sync + 'static {
     /// The unit its rates are shown in, wherever they are shown.
     const RATE_UNIT: RateUnit = RateUnit::BytesPerSec;
 
-    /// Statistics over the workload's items.
-    fn summarize(&self, w: &Stored<Self>) -> Self::Summary;
-
-    /// Conclusions about the workload, in words.
-    fn verdicts(&self, w: &Stored<Self>) -> Vec<Verdict>;
-
-    /// Tables for the terminal and text reports.
-    fn tables(&self, w: &Stored<Self>) -> Vec<Table>;
-
-    /// The lines it gives a run's summary: its headline figures against their limits
-    /// (and, for a task, the step that limits it); none by default.
-    fn summary_lines(&self, _w: &Stored<Self>) -> Result<Vec<SummaryLine>, DecodeError> {
-        Ok(Vec::new())
-    }
-
-    /// What it could not measure on this machine and why, each said at length by one
-    /// of its info verdicts; nothing by default.
-    fn unmeasured(&self, _w: &Stored<Self>) -> Vec<Unmeasured> {
-        Vec::new()
-    }
-
-    /// Its tables where a run of many parts is shown at a glance (`profile`): fewer and
-    /// narrower, fitting 80 columns; its full tables by default.
-    fn brief_tables(&self, w: &Stored<Self>) -> Vec<Table> {
-        self.tables(w)
-    }
-
-    /// Conclusions that need the other workloads of the same run (a task beside the
-    /// storage series of its folder); none by default.
-    fn verdicts_beside(&self, _w: &Stored<Self>) -> Result<Vec<Verdict>, DecodeError> {
-        Ok(Vec::new())
-    }
+    /// Statistics over the workload's items; `run` holds the other workloads of its run.
+    fn summarize(w: &Stored<Self>, run: &Decoded) -> Self::Summary;
 
     /// Lasting changes of rate in the workload's series, where its runs make them
     /// meaningful (sustained runs); none by default.
-    fn knees(&self, _w: &Stored<Self>) -> Option<Vec<Knee>> {
-        None
-    }
-
-    /// Charts for the HTML report, besides the rate over time; none by default.
-    fn charts(&self, _w: &Stored<Self>) -> Vec<Chart> {
-        Vec::new()
-    }
-
-    /// The items as `results compare` groups them, with their unit; `None` for a kind
-    /// whose items have no key to group them by across runs.
-    fn samples(&self, _w: &Stored<Self>) -> Option<Samples> {
-        None
-    }
-
-    /// The physical limit of the link its figures were checked against, for the
-    /// report's list of limits; `None` for a kind that measures no link.
-    fn link_limit(&self, _w: &Stored<Self>) -> Option<LinkLimit> {
-        None
-    }
-
-    /// What other work on the machine can move its figures; the CPUs by default.
-    fn exposure(&self, _w: &Stored<Self>) -> Exposure {
-        Exposure::CPU
-    }
-
-    /// The rate at which it streamed large files for `op` (`read`, `write`) on its
-    /// target, as a task beside it can expect; `None` for a kind that streams no files.
-    fn streaming_rate(&self, _w: &Stored<Self>, _op: &str) -> Option<f64> {
-        None
-    }
-
-    /// The one rate that stands for the whole workload, as a kind that runs it in many
-    /// places compares them (a task's whole rate at its most threads); `None` by default.
-    fn whole_rate(&self, _w: &Stored<Self>) -> Option<f64> {
-        None
-    }
-
-    /// The figures a later profile of the machine sets against this one's; none by
-    /// default.
-    fn profile_figures(&self, _w: &Stored<Self>) -> Vec<ProfileFigure> {
-        Vec::new()
-    }
-
-    /// How the user's command it ran ended (`exit 7`, `signal 9`); `None` for a kind
-    /// that runs no command, or while it ran.
-    fn command_end(&self, _w: &Stored<Self>) -> Option<String> {
+    fn knees(_w: &Stored<Self>) -> Option<Vec<Knee>> {
         None
     }
 
     /// Its work made from `params` to run in `site`, a place another kind made; `None`
     /// for a kind that runs only where it is pointed.
-    fn in_place(&self, _params: Self::Params, _site: Site) -> Option<Box<dyn InPlace>> {
+    fn in_place(_params: Self::Params, _site: Site) -> Option<Box<dyn InPlace>> {
         None
     }
 }
 
-/// A kind as the runner and the reports use it, whatever its shapes: each call decodes
-/// the stored workload and fails with a [`DecodeError`] naming what it cannot read.
-pub trait StoredKind: Sync {
+/// A workload's knees and summary as a run concludes them, to be stored.
+#[derive(Debug, Clone)]
+pub struct Concluded {
+    /// Its knees, where its kind looks for them.
+    pub knees: Option<Vec<Knee>>,
+    /// Its summary, as JSON.
+    pub summary: Value,
+}
+
+/// What a run concludes of a decoded workload, whatever its kind.
+pub trait Conclude {
+    /// Its knees and summary from its items, kept in the view (so what is asked of it
+    /// next sees them) and given as they are stored.
+    fn conclude(&mut self, run: &Decoded) -> Concluded;
+}
+
+impl<K: Kind> Conclude for Stored<'_, K> {
+    fn conclude(&mut self, run: &Decoded) -> Concluded {
+        self.knees = K::knees(self);
+        let summary = K::summarize(self, run);
+        let value = serde_json::to_value(&summary).expect("summaries serialise to JSON");
+        self.summary = Some(summary);
+        Concluded {
+            knees: self.knees.clone(),
+            summary: value,
+        }
+    }
+}
+
+/// A stored workload decoded into its kind's shapes, as the runner and the reports ask
+/// it. Each kind implements it on its own [`Stored`]; hooks beyond verdicts and tables
+/// have defaults, so a kind overrides what it has. `run` holds the run's other
+/// workloads, each decoded once.
+pub trait View: Conclude {
+    /// Conclusions about the workload, in words, its own and those beside the other
+    /// workloads of its run (a task beside the storage series of its folder).
+    fn verdicts(&self, run: &Decoded) -> Result<Vec<Verdict>, DecodeError>;
+
+    /// Tables for the terminal and text reports.
+    fn tables(&self) -> Vec<Table>;
+
+    /// The lines it gives a run's summary: its headline figures against their limits
+    /// (and, for a task, the step that limits it); none by default.
+    fn summary_lines(&self, _run: &Decoded) -> Result<Vec<SummaryLine>, DecodeError> {
+        Ok(Vec::new())
+    }
+
+    /// What it could not measure on this machine and why, each said at length by one
+    /// of its info verdicts; nothing by default.
+    fn unmeasured(&self) -> Vec<Unmeasured> {
+        Vec::new()
+    }
+
+    /// Its tables where a run of many parts is shown at a glance (`profile`): fewer and
+    /// narrower, fitting 80 columns; its full tables by default.
+    fn brief_tables(&self) -> Vec<Table> {
+        self.tables()
+    }
+
+    /// Charts for the HTML report, besides the rate over time; none by default.
+    fn charts(&self) -> Vec<Chart> {
+        Vec::new()
+    }
+
+    /// The items as `results compare` groups them, with their unit; `None` for a kind
+    /// whose items have no key to group them by across runs.
+    fn samples(&self) -> Option<Samples> {
+        None
+    }
+
+    /// The physical limit of the link its figures were checked against, for the
+    /// report's list of limits; `None` for a kind that measures no link.
+    fn link_limit(&self) -> Option<LinkLimit> {
+        None
+    }
+
+    /// What other work on the machine can move its figures; the CPUs by default.
+    fn exposure(&self) -> Exposure {
+        Exposure::CPU
+    }
+
+    /// The rate at which it streamed large files for `op` (`read`, `write`) on its
+    /// target, as a task beside it can expect; `None` for a kind that streams no files.
+    fn streaming_rate(&self, _op: &str) -> Option<f64> {
+        None
+    }
+
+    /// The one rate that stands for the whole workload, as a kind that runs it in many
+    /// places compares them (a task's whole rate at its most threads); `None` by default.
+    fn whole_rate(&self) -> Option<f64> {
+        None
+    }
+
+    /// The figures a later profile of the machine sets against this one's; none by
+    /// default.
+    fn profile_figures(&self) -> Vec<ProfileFigure> {
+        Vec::new()
+    }
+
+    /// How the user's command it ran ended (`exit 7`, `signal 9`); `None` for a kind
+    /// that runs no command, or while it ran.
+    fn command_end(&self) -> Option<String> {
+        None
+    }
+}
+
+/// A kind as the registry holds it: its name and units, its stored workloads decoded
+/// into views, and its work made to run in a place another kind made.
+pub trait KindEntry: Sync {
     /// The kind's name as stored.
     fn name(&self) -> &'static str;
 
@@ -256,50 +305,8 @@ pub trait StoredKind: Sync {
     /// The unit its rates are shown in.
     fn rate_unit(&self) -> RateUnit;
 
-    /// The summary to store, as JSON.
-    fn summarize(&self, at: At) -> Result<Value, DecodeError>;
-
-    /// Its verdicts, its own and those beside the other workloads of the run.
-    fn verdicts(&self, at: At) -> Result<Vec<Verdict>, DecodeError>;
-
-    /// Its tables.
-    fn tables(&self, at: At) -> Result<Vec<Table>, DecodeError>;
-
-    /// Its lines of the run's summary.
-    fn summary_lines(&self, at: At) -> Result<Vec<SummaryLine>, DecodeError>;
-
-    /// What it could not measure here.
-    fn unmeasured(&self, at: At) -> Result<Vec<Unmeasured>, DecodeError>;
-
-    /// Its tables at a glance.
-    fn brief_tables(&self, at: At) -> Result<Vec<Table>, DecodeError>;
-
-    /// Its knees, where it looks for them.
-    fn knees(&self, at: At) -> Result<Option<Vec<Knee>>, DecodeError>;
-
-    /// Its charts.
-    fn charts(&self, at: At) -> Result<Vec<Chart>, DecodeError>;
-
-    /// Its items as compared, where it is compared.
-    fn samples(&self, at: At) -> Result<Option<Samples>, DecodeError>;
-
-    /// The limit of its link, where it measures one.
-    fn link_limit(&self, at: At) -> Result<Option<LinkLimit>, DecodeError>;
-
-    /// What other work can move its figures.
-    fn exposure(&self, at: At) -> Result<Exposure, DecodeError>;
-
-    /// Its streaming rate of large files for `op`, where it measures one.
-    fn streaming_rate(&self, at: At, op: &str) -> Result<Option<f64>, DecodeError>;
-
-    /// The one rate that stands for the whole workload, where it has one.
-    fn whole_rate(&self, at: At) -> Result<Option<f64>, DecodeError>;
-
-    /// The figures a later profile sets against this one's.
-    fn profile_figures(&self, at: At) -> Result<Vec<ProfileFigure>, DecodeError>;
-
-    /// How the user's command it ran ended, where it ran one.
-    fn command_end(&self, at: At) -> Result<Option<String>, DecodeError>;
+    /// Workload `at` decoded into the kind's view, or what cannot be read.
+    fn decode<'a>(&self, at: At<'a>) -> Result<Box<dyn View + 'a>, DecodeError>;
 
     /// Its work made from stored `params` to run in `site`; `Ok(None)` for a kind that
     /// cannot, an error for params it cannot read.
@@ -310,7 +317,10 @@ pub trait StoredKind: Sync {
     ) -> Result<Option<Box<dyn InPlace>>, serde_json::Error>;
 }
 
-impl<K: Kind> StoredKind for K {
+impl<K: Kind> KindEntry for K
+where
+    for<'a> Stored<'a, K>: View,
+{
     fn name(&self) -> &'static str {
         K::NAME
     }
@@ -323,68 +333,8 @@ impl<K: Kind> StoredKind for K {
         K::RATE_UNIT
     }
 
-    fn summarize(&self, at: At) -> Result<Value, DecodeError> {
-        let summary = Kind::summarize(self, &Stored::decode(at)?);
-        Ok(serde_json::to_value(summary).expect("summaries serialise to JSON"))
-    }
-
-    fn verdicts(&self, at: At) -> Result<Vec<Verdict>, DecodeError> {
-        let stored = Stored::decode(at)?;
-        let mut verdicts = Kind::verdicts(self, &stored);
-        verdicts.extend(self.verdicts_beside(&stored)?);
-        Ok(verdicts)
-    }
-
-    fn tables(&self, at: At) -> Result<Vec<Table>, DecodeError> {
-        Ok(Kind::tables(self, &Stored::decode(at)?))
-    }
-
-    fn summary_lines(&self, at: At) -> Result<Vec<SummaryLine>, DecodeError> {
-        Kind::summary_lines(self, &Stored::decode(at)?)
-    }
-
-    fn unmeasured(&self, at: At) -> Result<Vec<Unmeasured>, DecodeError> {
-        Ok(Kind::unmeasured(self, &Stored::decode(at)?))
-    }
-
-    fn brief_tables(&self, at: At) -> Result<Vec<Table>, DecodeError> {
-        Ok(Kind::brief_tables(self, &Stored::decode(at)?))
-    }
-
-    fn knees(&self, at: At) -> Result<Option<Vec<Knee>>, DecodeError> {
-        Ok(Kind::knees(self, &Stored::decode(at)?))
-    }
-
-    fn charts(&self, at: At) -> Result<Vec<Chart>, DecodeError> {
-        Ok(Kind::charts(self, &Stored::decode(at)?))
-    }
-
-    fn samples(&self, at: At) -> Result<Option<Samples>, DecodeError> {
-        Ok(Kind::samples(self, &Stored::decode(at)?))
-    }
-
-    fn link_limit(&self, at: At) -> Result<Option<LinkLimit>, DecodeError> {
-        Ok(Kind::link_limit(self, &Stored::decode(at)?))
-    }
-
-    fn exposure(&self, at: At) -> Result<Exposure, DecodeError> {
-        Ok(Kind::exposure(self, &Stored::decode(at)?))
-    }
-
-    fn streaming_rate(&self, at: At, op: &str) -> Result<Option<f64>, DecodeError> {
-        Ok(Kind::streaming_rate(self, &Stored::decode(at)?, op))
-    }
-
-    fn whole_rate(&self, at: At) -> Result<Option<f64>, DecodeError> {
-        Ok(Kind::whole_rate(self, &Stored::decode(at)?))
-    }
-
-    fn profile_figures(&self, at: At) -> Result<Vec<ProfileFigure>, DecodeError> {
-        Ok(Kind::profile_figures(self, &Stored::decode(at)?))
-    }
-
-    fn command_end(&self, at: At) -> Result<Option<String>, DecodeError> {
-        Ok(Kind::command_end(self, &Stored::decode(at)?))
+    fn decode<'a>(&self, at: At<'a>) -> Result<Box<dyn View + 'a>, DecodeError> {
+        Ok(Box::new(Stored::<K>::decode(at)?))
     }
 
     fn in_place(
@@ -392,6 +342,6 @@ impl<K: Kind> StoredKind for K {
         params: &Value,
         site: Site,
     ) -> Result<Option<Box<dyn InPlace>>, serde_json::Error> {
-        Ok(Kind::in_place(self, K::Params::deserialize(params)?, site))
+        Ok(K::in_place(K::Params::deserialize(params)?, site))
     }
 }

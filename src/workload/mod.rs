@@ -4,6 +4,7 @@
 //! and [`KINDS`] alone, and never need to know what a kind measures.
 
 pub mod cpu;
+mod decoded;
 pub mod disk;
 pub mod image;
 mod in_place;
@@ -20,8 +21,11 @@ pub mod why;
 
 use serde_json::Value;
 
+pub use decoded::Decoded;
 pub use in_place::{InPlace, RoundBytes, Site};
-pub use kind::{At, DecodeError, Kind, Stored, StoredKind};
+#[cfg(test)]
+pub use kind::decodes;
+pub use kind::{At, Conclude, Concluded, DecodeError, Kind, KindEntry, Stored, View};
 pub use sink::{Event, Sink};
 
 use crate::control::Cancel;
@@ -129,7 +133,7 @@ pub trait Workload: Send {
 }
 
 /// Every kind ratelab knows; a new kind adds one line here.
-const KINDS: &[&dyn StoredKind] = &[
+const KINDS: &[&dyn KindEntry] = &[
     &disk::DiskKind,
     &readdir::ReaddirKind,
     &net::NetKind,
@@ -143,7 +147,7 @@ const KINDS: &[&dyn StoredKind] = &[
 ];
 
 /// The kind named `name`, if ratelab knows it.
-pub fn kind(name: &str) -> Option<&'static dyn StoredKind> {
+pub fn kind(name: &str) -> Option<&'static dyn KindEntry> {
     KINDS.iter().copied().find(|k| k.name() == name)
 }
 
@@ -155,25 +159,24 @@ pub fn rate_unit(record: &WorkloadRecord) -> RateUnit {
 
 /// Each workload's items of `run` as `results compare` groups them; `None` for a
 /// workload whose kind is not compared or not known to this version.
-pub fn samples_of(run: &RunDocument) -> Result<Vec<Option<Samples>>, DecodeError> {
-    (0..run.workloads.len())
-        .map(|index| match kind(&run.workloads[index].kind) {
-            Some(kind) => kind.samples(At::new(run, index)),
-            None => Ok(None),
-        })
+pub fn samples_of(doc: &RunDocument) -> Result<Vec<Option<Samples>>, DecodeError> {
+    let run = Decoded::of(doc);
+    (0..doc.workloads.len())
+        .map(|index| Ok(run.view(index)?.and_then(|view| view.samples())))
         .collect()
 }
 
 /// The figures of every workload of `run` a later profile sets against this one's, in
 /// the run's order; those run alone first (`--alone`) are left out.
-pub fn profile_figures(run: &RunDocument) -> Result<Vec<ProfileFigure>, DecodeError> {
+pub fn profile_figures(doc: &RunDocument) -> Result<Vec<ProfileFigure>, DecodeError> {
+    let run = Decoded::of(doc);
     let mut figures = Vec::new();
-    for (index, record) in run.workloads.iter().enumerate() {
+    for (index, record) in doc.workloads.iter().enumerate() {
         if record.alone_of.is_some() {
             continue;
         }
-        if let Some(kind) = kind(&record.kind) {
-            figures.extend(kind.profile_figures(At::new(run, index))?);
+        if let Some(view) = run.view(index)? {
+            figures.extend(view.profile_figures());
         }
     }
     Ok(figures)

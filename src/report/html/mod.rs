@@ -12,7 +12,7 @@ use super::layout::{self, Detail};
 use crate::document::{RunDocument, WorkloadRecord};
 use crate::vocab::units::format_bytes;
 use crate::vocab::{Chart, Table};
-use crate::workload::{self, At, DecodeError};
+use crate::workload::{self, DecodeError, Decoded};
 
 /// The page's style: narrow screens get one column, print gets no backgrounds.
 const STYLE: &str = "
@@ -52,13 +52,14 @@ pub fn render(doc: &RunDocument) -> Result<String, DecodeError> {
          <title>{}</title><style>{STYLE}</style></head><body><main>",
         escape(&title)
     );
+    let run = Decoded::of(doc);
     header(&mut page, doc, &title);
-    summary(&mut page, doc)?;
-    verdicts(&mut page, doc)?;
-    limits(&mut page, doc)?;
+    summary(&mut page, &run)?;
+    verdicts(&mut page, &run)?;
+    limits(&mut page, &run)?;
     together(&mut page, doc);
     for index in 0..doc.workloads.len() {
-        workload_section(&mut page, At::new(doc, index))?;
+        workload_section(&mut page, &run, index)?;
     }
     if let Some(table) = super::contention::table(doc) {
         page.push_str("<section><h2>Contention</h2>");
@@ -101,8 +102,8 @@ fn header(page: &mut String, doc: &RunDocument, title: &str) {
 
 /// The answer first: each part's headline figures, the step that limits the task, and
 /// what moved since the last profile.
-fn summary(page: &mut String, doc: &RunDocument) -> Result<(), DecodeError> {
-    let lines = layout::summary(doc)?;
+fn summary(page: &mut String, run: &Decoded) -> Result<(), DecodeError> {
+    let lines = layout::summary(run)?;
     if lines.is_empty() {
         return Ok(());
     }
@@ -119,8 +120,9 @@ fn summary(page: &mut String, doc: &RunDocument) -> Result<(), DecodeError> {
     Ok(())
 }
 
-fn verdicts(page: &mut String, doc: &RunDocument) -> Result<(), DecodeError> {
-    let listing = layout::listing(doc, Detail::Full)?;
+fn verdicts(page: &mut String, run: &Decoded) -> Result<(), DecodeError> {
+    let doc = run.doc;
+    let listing = layout::listing(run, Detail::Full)?;
     if listing.verdicts.is_empty() && listing.unmeasured.is_none() {
         return Ok(());
     }
@@ -153,13 +155,13 @@ fn verdicts(page: &mut String, doc: &RunDocument) -> Result<(), DecodeError> {
 }
 
 /// The physical limit of each workload's link, as the platform probes found it.
-fn limits(page: &mut String, doc: &RunDocument) -> Result<(), DecodeError> {
+fn limits(page: &mut String, run: &Decoded) -> Result<(), DecodeError> {
     let mut rows: Vec<Vec<String>> = Vec::new();
-    for (index, record) in doc.workloads.iter().enumerate() {
-        let Some(kind) = workload::kind(&record.kind) else {
+    for (index, record) in run.doc.workloads.iter().enumerate() {
+        let Some(view) = run.view(index)? else {
             continue;
         };
-        if let Some(link) = kind.link_limit(At::new(doc, index))? {
+        if let Some(link) = view.link_limit() {
             rows.push(vec![
                 format!("{} {}", record.kind, index + 1),
                 record.target.clone(),
@@ -215,26 +217,25 @@ fn together(page: &mut String, doc: &RunDocument) {
     page.push_str("</section>");
 }
 
-fn workload_section(page: &mut String, at: At) -> Result<(), DecodeError> {
-    let (index, record) = (at.index, at.record());
+fn workload_section(page: &mut String, run: &Decoded, index: usize) -> Result<(), DecodeError> {
+    let record = &run.doc.workloads[index];
     let _ = write!(
         page,
         "<section class=\"workload {}\"><h2>{}</h2>",
         escape(&record.kind),
         escape(&layout::workload_heading(index, record))
     );
-    let kind = workload::kind(&record.kind);
-    let mut charts: Vec<Chart> = match kind {
-        Some(kind) => kind.charts(at)?,
+    let mut charts: Vec<Chart> = match run.view(index)? {
+        Some(view) => view.charts(),
         None => Vec::new(),
     };
-    if kind.is_some_and(|k| k.rate_series()) {
+    if workload::kind(&record.kind).is_some_and(|k| k.rate_series()) {
         charts.extend(figures::series(&[(index, record)]));
     }
     for svg in charts.iter().filter_map(Chart::svg) {
         let _ = write!(page, "<figure>{svg}</figure>");
     }
-    match layout::workload_tables(at, Detail::Full)? {
+    match layout::workload_tables(run, index, Detail::Full)? {
         Some(tables) => {
             for table in &tables {
                 page.push_str(&html_table(table));

@@ -14,6 +14,7 @@ mod measure;
 mod physics;
 mod scaling;
 mod tables;
+mod view;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

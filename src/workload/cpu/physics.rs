@@ -32,8 +32,9 @@ impl ScalingPoint {
     }
 }
 
-/// The verdicts on how `scaling` may be read: beyond linear, CPUs shared, or poor.
-pub fn verdicts(w: &Stored<CpuKind>, scaling: &Scaling) -> Vec<Verdict> {
+/// The verdicts on how `scaling` may be read: beyond linear, CPUs shared, or poor
+/// (unless other work `disturbed` the run).
+pub fn verdicts(w: &Stored<CpuKind>, scaling: &Scaling, disturbed: bool) -> Vec<Verdict> {
     let verdict = Verdict::about(Some(w.index()));
     let mut out = Vec::new();
     let same = |threads: usize| {
@@ -86,8 +87,7 @@ pub fn verdicts(w: &Stored<CpuKind>, scaling: &Scaling) -> Vec<Verdict> {
     };
     // A run other work disturbed, or whose threads shared CPUs, says nothing of how
     // this machine's cores scale: the verdicts that say so stand instead.
-    if last.efficiency < POOR_SCALING && !shared(last.threads) && !interference::disturbed(w.at.run)
-    {
+    if last.efficiency < POOR_SCALING && !shared(last.threads) && !disturbed {
         out.push(verdict(
             "poor_scaling",
             Severity::Info,

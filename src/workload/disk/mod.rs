@@ -14,6 +14,7 @@ mod summary;
 mod sustained;
 mod tables;
 mod verdicts;
+mod view;
 
 use std::path::PathBuf;
 

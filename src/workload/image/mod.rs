@@ -9,6 +9,7 @@ mod place_round;
 mod ratios;
 mod record;
 mod stored;
+mod view;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

@@ -14,6 +14,7 @@ mod rounds;
 mod stored;
 mod table;
 mod verdicts;
+mod view;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

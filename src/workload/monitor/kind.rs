@@ -2,21 +2,15 @@
 //! frequency per core, power, thread placement, and frequency against active cores;
 //! every figure a source could not give is said to be unavailable, with its reason.
 
-use super::context::{Ended, MonitorContext};
+use super::MonitorPlan;
+use super::context::MonitorContext;
 use super::item::MonitorItem;
 use super::summary::{
     FreqVsActiveCores, MonitorSummary, ZonePower, cores, freq_vs_active_cores, placements,
 };
-use super::{MonitorPlan, brief, charts, tables};
 use crate::analysis::stats::Stats;
-use crate::document::{Severity, Verdict};
 use crate::sensors::Sources;
-use crate::vocab::Exposure;
-use crate::vocab::{Chart, Table, Unmeasured};
-use crate::workload::{Kind, Stored};
-
-/// Watched threads listed one by one, at most; more are grouped by what they do.
-const MAX_THREAD_ROWS: usize = 16;
+use crate::workload::{Decoded, Kind, Stored};
 
 /// How ratelab summarises, judges and shows stored monitor workloads.
 pub struct MonitorKind;
@@ -73,11 +67,6 @@ impl MonitorKind {
 }
 
 impl Kind for MonitorKind {
-    fn exposure(&self, _w: &Stored<Self>) -> Exposure {
-        // It watches the machine: other work is what it shows, not what disturbs it.
-        Exposure::NONE
-    }
-
     const NAME: &'static str = "monitor";
     type Params = MonitorPlan;
     type Context = MonitorContext;
@@ -86,7 +75,7 @@ impl Kind for MonitorKind {
     // Its series count samples taken, not bytes moved.
     const RATE_SERIES: bool = false;
 
-    fn summarize(&self, w: &Stored<Self>) -> MonitorSummary {
+    fn summarize(w: &Stored<Self>, _run: &Decoded) -> MonitorSummary {
         let items = &w.items;
         let sources = w.context.sources.as_ref();
         let PowerFigures {
@@ -137,79 +126,5 @@ impl Kind for MonitorKind {
             threads: (!threads.is_empty()).then_some(threads),
             sources: sources.cloned(),
         }
-    }
-
-    fn verdicts(&self, w: &Stored<Self>) -> Vec<Verdict> {
-        let workload = w.index();
-        let mut out: Vec<Verdict> = w
-            .context
-            .sources
-            .iter()
-            .flat_map(Sources::named)
-            .filter_map(|(name, source)| {
-                Some(Verdict {
-                    code: format!("{name}_unavailable"),
-                    severity: Severity::Info,
-                    message: format!(
-                        "{name} is not measured on this machine (null in every sample): {}",
-                        source.unavailable.as_ref()?
-                    ),
-                    workload: Some(workload),
-                })
-            })
-            .collect();
-        let context = &w.context;
-        let (code, signal) = (context.command_exit_code, context.command_signal);
-        let stopped_by_monitor = context.ended_by != Some(Ended::CommandExited);
-        if code.is_some_and(|c| c != 0) || (signal.is_some() && !stopped_by_monitor) {
-            out.push(Verdict {
-                code: "monitored_command_failed".into(),
-                severity: Severity::Warning,
-                message: format!(
-                    "the watched command {} {}",
-                    w.record.target,
-                    match code {
-                        Some(code) => format!("exited with status {code}"),
-                        None => format!("was killed by signal {}", signal.unwrap_or(0)),
-                    }
-                ),
-                workload: Some(workload),
-            });
-        }
-        out
-    }
-
-    fn charts(&self, w: &Stored<Self>) -> Vec<Chart> {
-        charts::charts(&w.items)
-    }
-
-    fn tables(&self, w: &Stored<Self>) -> Vec<Table> {
-        let items = &w.items;
-        let sources = w.context.sources.as_ref();
-        let per_core = cores(items);
-        let has_freq = per_core.iter().any(|c| c.freq_hz.is_some());
-        let mut tables = vec![tables::per_core(
-            &per_core,
-            w.context.samples,
-            sources.and_then(|s| s.freq_hz.unavailable.as_ref()),
-        )];
-        tables.extend(tables::power_table(items, sources));
-        tables.extend(tables::frequency_fit(items, has_freq));
-        // A row per thread reads for a few; many (a cpu test on 16 cores) read by group.
-        let placements = placements(items);
-        tables.extend(if placements.len() > MAX_THREAD_ROWS {
-            brief::grouped(&placements, false)
-        } else {
-            tables::threads(&placements)
-        });
-        tables
-    }
-
-    fn unmeasured(&self, w: &Stored<Self>) -> Vec<Unmeasured> {
-        brief::unmeasured(w)
-    }
-
-    fn brief_tables(&self, w: &Stored<Self>) -> Vec<Table> {
-        brief::brief_tables(w)
     }
 }

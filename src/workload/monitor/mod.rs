@@ -12,6 +12,7 @@ mod kind;
 mod sampling;
 mod summary;
 mod tables;
+mod view;
 
 use std::path::PathBuf;
 use std::process::Child;

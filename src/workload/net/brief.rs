@@ -9,13 +9,14 @@ use super::limit::{Cause, Limit};
 use super::summary::NetSummary;
 use crate::vocab::units::format_bits_rate;
 use crate::vocab::{SummaryLine, Table, Unmeasured};
-use crate::workload::{Kind, Stored};
+use crate::workload::Stored;
 
 /// Its summary, stored or, for a run that never finished, from its items.
 pub(super) fn summary_of<'a>(w: &'a Stored<NetKind>) -> Cow<'a, NetSummary> {
-    w.summary
-        .as_ref()
-        .map_or_else(|| Cow::Owned(NetKind.summarize(w)), Cow::Borrowed)
+    w.summary.as_ref().map_or_else(
+        || Cow::Owned(super::summary::summarize(&w.params, &w.context, &w.items)),
+        Cow::Borrowed,
+    )
 }
 
 /// Whether the test ran over the loopback interface, where no wire limits TCP.

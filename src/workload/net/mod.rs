@@ -25,6 +25,7 @@ mod session;
 mod socket;
 mod stream;
 mod summary;
+mod view;
 
 /// Bytes in lowercase hex, as key files hold them.
 pub use key::hex as key_hex;

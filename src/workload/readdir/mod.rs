@@ -3,6 +3,7 @@
 //! written. Files that cannot be read are warnings, not failures.
 
 mod kind;
+mod view;
 
 use std::path::{Path, PathBuf};
 

@@ -6,6 +6,7 @@
 mod charts;
 mod kind;
 mod limit;
+mod view;
 
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;

@@ -8,13 +8,13 @@ use super::summary::{ThreadsSummary, per_threads};
 use super::verdicts::series_beside;
 use crate::vocab::units::{format_bytes, format_rate};
 use crate::vocab::{SummaryLine, Table};
-use crate::workload::{DecodeError, Stored};
+use crate::workload::{DecodeError, Decoded, Stored};
 
 /// The info verdicts whose point the limit line makes.
 const COVERS: [&str; 3] = ["rate_limiting_step", "what_if_differs", "disk_vs_task"];
 
 /// The task's lines: its rate at the most threads (and the fewest), then what limits it.
-pub fn summary_lines(w: &Stored<TaskKind>) -> Result<Vec<SummaryLine>, DecodeError> {
+pub fn summary_lines(w: &Stored<TaskKind>, run: &Decoded) -> Result<Vec<SummaryLine>, DecodeError> {
     let summaries = per_threads(&w.items);
     let (Some(fewest), Some(most)) = (summaries.first(), summaries.last()) else {
         return Ok(Vec::new());
@@ -40,7 +40,7 @@ pub fn summary_lines(w: &Stored<TaskKind>) -> Result<Vec<SummaryLine>, DecodeErr
         w.context.source_bytes.map_or("-".into(), format_bytes),
     );
     // The series of this run are the fresher figures; earlier runs stand in for them.
-    let mut disks = series_beside(w)?;
+    let mut disks = series_beside(w, run)?;
     if disks.is_empty()
         && let Some(stored) = &w.context.disk_runs
     {

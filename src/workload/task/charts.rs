@@ -1,7 +1,7 @@
 //! The task's chart: the whole task's rate and each step's alone, by thread count, the
 //! step that limits it drawn strongest.
 
-use super::stored::TaskSummary;
+use super::summary::TaskSummary;
 use crate::vocab::chart::{Chart, Line};
 use crate::vocab::units::format_rate;
 

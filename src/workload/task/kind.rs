@@ -1,21 +1,19 @@
 //! How ratelab summarises, judges and shows stored task workloads, from their records
 //! alone: what `results show` and every report of an old task run rely on.
 
+use super::TaskPlan;
 use super::item::TaskItem;
-use super::stored::{TaskContext, TaskSummary};
-use super::summary::{per_threads, summarize};
-use super::{TaskPlan, brief, charts, verdicts};
-use crate::document::Verdict;
-use crate::vocab::Exposure;
-use crate::vocab::units::{format_bytes, format_rate, format_seconds};
-use crate::vocab::{Chart, GroupKey, LinkLimit, RateUnit, Samples, SummaryLine, Table};
-use crate::workload::{DecodeError, InPlace, Kind, Site, Stored};
+use super::stored::TaskContext;
+use super::summary::TaskSummary;
+use super::summary::summarize;
+use crate::vocab::units::format_bytes;
+use crate::workload::{Decoded, InPlace, Kind, Site, Stored};
 
 /// How ratelab summarises, judges and shows stored task workloads.
 pub struct TaskKind;
 
 impl Kind for TaskKind {
-    fn in_place(&self, params: TaskPlan, site: Site) -> Option<Box<dyn InPlace>> {
+    fn in_place(params: TaskPlan, site: Site) -> Option<Box<dyn InPlace>> {
         let plan = TaskPlan {
             out: site.folder,
             layers: site.layers,
@@ -24,130 +22,14 @@ impl Kind for TaskKind {
         Some(Box::new(super::TaskWorkload::new(plan, None)))
     }
 
-    /// The whole task's median rate at its most threads.
-    fn whole_rate(&self, w: &Stored<Self>) -> Option<f64> {
-        let threads = w.items.iter().map(|i| i.threads).max()?;
-        let rates: Vec<f64> = w
-            .items
-            .iter()
-            .filter(|i| i.op == "total" && i.threads == threads)
-            .map(|i| i.source_bytes_per_sec)
-            .collect();
-        crate::analysis::stats::Stats::of(&rates).map(|s| s.median)
-    }
-
-    fn exposure(&self, _w: &Stored<Self>) -> Exposure {
-        Exposure::STORAGE
-    }
-
     const NAME: &'static str = "task";
     type Params = TaskPlan;
     type Context = TaskContext;
     type Item = TaskItem;
     type Summary = TaskSummary;
 
-    fn summarize(&self, w: &Stored<Self>) -> TaskSummary {
+    fn summarize(w: &Stored<Self>, _run: &Decoded) -> TaskSummary {
         summarize(&w.items)
-    }
-
-    fn verdicts(&self, w: &Stored<Self>) -> Vec<Verdict> {
-        verdicts::verdicts(w)
-    }
-
-    fn verdicts_beside(&self, w: &Stored<Self>) -> Result<Vec<Verdict>, DecodeError> {
-        verdicts::verdicts_beside(w)
-    }
-
-    fn charts(&self, w: &Stored<Self>) -> Vec<Chart> {
-        w.summary
-            .as_ref()
-            .and_then(charts::chart)
-            .filter(Chart::has_points)
-            .into_iter()
-            .collect()
-    }
-
-    fn link_limit(&self, _w: &Stored<Self>) -> Option<LinkLimit> {
-        // A task's rates are not checked against a link (the storage series beside it
-        // are), so its link is listed, with no limit derived.
-        Some(LinkLimit::unknown())
-    }
-
-    fn samples(&self, w: &Stored<Self>) -> Option<Samples> {
-        let items = w
-            .items
-            .iter()
-            .map(|item| {
-                let key = GroupKey {
-                    threads: Some(item.threads),
-                    ..GroupKey::new(RateUnit::BytesPerSec, item.op.as_str())
-                };
-                (key, Some(item.source_bytes_per_sec))
-            })
-            .collect();
-        Some(Samples { items })
-    }
-
-    fn tables(&self, w: &Stored<Self>) -> Vec<Table> {
-        vec![step_table(w)]
-    }
-
-    fn summary_lines(&self, w: &Stored<Self>) -> Result<Vec<SummaryLine>, DecodeError> {
-        brief::summary_lines(w)
-    }
-
-    fn brief_tables(&self, w: &Stored<Self>) -> Vec<Table> {
-        brief::brief_tables(w)
-    }
-}
-
-/// Each step at each thread count: its rate, the task's rate were it all of the task,
-/// its time, the gain were it free, and which step limits.
-fn step_table(w: &Stored<TaskKind>) -> Table {
-    let summaries = per_threads(&w.items);
-    let measured = summaries.iter().any(|s| s.measured());
-    let rows = summaries
-        .iter()
-        .flat_map(|summary| {
-            summary.steps.iter().map(|step| {
-                let limit = if step.op == summary.rate_limiting_step {
-                    "limit"
-                } else {
-                    ""
-                };
-                vec![
-                    summary.threads.to_string(),
-                    step.op.clone(),
-                    format_rate(step.bytes_per_sec),
-                    format_rate(step.source_bytes_per_sec),
-                    format_seconds(step.seconds),
-                    Some(summary.gain_if_free(&step.op))
-                        .filter(|x| x.is_finite())
-                        .map_or(String::new(), |x| format!("{x:.2}x")),
-                    limit.to_string(),
-                ]
-            })
-        })
-        .collect();
-    Table {
-        title: title(w, summaries.first().and_then(|s| s.ratio)),
-        header: [
-            "threads",
-            "step",
-            "rate",
-            "task rate",
-            "time",
-            if measured {
-                "if free (measured)"
-            } else {
-                "if free (modelled)"
-            },
-            "",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows,
-        numeric: vec![0, 2, 3, 4, 5],
     }
 }
 
@@ -168,199 +50,4 @@ pub(super) fn title(w: &Stored<TaskKind>, ratio: Option<f64>) -> String {
         context.source_bytes.map_or("-".into(), format_bytes),
         ratio.map_or(String::new(), |r| format!(", ratio {r:.2}:1")),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use std::path::PathBuf;
-
-    use super::*;
-    use crate::document::{RunDocument, WorkloadRecord};
-    use crate::workload::task::summary::summarize_threads;
-    use crate::workload::task::verdicts::limiting_sentence;
-    use crate::workload::task::{Codec, Direction};
-    use crate::workload::{At, StoredKind};
-
-    fn item(op: &str, source_bytes_per_sec: f64) -> TaskItem {
-        TaskItem::timed(op, 2, 1000, 1000, 1000.0 / source_bytes_per_sec)
-    }
-
-    /// A stored task workload with `items`, its params a real plan.
-    fn stored(items: Vec<serde_json::Value>) -> RunDocument {
-        let plan = TaskPlan {
-            file: Some(PathBuf::from("/f")),
-            make_file_bytes: None,
-            out: PathBuf::from("/out"),
-            codec: Codec::Zstd,
-            level: 3,
-            threads: vec![4],
-            direction: Direction::Compress,
-            keep: false,
-            seed: 1,
-            what_if: false,
-            layers: Vec::new(),
-        };
-        let mut record = WorkloadRecord::for_test(TaskKind::NAME, "/f", items);
-        record.params = serde_json::to_value(plan).unwrap();
-        RunDocument::for_test(vec![record])
-    }
-
-    #[test]
-    fn the_slowest_step_limits_and_only_it_gains_from_being_faster() {
-        let items = [
-            item("read", 400.0),
-            item("compress", 100.0),
-            item("write", 250.0),
-            item("total", 90.0),
-        ];
-        let summary = summarize_threads(2, &items).unwrap();
-        assert_eq!(summary.rate_limiting_step, "compress");
-        let gain = |op: &str| summary.speedup_if_free[op];
-        // Compress instant: write (250) sets the pace, 2.5 times compress's rate.
-        assert!((gain("compress") - 2.5).abs() < 1e-9);
-        assert_eq!(gain("read"), 1.0);
-        assert_eq!(gain("write"), 1.0);
-        assert!((summary.share_of_limit - 0.9).abs() < 1e-9);
-        let words = limiting_sentence(&summary);
-        assert!(words.contains("until write limits it"), "{words}");
-        assert!(
-            words.contains("a faster read or write gains nothing"),
-            "{words}"
-        );
-    }
-
-    #[test]
-    fn a_what_if_faster_than_a_step_it_still_ran_is_left_out_as_unstable() {
-        // Seen at 2 threads: compress free, the whole task took 245 ms where the write
-        // step alone took 418 ms of the same bytes.
-        let mut free = item("what_if", 1000.0 / 0.245);
-        free.free = Some("compress".into());
-        let items = [
-            item("read", 1000.0 / 0.08),
-            item("compress", 1000.0 / 1.2),
-            item("write", 1000.0 / 0.418),
-            item("total", 1000.0 / 1.281),
-            free,
-        ];
-        let summary = summarize_threads(2, &items).unwrap();
-        assert!(summary.measured_speedup_if_free.is_empty());
-        let unstable = &summary.unstable_what_if["compress"];
-        assert_eq!(unstable.bound_op, "write");
-        assert!((unstable.gain - 1.281 / 0.245).abs() < 1e-9);
-        // Its gain is the model's, not the unstable figure: write's pace over compress's.
-        assert!((summary.gain_if_free("compress") - 1.2 / 0.418).abs() < 1e-9);
-        let doc = stored(
-            items
-                .iter()
-                .map(|i| serde_json::to_value(i).unwrap())
-                .collect(),
-        );
-        let verdicts = StoredKind::verdicts(&TaskKind, At::new(&doc, 0)).unwrap();
-        let words = verdicts
-            .iter()
-            .find(|v| v.code == "what_if_unstable")
-            .map(|v| v.message.as_str())
-            .expect("a what_if_unstable verdict");
-        assert!(
-            words.starts_with("at 2 threads with compress free the task went at 4.08 kB/s of original bytes (5.23x), faster than write alone (2.39 kB/s), which it still ran"),
-            "{words}"
-        );
-        assert!(
-            words.ends_with("compress's gain modelled (2.87x)"),
-            "{words}"
-        );
-        let limit = verdicts
-            .iter()
-            .find(|v| v.code == "rate_limiting_step")
-            .map(|v| v.message.as_str())
-            .unwrap();
-        assert!(
-            limit.ends_with("(modelled: the what-if was unstable)"),
-            "{limit}"
-        );
-        let lines = StoredKind::summary_lines(&TaskKind, At::new(&doc, 0)).unwrap();
-        assert!(
-            lines[1].text.contains(
-                "2.87x faster were it free (modelled; the measured what-if was unstable)"
-            ),
-            "{}",
-            lines[1].text
-        );
-        // With the other steps' what-ifs measured (each a little under 1x), the step
-        // whose what-if was unstable still limits, by its modelled gain: on tmpfs,
-        // compress at 130 MB/s was named below write's measured 0.91x.
-        let mut more = items.to_vec();
-        for (op, seconds) in [("read", 1.4), ("write", 1.35)] {
-            let mut free = item("what_if", 1000.0 / seconds);
-            free.free = Some(op.into());
-            more.push(free);
-        }
-        let summary = summarize_threads(2, &more).unwrap();
-        assert_eq!(summary.measured_speedup_if_free.len(), 2);
-        assert!(summary.unstable_what_if.contains_key("compress"));
-        assert_eq!(summary.rate_limiting_step, "compress");
-    }
-
-    #[test]
-    fn a_what_if_is_bounded_by_the_fastest_sample_of_each_step_it_still_ran() {
-        // Seen in a suite: compress alone once at 267 MB/s (a slice of CPU taken), the
-        // task with read free at 355 MB/s. Two more samples of compress alone at 380
-        // and 372 MB/s show the what-if was within what compress can do.
-        let mut free = item("what_if", 355.0);
-        free.free = Some("read".into());
-        let once = [
-            item("read", 100.0),
-            item("compress", 267.0),
-            item("write", 900.0),
-            item("total", 98.0),
-            free,
-        ];
-        let summary = summarize_threads(2, &once).unwrap();
-        assert_eq!(summary.unstable_what_if["read"].bound_op, "compress");
-        assert!((summary.unstable_what_if["read"].bound_source_bytes_per_sec - 267.0).abs() < 1e-6);
-        let mut thrice = once.to_vec();
-        thrice.insert(2, item("compress", 380.0));
-        thrice.insert(3, item("compress", 372.0));
-        let summary = summarize_threads(2, &thrice).unwrap();
-        assert!(summary.unstable_what_if.is_empty(), "{summary:?}");
-        assert!((summary.measured_speedup_if_free["read"] - 355.0 / 98.0).abs() < 1e-9);
-        assert_eq!(summary.rate_limiting_step, "read");
-        // The step's own rate is the median of its samples.
-        let compress = summary.step("compress").unwrap();
-        assert_eq!(compress.n, 3);
-        assert!((compress.source_bytes_per_sec - 372.0).abs() < 1e-6);
-    }
-
-    #[test]
-    fn a_step_and_its_threads_make_the_key_and_the_task_rate_is_compared() {
-        let doc = stored(vec![serde_json::json!({
-            "op": "compress", "threads": 4, "bytes": 10, "seconds": 1.0,
-            "bytes_per_sec": 10.0, "source_bytes": 20, "source_bytes_per_sec": 20.0,
-        })]);
-        let samples = StoredKind::samples(&TaskKind, At::new(&doc, 0))
-            .unwrap()
-            .unwrap();
-        let key = GroupKey {
-            threads: Some(4),
-            ..GroupKey::new(RateUnit::BytesPerSec, "compress")
-        };
-        assert_eq!(samples.items, [(key, Some(20.0))]);
-    }
-
-    #[test]
-    fn a_corrupt_item_is_named_not_dropped() {
-        let good = serde_json::to_value(item("read", 400.0)).unwrap();
-        let doc = stored(vec![
-            good,
-            serde_json::json!({"op": "total", "threads": "two"}),
-        ]);
-        let Err(e) = StoredKind::tables(&TaskKind, At::new(&doc, 0)) else {
-            panic!("a corrupt item was read");
-        };
-        let words = e.to_string();
-        assert!(
-            words.starts_with("run 1, workload 1 (task): the stored item 2 cannot be read"),
-            "{words}"
-        );
-    }
 }

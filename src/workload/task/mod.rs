@@ -16,6 +16,7 @@ mod stored;
 mod summary;
 mod test_file;
 mod verdicts;
+mod view;
 mod what_if;
 
 use std::path::{Path, PathBuf};
@@ -27,8 +28,8 @@ pub use codec::Codec;
 pub use item::TaskItem;
 pub use kind::TaskKind;
 pub use steps::Direction;
-pub use stored::{DiskRate, DiskRead, DiskRuns, DiskWrite, TaskContext, TaskSummary};
-pub use summary::{StepRate, ThreadsSummary};
+pub use stored::{DiskRate, DiskRead, DiskRuns, DiskWrite, TaskContext};
+pub use summary::{StepRate, TaskSummary, ThreadsSummary};
 
 use self::steps::{Transform, Uncached};
 use crate::error::Error;

@@ -1,14 +1,12 @@
-//! What a task stores besides its plan and items: its context (the source, the folders
-//! and storage chains it read and wrote, what stored disk runs measured there) and its
-//! summary. The live workload writes these very types and the kind reads them back, so
+//! What a task stores of its context besides its plan and items: the source, the
+//! folders and storage chains it read and wrote, and what stored disk runs measured
+//! there. The live workload writes these very types and the kind reads them back, so
 //! the two cannot drift apart.
 
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::summary::ThreadsSummary;
-use crate::analysis::fits::FitsSummary;
 use crate::platform::StorageChain;
 
 /// What the platform and the store said of a task's source and output, as stored.
@@ -106,15 +104,4 @@ impl DiskRuns {
         });
         read.into_iter().chain(write).collect()
     }
-}
-
-/// A task's summary: the whole task's rate fitted against threads, and each thread
-/// count's steps.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TaskSummary {
-    /// The scaling laws fitted to the whole task's rate, every run a point.
-    #[serde(flatten)]
-    pub fits: FitsSummary,
-    /// Each thread count, fewest threads first.
-    pub per_threads: Vec<ThreadsSummary>,
 }

@@ -6,9 +6,19 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
 use super::item::TaskItem;
-use super::stored::TaskSummary;
 use crate::analysis::fits::FitsSummary;
 use crate::analysis::stats::Stats;
+
+/// A task's summary: the whole task's rate fitted against threads, and each thread
+/// count's steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskSummary {
+    /// The scaling laws fitted to the whole task's rate, every run a point.
+    #[serde(flatten)]
+    pub fits: FitsSummary,
+    /// Each thread count, fewest threads first.
+    pub per_threads: Vec<ThreadsSummary>,
+}
 
 /// How far a measured gain may stray from the modelled one before it is said.
 pub const MODEL_TOLERANCE: f64 = 0.15;

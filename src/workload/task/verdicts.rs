@@ -12,7 +12,7 @@ use super::summary::{
 use crate::document::{Severity, Verdict};
 use crate::platform;
 use crate::vocab::units::format_rate;
-use crate::workload::{At, DecodeError, Stored};
+use crate::workload::{DecodeError, Decoded, Stored};
 
 /// A stored disk rate within this factor of the task's step rate is the same rate.
 const SAME_RATE: f64 = 1.5;
@@ -105,12 +105,12 @@ fn cached_input(w: &Stored<TaskKind>) -> Option<String> {
 
 /// What the storage series of the task's own run, on the folders it read and wrote,
 /// say next to its read and write steps at the most threads.
-pub fn verdicts_beside(w: &Stored<TaskKind>) -> Result<Vec<Verdict>, DecodeError> {
+pub fn verdicts_beside(w: &Stored<TaskKind>, run: &Decoded) -> Result<Vec<Verdict>, DecodeError> {
     // Stored runs were looked up before the run; a series of this run is newer.
     let Some(most) = per_threads(&w.items).pop() else {
         return Ok(Vec::new());
     };
-    Ok(disk_sentences(&series_beside(w)?, &most)
+    Ok(disk_sentences(&series_beside(w, run)?, &most)
         .into_iter()
         .map(|words| Verdict::about(Some(w.index()))("disk_vs_task", Severity::Info, words))
         .collect())
@@ -118,9 +118,9 @@ pub fn verdicts_beside(w: &Stored<TaskKind>) -> Result<Vec<Verdict>, DecodeError
 
 /// The streaming rates the storage series of `w`'s own run measured on the folders it
 /// read and wrote.
-pub(super) fn series_beside(w: &Stored<TaskKind>) -> Result<DiskRuns, DecodeError> {
-    let read = series_rate(w, w.context.read_folder.as_deref(), "read")?;
-    let write = series_rate(w, w.context.write_folder.as_deref(), "write")?;
+pub(super) fn series_beside(w: &Stored<TaskKind>, run: &Decoded) -> Result<DiskRuns, DecodeError> {
+    let read = series_rate(run, w.context.read_folder.as_deref(), "read")?;
+    let write = series_rate(run, w.context.write_folder.as_deref(), "write")?;
     Ok(DiskRuns {
         read: read.map(|(target, rate)| DiskRead {
             run_id: None,
@@ -139,15 +139,15 @@ pub(super) fn series_beside(w: &Stored<TaskKind>) -> Result<DiskRuns, DecodeErro
 /// measured `folder`, the nearest first (a disk image mounted inside a folder is its
 /// own storage, not the folder's); `None` when none did, or the folder is unknown.
 fn series_rate(
-    w: &Stored<TaskKind>,
+    run: &Decoded,
     folder: Option<&Path>,
     op: &str,
 ) -> Result<Option<(String, f64)>, DecodeError> {
     let Some(folder) = folder else {
         return Ok(None);
     };
-    let run = w.at.run;
     let mut candidates: Vec<(usize, &crate::document::WorkloadRecord)> = run
+        .doc
         .workloads
         .iter()
         .enumerate()
@@ -162,10 +162,10 @@ fn series_rate(
     });
     for (index, record) in candidates {
         // Each kind says whether it streamed files there (a storage series does).
-        let Some(kind) = crate::workload::kind(&record.kind) else {
+        let Some(view) = run.view(index)? else {
             continue;
         };
-        if let Some(rate) = kind.streaming_rate(At::new(run, index), op)? {
+        if let Some(rate) = view.streaming_rate(op) {
             return Ok(Some((record.target.clone(), rate)));
         }
     }

@@ -11,6 +11,7 @@ mod kind;
 mod measured;
 mod stored;
 mod tables;
+mod view;
 mod what_if;
 
 use std::os::unix::process::{CommandExt, ExitStatusExt};
