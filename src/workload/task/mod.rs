@@ -7,6 +7,7 @@ mod at_threads;
 mod brief;
 mod charts;
 mod codec;
+mod encoder;
 mod frames;
 mod item;
 mod kind;
