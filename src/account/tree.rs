@@ -215,6 +215,37 @@ impl CpuBalance {
     }
 }
 
+/// Which steady threads one sample reads: those whose turn it is.
+#[derive(Clone, Copy)]
+struct Turns {
+    /// The sample's number.
+    round: u64,
+    /// How many samples a steady thread waits between reads, at least one.
+    every: u64,
+}
+
+impl Turns {
+    /// Whether the steady thread `tid` is read this sample.
+    fn reads(self, tid: u32) -> bool {
+        (u64::from(tid) + self.round).is_multiple_of(self.every)
+    }
+}
+
+/// The span of a steady thread not read this sample: taken to do what it did when
+/// last read, `on` of the time on a CPU and `wait` waiting for one.
+fn as_last_read(pid: u32, tid: u32, on: f64, wait: f64) -> ThreadSpan {
+    ThreadSpan {
+        tid,
+        pid,
+        on_cpu_s: on,
+        cpu_wait_s: wait,
+        off_s: 0.0,
+        off: running(),
+        estimated: true,
+        sleep: None,
+    }
+}
+
 /// The thread id a process's unseen threads' CPU is given under: one no thread has.
 fn unseen_threads(pid: u32) -> u32 {
     u32::MAX - pid
@@ -224,6 +255,57 @@ impl Member {
     /// Threads it has now.
     pub fn thread_count(&self) -> usize {
         self.threads.len()
+    }
+
+    /// Reads each of its threads (a steady one only at its turn) into `seen`, forgets
+    /// those gone, and settles its CPU balance.
+    fn sample(
+        &mut self,
+        pid: u32,
+        turns: Turns,
+        (buffer, tick_s): (&mut Vec<u8>, f64),
+        machine: &mut Machine,
+        seen: &mut Seen,
+    ) {
+        let mut gone = Vec::new();
+        let first = seen.spans.len();
+        let mut ended = Vec::new();
+        for (&tid, tracked) in &mut self.threads {
+            let now = Instant::now();
+            if let Some((on, wait)) = tracked.steady
+                && !turns.reads(tid)
+            {
+                // Not its turn: it is taken to do what it did when last read; its
+                // counters, read at its turn, say what it did over all of them.
+                seen.quiet = false;
+                seen.spans.push(as_last_read(pid, tid, on, wait));
+                continue;
+            }
+            let Some(times) = tracked.files.times(buffer) else {
+                gone.push(tid);
+                seen.quiet = false;
+                if tid == pid {
+                    self.alive = false;
+                }
+                ended.push(seen.spans.len());
+                seen.spans.push(tracked.ended(pid, tid, now));
+                continue;
+            };
+            if tid == pid {
+                self.ran |= times.on_cpu_ns != tracked.times.on_cpu_ns;
+            }
+            let moved = times != tracked.times;
+            let (span, waited) = tracked.advance(pid, tid, (now, times), buffer, machine);
+            seen.quiet &= !moved && !tracked.runnable;
+            if waited && let Some(cpu) = tracked.cpu {
+                seen.waited_on_cpus.push(cpu);
+            }
+            seen.spans.push(span);
+        }
+        for tid in gone {
+            self.threads.remove(&tid);
+        }
+        self.settle(pid, &mut seen.spans, first, &ended, (buffer, tick_s));
     }
 
     /// Gives the CPU its `stat` counts beyond its threads' counters (`spans[first..]`,
@@ -364,87 +446,59 @@ impl Tree {
     pub fn sample(&mut self, machine: &mut Machine) -> Seen {
         let before = self.members.len();
         let ended = self.discover();
-        let mut quiet = ended.is_empty() && self.members.len() == before;
+        let quiet = ended.is_empty() && self.members.len() == before;
         for pid in &ended {
             machine.forget(*pid);
         }
+        self.share_threads(machine, !ended.is_empty());
+        let mut seen = Seen {
+            spans: Vec::new(),
+            waited_on_cpus: Vec::new(),
+            quiet,
+        };
+        self.round += 1;
+        let turns = self.turns();
+        for (&pid, member) in &mut self.members {
+            member.sample(
+                pid,
+                turns,
+                (&mut self.buffer, self.tick_s),
+                machine,
+                &mut seen,
+            );
+        }
+        seen
+    }
+
+    /// Tells `machine` which threads are the tree's, where their number changed or a
+    /// member `ended`.
+    fn share_threads(&self, machine: &mut Machine, ended: bool) {
         let threads = self
             .members
             .values()
             .map(|m| m.threads.len())
             .sum::<usize>();
-        if threads != machine.member_threads.len() || !ended.is_empty() {
+        if threads != machine.member_threads.len() || ended {
             machine.member_threads = self
                 .members
                 .values()
                 .flat_map(|m| m.threads.keys().copied())
                 .collect();
         }
-        let mut spans = Vec::new();
-        let mut waited_on_cpus = Vec::new();
-        let buffer = &mut self.buffer;
-        self.round += 1;
+    }
+
+    /// This sample's turn of the steady threads, so that at most [`STEADY_READS`] of
+    /// them are read.
+    fn turns(&self) -> Turns {
         let steady = self
             .members
             .values()
             .flat_map(|m| m.threads.values())
             .filter(|t| t.steady.is_some())
             .count();
-        let turns = steady.div_ceil(STEADY_READS).max(1) as u64;
-        for (&pid, member) in &mut self.members {
-            let mut gone = Vec::new();
-            let first = spans.len();
-            let mut ended = Vec::new();
-            for (&tid, tracked) in &mut member.threads {
-                let now = Instant::now();
-                if let Some((on, wait)) = tracked.steady
-                    && !(u64::from(tid) + self.round).is_multiple_of(turns)
-                {
-                    // Not its turn: it is taken to do what it did when last read; its
-                    // counters, read at its turn, say what it did over all of them.
-                    quiet = false;
-                    spans.push(ThreadSpan {
-                        tid,
-                        pid,
-                        on_cpu_s: on,
-                        cpu_wait_s: wait,
-                        off_s: 0.0,
-                        off: running(),
-                        estimated: true,
-                        sleep: None,
-                    });
-                    continue;
-                }
-                let Some(times) = tracked.files.times(buffer) else {
-                    gone.push(tid);
-                    quiet = false;
-                    if tid == pid {
-                        member.alive = false;
-                    }
-                    ended.push(spans.len());
-                    spans.push(tracked.ended(pid, tid, now));
-                    continue;
-                };
-                if tid == pid {
-                    member.ran |= times.on_cpu_ns != tracked.times.on_cpu_ns;
-                }
-                let moved = times != tracked.times;
-                let (span, waited) = tracked.advance(pid, tid, (now, times), buffer, machine);
-                quiet &= !moved && !tracked.runnable;
-                if waited && let Some(cpu) = tracked.cpu {
-                    waited_on_cpus.push(cpu);
-                }
-                spans.push(span);
-            }
-            for tid in gone {
-                member.threads.remove(&tid);
-            }
-            member.settle(pid, &mut spans, first, &ended, (buffer, self.tick_s));
-        }
-        Seen {
-            spans,
-            waited_on_cpus,
-            quiet,
+        Turns {
+            round: self.round,
+            every: steady.div_ceil(STEADY_READS).max(1) as u64,
         }
     }
 

@@ -532,7 +532,8 @@ fn listening_line(address: SocketAddr, config: &ServeConfig) -> String {
     )
 }
 
-fn run_server(args: ServeArgs) -> anyhow::Result<Exit> {
+/// Refuses a bound of zero: a server with one would refuse every test.
+fn check_bounds(args: &ServeArgs) -> anyhow::Result<()> {
     for (flag, zero) in [
         ("--max-tests", args.max_tests == 0),
         ("--max-streams", args.max_streams == 0),
@@ -551,7 +552,12 @@ fn run_server(args: ServeArgs) -> anyhow::Result<Exit> {
             return Err(UsageError(format!("{flag} must be above zero")).into());
         }
     }
-    let key = match &args.key_file {
+    Ok(())
+}
+
+/// The key of `--key-file`, if given; a key file unfit to use is a usage error.
+fn server_key(args: &ServeArgs) -> anyhow::Result<Option<Key>> {
+    Ok(match &args.key_file {
         Some(path) => Some(Key::read(path).map_err(|e| match e {
             KeyError::Short { .. } | KeyError::Exposed { .. } | KeyError::Weak { .. } => {
                 anyhow::Error::new(UsageError(e.to_string()))
@@ -559,8 +565,13 @@ fn run_server(args: ServeArgs) -> anyhow::Result<Exit> {
             read => anyhow::Error::new(read),
         })?),
         None => None,
-    };
-    let config = ServeConfig {
+    })
+}
+
+/// The server's setup from its flags: address, bounds, key and iperf3 credentials.
+fn serve_config(args: &ServeArgs) -> anyhow::Result<ServeConfig> {
+    let key = server_key(args)?;
+    Ok(ServeConfig {
         bind: SocketAddr::new(
             args.bind,
             args.port.unwrap_or(if args.iperf3 {
@@ -579,10 +590,14 @@ fn run_server(args: ServeArgs) -> anyhow::Result<Exit> {
         key,
         idle_timeout: args.idle_timeout,
         once: args.once,
-        iperf3_authority: authority(&args)?,
-    };
+        iperf3_authority: authority(args)?,
+    })
+}
+
+/// The server's log: each line to stderr after the time it was said.
+fn server_log() -> crate::workload::net::Log {
     // On a terminal each line wraps at its width under its first word, as errors do.
-    let log: crate::workload::net::Log = Arc::new(|line: &str| {
+    Arc::new(|line: &str| {
         crate::report::terminal::say(
             &format!(
                 "{} ",
@@ -590,7 +605,27 @@ fn run_server(args: ServeArgs) -> anyhow::Result<Exit> {
             ),
             line,
         );
-    });
+    })
+}
+
+/// The warning of a server with no key that listens beyond loopback.
+fn no_key_warning(address: SocketAddr, no_store: bool) -> String {
+    format!(
+        "warning: no key: anyone who can reach {address} can run tests here{}; give \
+         --key-file to serve only clients that hold the key, or --bind 127.0.0.1",
+        if no_store {
+            String::new()
+        } else {
+            " and have iperf3 tests stored in this server's results".into()
+        }
+    )
+}
+
+/// `ratelab net serve`: serves tests until stopped, or after one with `--once`.
+fn run_server(args: ServeArgs) -> anyhow::Result<Exit> {
+    check_bounds(&args)?;
+    let config = serve_config(&args)?;
+    let log = server_log();
     let mut server = Server::bind(config.clone(), Arc::clone(&log))
         .with_context(|| format!("cannot listen on {}", config.bind))?;
     if !args.no_store {
@@ -601,15 +636,7 @@ fn run_server(args: ServeArgs) -> anyhow::Result<Exit> {
         .context("cannot read the listening address")?;
     log(&listening_line(address, &config));
     if config.key.is_none() && !address.ip().is_loopback() {
-        log(&format!(
-            "warning: no key: anyone who can reach {address} can run tests here{}; give \
-             --key-file to serve only clients that hold the key, or --bind 127.0.0.1",
-            if args.no_store {
-                String::new()
-            } else {
-                " and have iperf3 tests stored in this server's results".into()
-            }
-        ));
+        log(&no_key_warning(address, args.no_store));
     }
     let cancel = Cancel::on_signals().context("cannot install signal handlers")?;
     server

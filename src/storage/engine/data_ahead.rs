@@ -77,38 +77,22 @@ impl Ahead {
     ) -> std::io::Result<T> {
         let windows = self.windows();
         let needed = blocks.div_ceil(windows as u64);
-        let (seed, first) = (self.seed, self.next_block);
+        let stamper = Stamper {
+            seed: self.seed,
+            first: self.next_block,
+            windows,
+        };
         // Block numbers of pools not used are skipped, never handed out twice.
         self.next_block += needed * windows as u64;
-        let stamp_pool = move |pool: AlignedBuf, nth: u64| {
-            let mut stamped = Stamped {
-                pool,
-                first_block: first + nth * windows as u64,
-            };
-            stamp_windows(&mut stamped, windows, seed);
-            stamped
-        };
         let count = self.pools.len();
         let (ready_tx, ready) = channel();
-        let mut idle = Vec::new();
-        for (nth, pool) in std::mem::take(&mut self.pools).into_iter().enumerate() {
-            if (nth as u64) < needed {
-                let _ = ready_tx.send(stamp_pool(pool, nth as u64));
-            } else {
-                idle.push(pool);
-            }
-        }
+        let mut idle = self.stamp_first(needed, stamper, &ready_tx);
         let stamped_first = needed.min(count as u64);
         let outcome = std::thread::scope(|scope| {
             let (back, returned) = channel::<Vec<Stamped>>();
             let helper = if needed > stamped_first {
-                let ready_tx = ready_tx.clone();
-                let spawned = std::thread::Builder::new()
-                    .name("disk-stamp".into())
-                    .spawn_scoped(scope, move || {
-                        refill(returned, ready_tx, stamped_first..needed, stamp_pool)
-                    });
-                match spawned {
+                let todo = stamped_first..needed;
+                match start_helper(scope, returned, ready_tx.clone(), todo, stamper) {
                     Ok(helper) => Some(helper),
                     Err(e) => {
                         idle.extend(ready.try_iter().map(|s| s.pool));
@@ -131,16 +115,7 @@ impl Ahead {
                 waited: std::time::Duration::ZERO,
             };
             let result = write(&mut feed);
-            // The writer is done: close the way back so the helper ends, then gather
-            // every pool, wherever it is.
-            let mut pools: Vec<AlignedBuf> = feed.spent.drain(..).map(|s| s.pool).collect();
-            pools.extend(feed.current.take().map(|s| s.pool));
-            feed.back = None;
-            if let Some(helper) = helper {
-                pools.extend(helper.join().expect("the stamping helper does not panic"));
-            }
-            pools.extend(feed.ready.try_iter().map(|s| s.pool));
-            Ok((result, pools))
+            Ok((result, feed.gather(helper)))
         });
         match outcome {
             Ok((result, pools)) => {
@@ -154,6 +129,66 @@ impl Ahead {
             }
         }
     }
+
+    /// Stamps the first `needed` pools of the ring (all of it, at most) and queues them
+    /// on `ready`; returns the pools the file does not need.
+    fn stamp_first(
+        &mut self,
+        needed: u64,
+        stamper: Stamper,
+        ready: &Sender<Stamped>,
+    ) -> Vec<AlignedBuf> {
+        let mut idle = Vec::new();
+        for (nth, pool) in std::mem::take(&mut self.pools).into_iter().enumerate() {
+            if (nth as u64) < needed {
+                let _ = ready.send(stamper.stamp(pool, nth as u64));
+            } else {
+                idle.push(pool);
+            }
+        }
+        idle
+    }
+}
+
+/// How one file's pools are stamped: the `nth` pool carries the blocks from `first`
+/// on, `windows` to a pool.
+#[derive(Clone, Copy)]
+struct Stamper {
+    seed: u64,
+    /// The file's first block number.
+    first: u64,
+    /// Blocks one pool carries.
+    windows: usize,
+}
+
+impl Stamper {
+    /// `pool`, stamped as the file's `nth` pool.
+    fn stamp(self, pool: AlignedBuf, nth: u64) -> Stamped {
+        let mut stamped = Stamped {
+            pool,
+            first_block: self.first + nth * self.windows as u64,
+        };
+        stamp_windows(&mut stamped, self.windows, self.seed);
+        stamped
+    }
+}
+
+/// Starts the helper that stamps the pools of `todo` as the writer gives pools back on
+/// `returned`, and sends them on to `ready`.
+fn start_helper<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    returned: Receiver<Vec<Stamped>>,
+    ready: Sender<Stamped>,
+    todo: std::ops::Range<u64>,
+    stamper: Stamper,
+) -> std::io::Result<std::thread::ScopedJoinHandle<'scope, Vec<AlignedBuf>>> {
+    std::thread::Builder::new()
+        .name("disk-stamp".into())
+        .spawn_scoped(scope, move || {
+            refill(returned, ready, todo, move |pool, nth| {
+                stamper.stamp(pool, nth)
+            })
+        })
 }
 
 /// The helper's loop: stamps each pool given back for the next pool number of `todo`
@@ -255,6 +290,24 @@ impl Feed {
     /// How long the writer has waited for its data so far.
     pub fn waited(&self) -> std::time::Duration {
         self.waited
+    }
+
+    /// Every pool, once the writer is done: those it holds, those the `helper` kept,
+    /// and those stamped but never taken.
+    fn gather(
+        &mut self,
+        helper: Option<std::thread::ScopedJoinHandle<'_, Vec<AlignedBuf>>>,
+    ) -> Vec<AlignedBuf> {
+        // The writer is done: close the way back so the helper ends, then gather
+        // every pool, wherever it is.
+        let mut pools: Vec<AlignedBuf> = self.spent.drain(..).map(|s| s.pool).collect();
+        pools.extend(self.current.take().map(|s| s.pool));
+        self.back = None;
+        if let Some(helper) = helper {
+            pools.extend(helper.join().expect("the stamping helper does not panic"));
+        }
+        pools.extend(self.ready.try_iter().map(|s| s.pool));
+        pools
     }
 
     fn give_back(&mut self) {

@@ -184,30 +184,53 @@ impl DiskPlan {
 
     /// Checks what clap cannot: values that only make sense together.
     pub fn validate(&self) -> Result<(), String> {
-        if let Some(seconds) = self.duration_s {
-            if seconds.is_nan() || seconds <= 0.0 {
-                return Err("--duration must be longer than zero".into());
-            }
-            if self.phase == Phase::Both {
-                return Err("a sustained run writes or reads: give --phase write or --phase read with --duration".into());
-            }
-            // Smaller files would make thousands of items a second, each a file's
-            // create and sync rather than the sustained rate.
-            if self
-                .file_size_bytes
-                .is_none_or(|size| size < MIN_SUSTAINED_FILE)
-            {
-                return Err(format!(
-                    "--file-size must be at least {} in a sustained run",
-                    format_size(MIN_SUSTAINED_FILE)
-                ));
-            }
-        }
+        self.check_sustained()?;
         if self.rewrite && (self.duration_s.is_some() || self.phase != Phase::Both) {
             return Err(
                 "--rewrite writes over the files a series wrote and read: it needs --phase both and no --duration".into(),
             );
         }
+        self.check_sizes()?;
+        self.check_block_size()?;
+        if self.repeat == 0 {
+            return Err("--repeat must be at least 1".into());
+        }
+        self.check_queue()?;
+        if self.phase.reads() && self.read_modes.is_empty() {
+            return Err("--read needs at least one mode (direct, flushed, cached)".into());
+        }
+        Ok(())
+    }
+
+    /// Checks a sustained run (`--duration`): a length, one phase, and files large
+    /// enough.
+    fn check_sustained(&self) -> Result<(), String> {
+        let Some(seconds) = self.duration_s else {
+            return Ok(());
+        };
+        if seconds.is_nan() || seconds <= 0.0 {
+            return Err("--duration must be longer than zero".into());
+        }
+        if self.phase == Phase::Both {
+            return Err("a sustained run writes or reads: give --phase write or --phase read with --duration".into());
+        }
+        // Smaller files would make thousands of items a second, each a file's
+        // create and sync rather than the sustained rate.
+        if self
+            .file_size_bytes
+            .is_none_or(|size| size < MIN_SUSTAINED_FILE)
+        {
+            return Err(format!(
+                "--file-size must be at least {} in a sustained run",
+                format_size(MIN_SUSTAINED_FILE)
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks the series' sizes: some where it writes, none empty, and a total that
+    /// fits in 64 bits over every repeat.
+    fn check_sizes(&self) -> Result<(), String> {
         if self.sizes_bytes.is_empty() && self.phase.writes() && self.duration_s.is_none() {
             return Err("the series has no sizes: give at least one with --sizes".into());
         }
@@ -227,6 +250,11 @@ impl DiskPlan {
         {
             return Err("the series adds up to more than 16 EiB: give smaller --sizes".into());
         }
+        Ok(())
+    }
+
+    /// Checks the block size: in range, and aligned where O_DIRECT is used.
+    fn check_block_size(&self) -> Result<(), String> {
         if self.block_size_bytes == 0 || self.block_size_bytes > MAX_BLOCK {
             return Err(format!(
                 "--block-size {} is out of range (1 byte to {})",
@@ -240,9 +268,11 @@ impl DiskPlan {
                 format_size(self.block_size_bytes as u64)
             ));
         }
-        if self.repeat == 0 {
-            return Err("--repeat must be at least 1".into());
-        }
+        Ok(())
+    }
+
+    /// Checks the queue depth: in range, and with I/O buffers of a bounded size.
+    fn check_queue(&self) -> Result<(), String> {
         if self.queue_depth == 0 || self.queue_depth > 4096 {
             return Err(format!(
                 "--queue-depth {} is out of range (1 to 4096)",
@@ -258,9 +288,6 @@ impl DiskPlan {
                 format_size(buffers),
                 format_size(MAX_BUFFERS)
             ));
-        }
-        if self.phase.reads() && self.read_modes.is_empty() {
-            return Err("--read needs at least one mode (direct, flushed, cached)".into());
         }
         Ok(())
     }

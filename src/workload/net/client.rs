@@ -9,7 +9,7 @@ use super::key::{self, Key};
 use super::protocol::{
     self, Limits, MAX_REQUEST_BYTES, MAX_RESULTS_BYTES, Message, PROTOCOL, STOPPING, TestRequest,
 };
-use super::report::{Role, SideReport};
+use super::report::SideReport;
 use super::session::Connection;
 use super::socket;
 use crate::error::Error;
@@ -130,7 +130,7 @@ impl Control {
                     ANSWER_TIMEOUT,
                 )
                 .map_err(|e| self.fail(format!("data connection {stream}: {e}")))?;
-                let role = Role::at_client(request.direction, stream, request.streams);
+                let role = request.direction.client_role(stream, request.streams);
                 Ok(Connection::new(
                     stream,
                     role,

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::report::SideReport;
+use super::report::{Role, SideReport};
 
 /// The protocol version this build speaks; a server refuses any other.
 pub const PROTOCOL: u32 = 1;
@@ -67,6 +67,23 @@ impl Direction {
             Direction::Forward => true,
             Direction::Reverse => false,
             Direction::Bidir => index < streams,
+        }
+    }
+
+    /// What the client does on stream `stream` of a test with `streams` per direction.
+    pub fn client_role(self, stream: u32, streams: u32) -> Role {
+        if self.client_sends(stream, streams) {
+            Role::Send
+        } else {
+            Role::Receive
+        }
+    }
+
+    /// What the server does on that stream: the other half.
+    pub fn server_role(self, stream: u32, streams: u32) -> Role {
+        match self.client_role(stream, streams) {
+            Role::Send => Role::Receive,
+            Role::Receive => Role::Send,
         }
     }
 

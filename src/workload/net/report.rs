@@ -5,7 +5,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::host::HostAccount;
-use super::protocol::Direction;
 use super::socket::TcpStats;
 
 /// Whether a stream's end sent or received.
@@ -19,24 +18,6 @@ pub enum Role {
 }
 
 impl Role {
-    /// What the client does on stream `stream` of a test in `direction` with `streams`
-    /// per direction.
-    pub fn at_client(direction: Direction, stream: u32, streams: u32) -> Role {
-        if direction.client_sends(stream, streams) {
-            Role::Send
-        } else {
-            Role::Receive
-        }
-    }
-
-    /// What the server does on that stream: the other half.
-    pub fn at_server(direction: Direction, stream: u32, streams: u32) -> Role {
-        match Role::at_client(direction, stream, streams) {
-            Role::Send => Role::Receive,
-            Role::Receive => Role::Send,
-        }
-    }
-
     /// The name stored as an item's `op`.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -49,7 +49,7 @@ impl Connection {
 impl Connection {
     /// Stream `stream` of `request` at the server: the server's half of the stream.
     pub fn at_server(request: &TestRequest, stream: u32, socket: TcpStream) -> Connection {
-        let role = Role::at_server(request.direction, stream, request.streams);
+        let role = request.direction.server_role(stream, request.streams);
         Connection::new(stream, role, socket, request.block_bytes as usize)
     }
 }

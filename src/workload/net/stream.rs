@@ -525,11 +525,10 @@ fn stalled(
     (Some(error), Some(stall))
 }
 
+/// Receives one stream to its end: reads it, ticking its intervals, then discards what
+/// comes after the receivers' count, and closes it.
 fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {
-    let mut socket = &job.socket;
     let mut ticker = Ticker::new(job.start, job.interval);
-    let mut received = 0u64;
-    let mut error = None;
     let _ = job.socket.set_read_timeout(Some(POLL));
     // Woken at every segment that arrives, a receiver that keeps up wakes about every
     // 100 KB (10,000 times per GB on loopback), and the sender pays for each wake-up:
@@ -541,56 +540,9 @@ fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {
     if job.wake_per_block {
         let _ = socket::set_receive_low_water(&job.socket, buffer.len());
     }
-    let mut now;
-    let mut last_read = job.start;
-    let mut handed_over = false;
-    let mut reset = false;
-    while !job.stop.load(Ordering::Relaxed) {
-        match read(&mut socket, buffer, job.options.skip_rx_copy) {
-            Ok(0) => {
-                last_read = Instant::now();
-                break;
-            }
-            Ok(n) => {
-                if let Some(enough) = read_after_the_end(job) {
-                    // Bytes a read returns once the test is over came at a poll, after
-                    // its end (a receiver waiting for a whole block): not counted.
-                    handed_over = enough;
-                    break;
-                }
-                received += n as u64;
-                if let Some(progress) = job.progress {
-                    progress.add(n as u64);
-                }
-                if let Ending::Handover(handover) = job.ending {
-                    handover.count(n as u64);
-                }
-                now = Instant::now();
-                last_read = now;
-            }
-            Err(e) if timed_out(&e) || e.kind() == ErrorKind::Interrupted => now = Instant::now(),
-            Err(e) => {
-                let why;
-                (why, reset) = receive_failed(job, &e);
-                error = Some(why);
-                break;
-            }
-        }
-        if done_counting(job, now) {
-            handed_over = true;
-            break;
-        }
-        if now >= job.hard_stop {
-            error = Some(format!(
-                "stream {}: the test's time limit passed before the stream ended",
-                job.stream
-            ));
-            break;
-        }
-        ticker.tick(now, received, &job.socket);
-    }
-    let intervals = ticker.finish(last_read, received, &job.socket);
-    if handed_over {
+    let got = read_to_end(job, buffer, &mut ticker);
+    let intervals = ticker.finish(got.last_read, got.bytes, &job.socket);
+    if got.handed_over {
         discard(job, buffer);
     } else if let Ending::Handover(handover) = job.ending {
         // Stopped, failed or closed before its count was done: the test is over for it.
@@ -598,13 +550,86 @@ fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {
     }
     let _ = job.socket.shutdown(Shutdown::Both);
     Outcome {
-        bytes: received,
-        end: last_read,
+        bytes: got.bytes,
+        end: got.last_read,
         intervals,
-        error,
+        error: got.error,
         stalled: None,
-        reset,
+        reset: got.reset,
     }
+}
+
+/// What a receiver read before it stopped reading.
+struct Received {
+    /// Bytes counted.
+    bytes: u64,
+    /// When its last counted read returned (or it saw the stream's end).
+    last_read: Instant,
+    /// Whether it stopped because the receivers' count was done.
+    handed_over: bool,
+    /// Whether the sender reset the stream.
+    reset: bool,
+    /// Why it stopped early, if it did.
+    error: Option<String>,
+}
+
+/// Reads the stream until it ends, fails, is stopped, its count is done or the test's
+/// time runs out, ticking `ticker` at each read.
+fn read_to_end(job: &StreamJob<'_>, buffer: &mut [u8], ticker: &mut Ticker) -> Received {
+    let mut socket = &job.socket;
+    let mut got = Received {
+        bytes: 0,
+        last_read: job.start,
+        handed_over: false,
+        reset: false,
+        error: None,
+    };
+    let mut now;
+    while !job.stop.load(Ordering::Relaxed) {
+        match read(&mut socket, buffer, job.options.skip_rx_copy) {
+            Ok(0) => {
+                got.last_read = Instant::now();
+                break;
+            }
+            Ok(n) => {
+                if let Some(enough) = read_after_the_end(job) {
+                    // Bytes a read returns once the test is over came at a poll, after
+                    // its end (a receiver waiting for a whole block): not counted.
+                    got.handed_over = enough;
+                    break;
+                }
+                got.bytes += n as u64;
+                if let Some(progress) = job.progress {
+                    progress.add(n as u64);
+                }
+                if let Ending::Handover(handover) = job.ending {
+                    handover.count(n as u64);
+                }
+                now = Instant::now();
+                got.last_read = now;
+            }
+            Err(e) if timed_out(&e) || e.kind() == ErrorKind::Interrupted => now = Instant::now(),
+            Err(e) => {
+                let why;
+                (why, got.reset) = receive_failed(job, &e);
+                got.error = Some(why);
+                break;
+            }
+        }
+        if done_counting(job, now) {
+            got.handed_over = true;
+            break;
+        }
+        if now >= job.hard_stop {
+            got.error = Some(format!(
+                "stream {}: the test's time limit passed before the stream ended",
+                job.stream
+            ));
+            break;
+        }
+        ticker.tick(now, got.bytes, &job.socket);
+    }
+    got
 }
 
 /// Whether the bytes a read returned came once the test was over for this receiver,

@@ -8,6 +8,7 @@ use std::io::{self, BufRead, Read, Write};
 
 use serde::{Deserialize, Serialize};
 
+use super::encoder::Encoder;
 use super::frames::{Lz4Frames, ParallelLz4};
 
 /// A compression format and its library.
@@ -20,24 +21,6 @@ pub enum Codec {
     Lz4,
     /// xz / LZMA2 (liblzma).
     Xz,
-}
-
-/// A streaming encoder that hands its writer back when finished.
-pub trait Encoder<W>: Write {
-    /// Flushes the last frame and returns the writer.
-    fn finish(self: Box<Self>) -> io::Result<W>;
-}
-
-impl<W: Write> Encoder<W> for zstd::stream::Encoder<'static, W> {
-    fn finish(self: Box<Self>) -> io::Result<W> {
-        zstd::stream::Encoder::finish(*self)
-    }
-}
-
-impl<W: Write> Encoder<W> for liblzma::write::XzEncoder<W> {
-    fn finish(self: Box<Self>) -> io::Result<W> {
-        liblzma::write::XzEncoder::finish(*self)
-    }
 }
 
 impl Codec {

@@ -9,7 +9,7 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use super::codec::Encoder;
+use super::encoder::Encoder;
 
 /// Input bytes per frame, as the lz4 tool's own multi-threaded mode cuts them.
 const BLOCK: usize = 4 << 20;

@@ -7,6 +7,7 @@ mod at_threads;
 mod brief;
 mod charts;
 mod codec;
+mod encoder;
 mod frames;
 mod item;
 mod kind;
@@ -148,9 +149,101 @@ impl TaskWorkload {
         self.made = true;
         test_file::make(&mut file, path, size, self.plan.seed, &ctx.cancel)
     }
+
+    /// Checks the output folder, saying in its error which flag chose it.
+    fn check_out(&mut self) -> Result<(), Error> {
+        let by_default = self
+            .plan
+            .file
+            .as_ref()
+            .is_some_and(|file| folder_of(file) == self.plan.out);
+        self.plan.out = workdir::check_target(&self.plan.out).map_err(|e| match e {
+            Error::Target { path, reason } if by_default => Error::Target {
+                path,
+                reason: format!(
+                    "{reason} (the file's folder, where the outputs go: give --out DIR for another)"
+                ),
+            },
+            Error::Target { path, reason } => Error::Target {
+                path,
+                reason: format!("{reason} (the --out folder)"),
+            },
+            e => e,
+        })?;
+        Ok(())
+    }
+
+    /// Settles the source's full path and size: FILE's (`input_size`, checked), or the
+    /// one `--make-file` will make, where it can be made.
+    fn resolve_source(&mut self, input_size: Option<u64>) -> Result<u64, Error> {
+        match (&self.plan.file, self.plan.make_file_bytes) {
+            (Some(file), Some(size)) => {
+                let file = file.clone();
+                self.place_made_file(&file, size)?;
+                Ok(size)
+            }
+            (Some(file), None) => {
+                let size = input_size.expect("checked above");
+                self.plan.file =
+                    Some(std::fs::canonicalize(file).map_err(|e| Error::io("resolve", file, e))?);
+                Ok(size)
+            }
+            (None, Some(size)) => Ok(size),
+            (None, None) => Err(Error::Input(
+                "a task needs a file to compress, or --make-file SIZE".into(),
+            )),
+        }
+    }
+
+    /// Checks that `--make-file` can make `file` of `size` bytes, a new file in a
+    /// folder with room for it, and keeps its full path.
+    fn place_made_file(&mut self, file: &Path, size: u64) -> Result<(), Error> {
+        if file.symlink_metadata().is_ok() {
+            return Err(Error::Target {
+                path: file.to_path_buf(),
+                reason: "it exists, and --make-file makes a new file: give a path that does not exist, or drop --make-file to compress it".into(),
+            });
+        }
+        let parent = workdir::check_target(folder_of(file))?;
+        if !platform::same_filesystem(&parent, &self.plan.out) {
+            workdir::check_space_for(&parent, size, 1, &SPACE_HINT)?;
+        }
+        self.plan.file = Some(parent.join(file.file_name().unwrap_or_default()));
+        Ok(())
+    }
+
+    /// Checks the room a task on `size` bytes needs: space on the output's filesystem,
+    /// and, decompressing, memory for the original and its compressed copy.
+    fn check_room(&self, size: u64) -> Result<(), Error> {
+        // On the output's filesystem: one output at a time (the write step's, then the
+        // whole task's), at most the size and a bit; the compressed copy --decompress
+        // reads; the made file, when it is made there.
+        let made_there = self.plan.make_file_bytes.is_some()
+            && self.plan.file.as_ref().is_none_or(|f| {
+                f.parent()
+                    .is_some_and(|p| platform::same_filesystem(p, &self.plan.out))
+            });
+        let decompress = self.plan.direction == Direction::Decompress;
+        let one_output = size + size / 64 + (1 << 20);
+        let needed = one_output * (1 + decompress as u64) + made_there as u64 * size;
+        workdir::check_space_for(
+            &self.plan.out,
+            needed,
+            2 + decompress as u64 + made_there as u64,
+            &SPACE_HINT,
+        )?;
+        if decompress && size > memory_budget() {
+            return Err(Error::Unsupported(format!(
+                "--decompress holds the original and its compressed copy in memory: {} is more than an {}th of the available memory ({})",
+                format_bytes(size),
+                2 * MEMORY_SHARE,
+                format_bytes(available_memory())
+            )));
+        }
+        Ok(())
+    }
 }
 
-/// Refuses a source that is not a readable, non-empty regular file; gives its size.
 /// The folder `file` is in: where its outputs go without --out, and where --make-file
 /// makes it (`.` for a bare name).
 pub fn folder_of(file: &Path) -> &Path {
@@ -160,6 +253,7 @@ pub fn folder_of(file: &Path) -> &Path {
     }
 }
 
+/// Refuses a source that is not a readable, non-empty regular file; gives its size.
 fn source_size(path: &Path) -> Result<u64, Error> {
     let refuse = |reason: String| Error::Target {
         path: path.to_path_buf(),
@@ -253,77 +347,9 @@ impl Workload for TaskWorkload {
             (Some(file), None) => Some(source_size(file)?),
             _ => None,
         };
-        let by_default = self
-            .plan
-            .file
-            .as_ref()
-            .is_some_and(|file| folder_of(file) == self.plan.out);
-        self.plan.out = workdir::check_target(&self.plan.out).map_err(|e| match e {
-            Error::Target { path, reason } if by_default => Error::Target {
-                path,
-                reason: format!(
-                    "{reason} (the file's folder, where the outputs go: give --out DIR for another)"
-                ),
-            },
-            Error::Target { path, reason } => Error::Target {
-                path,
-                reason: format!("{reason} (the --out folder)"),
-            },
-            e => e,
-        })?;
-        let size = match (&self.plan.file, self.plan.make_file_bytes) {
-            (Some(file), Some(size)) => {
-                if file.symlink_metadata().is_ok() {
-                    return Err(Error::Target {
-                        path: file.clone(),
-                        reason: "it exists, and --make-file makes a new file: give a path that does not exist, or drop --make-file to compress it".into(),
-                    });
-                }
-                let parent = workdir::check_target(folder_of(file))?;
-                if !platform::same_filesystem(&parent, &self.plan.out) {
-                    workdir::check_space_for(&parent, size, 1, &SPACE_HINT)?;
-                }
-                self.plan.file = Some(parent.join(file.file_name().unwrap_or_default()));
-                size
-            }
-            (Some(file), None) => {
-                let size = input_size.expect("checked above");
-                self.plan.file =
-                    Some(std::fs::canonicalize(file).map_err(|e| Error::io("resolve", file, e))?);
-                size
-            }
-            (None, Some(size)) => size,
-            (None, None) => {
-                return Err(Error::Input(
-                    "a task needs a file to compress, or --make-file SIZE".into(),
-                ));
-            }
-        };
-        // On the output's filesystem: one output at a time (the write step's, then the
-        // whole task's), at most the size and a bit; the compressed copy --decompress
-        // reads; the made file, when it is made there.
-        let made_there = self.plan.make_file_bytes.is_some()
-            && self.plan.file.as_ref().is_none_or(|f| {
-                f.parent()
-                    .is_some_and(|p| platform::same_filesystem(p, &self.plan.out))
-            });
-        let decompress = self.plan.direction == Direction::Decompress;
-        let one_output = size + size / 64 + (1 << 20);
-        let needed = one_output * (1 + decompress as u64) + made_there as u64 * size;
-        workdir::check_space_for(
-            &self.plan.out,
-            needed,
-            2 + decompress as u64 + made_there as u64,
-            &SPACE_HINT,
-        )?;
-        if decompress && size > memory_budget() {
-            return Err(Error::Unsupported(format!(
-                "--decompress holds the original and its compressed copy in memory: {} is more than an {}th of the available memory ({})",
-                format_bytes(size),
-                2 * MEMORY_SHARE,
-                format_bytes(available_memory())
-            )));
-        }
+        self.check_out()?;
+        let size = self.resolve_source(input_size)?;
+        self.check_room(size)?;
         let file = self.plan.file.clone();
         self.source = Some((file.unwrap_or_default(), size));
         self.chains = [

@@ -265,6 +265,53 @@ fn failed(code: Option<i32>, signal: Option<i32>) -> Option<String> {
     }
 }
 
+/// What `--what-if` asked for, over the account of the watched run.
+struct Wants<'a> {
+    /// The steps named, none for those worth it.
+    asked: &'a WhatIfPlan,
+    /// The watched run's account.
+    account: &'a Account,
+    /// Its wall time, never zero.
+    seconds: f64,
+}
+
+impl Wants<'_> {
+    /// Whether `--what-if` named `name`.
+    fn named(&self, name: &str) -> bool {
+        self.asked.steps.iter().any(|s| s == name)
+    }
+
+    /// Whether no step was named, so each step worth it is chosen.
+    fn auto(&self) -> bool {
+        self.asked.steps.is_empty()
+    }
+
+    /// Whether a step that took `seconds` of the run is worth changing unasked.
+    fn worth(&self, seconds: f64) -> bool {
+        self.auto() && seconds / self.seconds >= LEAST_SHARE
+    }
+}
+
+/// The steps chosen to change, and those that cannot be.
+#[derive(Default)]
+struct Chosen {
+    /// The changes to run.
+    variants: Vec<Variant>,
+    /// Those asked for or worth it that cannot be made, and why.
+    skipped: Vec<NotMeasured>,
+}
+
+impl Chosen {
+    /// Notes that `step` at `place` cannot be changed, and why.
+    fn skip(&mut self, step: &str, place: &str, why: String) {
+        self.skipped.push(NotMeasured {
+            step: step.into(),
+            place: place.into(),
+            why,
+        })
+    }
+}
+
 /// The steps to change, and those asked for or worth it that cannot be.
 fn choose(
     asked: &WhatIfPlan,
@@ -272,99 +319,119 @@ fn choose(
     moved: &DevicesMoved,
     cpus: usize,
 ) -> (Vec<Variant>, Vec<NotMeasured>) {
-    let named = |name: &str| asked.steps.iter().any(|s| s == name);
-    let auto = asked.steps.is_empty();
-    let seconds = account.seconds.max(1e-9);
-    let mut variants = Vec::new();
-    let mut skipped = Vec::new();
-    let mut skip = |step: &str, place: &str, why: String| {
-        skipped.push(NotMeasured {
-            step: step.into(),
-            place: place.into(),
-            why,
-        })
+    let wants = Wants {
+        asked,
+        account,
+        seconds: account.seconds.max(1e-9),
     };
-    if named("cpu") || auto && account.share(Step::Cpu) >= LEAST_SHARE {
+    let mut chosen = Chosen::default();
+    if wants.named("cpu") || wants.auto() && account.share(Step::Cpu) >= LEAST_SHARE {
         match cpu_variant(account, cpus) {
-            Ok(variant) => variants.push(variant),
-            Err(why) => skip("cpu", "its processes", why),
+            Ok(variant) => chosen.variants.push(variant),
+            Err(why) => chosen.skip("cpu", "its processes", why),
         }
     }
     for (step, name) in [
         (Step::DiskRead, "disk_read"),
         (Step::DiskWrite, "disk_write"),
     ] {
-        let wanted = named(name) || named("disk");
-        let on_devices: Vec<_> = account
-            .steps
-            .iter()
-            .filter(|s| s.key.step == step && s.key.place.device().is_some())
-            .filter(|s| wanted || auto && s.seconds / seconds >= LEAST_SHARE)
-            .collect();
-        if wanted && on_devices.is_empty() {
-            skip(
-                name,
-                "",
-                format!(
-                    "it was not seen waiting on a block device for {}",
-                    words(step)
-                ),
-            );
-        }
-        for total in on_devices {
-            let device = total.key.place.device().unwrap_or_default();
-            match device_variant(total, moved, account.seconds) {
-                Ok(variant) => variants.push(variant),
-                Err(why) => skip(name, device, why),
-            }
+        choose_devices(&wants, step, name, moved, &mut chosen);
+    }
+    choose_reads_free(&wants, &mut chosen);
+    choose_links(&wants, moved, &mut chosen);
+    if wants.auto() && account.share(Step::CpuWait) >= LEAST_SHARE {
+        chosen.skip(
+            "cpu_wait",
+            "",
+            "its wait for a CPU is time other work took: not a step of its own to slow".into(),
+        );
+    }
+    (chosen.variants, chosen.skipped)
+}
+
+/// The device what-ifs of `step` (`name` to `--what-if`): each device the run waited
+/// on for it, where asked for or worth it.
+fn choose_devices(
+    wants: &Wants<'_>,
+    step: Step,
+    name: &str,
+    moved: &DevicesMoved,
+    chosen: &mut Chosen,
+) {
+    let wanted = wants.named(name) || wants.named("disk");
+    let on_devices: Vec<_> = wants
+        .account
+        .steps
+        .iter()
+        .filter(|s| s.key.step == step && s.key.place.device().is_some())
+        .filter(|s| wanted || wants.worth(s.seconds))
+        .collect();
+    if wanted && on_devices.is_empty() {
+        chosen.skip(
+            name,
+            "",
+            format!(
+                "it was not seen waiting on a block device for {}",
+                words(step)
+            ),
+        );
+    }
+    for total in on_devices {
+        let device = total.key.place.device().unwrap_or_default();
+        match device_variant(total, moved, wants.account.seconds) {
+            Ok(variant) => chosen.variants.push(variant),
+            Err(why) => chosen.skip(name, device, why),
         }
     }
-    let reads = account.share(Step::DiskRead);
-    if named("reads_free") || auto && reads >= LEAST_SHARE {
-        if regular_files(&account.files).is_empty() {
-            skip(
-                "reads_free",
-                "",
-                "it was not seen waiting on a file it read".into(),
-            );
-        } else {
-            variants.push(Variant {
-                step: WhatIfStep::ReadsFree,
-                place: "the files it read".into(),
-                changed_by: "the files it read in the page cache".into(),
-                group: None,
-                quota_cpus: None,
-                link: None,
-            });
-        }
+}
+
+/// The what-if of the files the run read already cached, where asked for or worth it.
+fn choose_reads_free(wants: &Wants<'_>, chosen: &mut Chosen) {
+    let reads = wants.account.share(Step::DiskRead);
+    if !(wants.named("reads_free") || wants.auto() && reads >= LEAST_SHARE) {
+        return;
     }
-    let on_links: Vec<_> = account
+    if regular_files(&wants.account.files).is_empty() {
+        chosen.skip(
+            "reads_free",
+            "",
+            "it was not seen waiting on a file it read".into(),
+        );
+    } else {
+        chosen.variants.push(Variant {
+            step: WhatIfStep::ReadsFree,
+            place: "the files it read".into(),
+            changed_by: "the files it read in the page cache".into(),
+            group: None,
+            quota_cpus: None,
+            link: None,
+        });
+    }
+}
+
+/// The link what-ifs: each TCP peer and way the run waited on, where asked for or
+/// worth it.
+fn choose_links(wants: &Wants<'_>, moved: &DevicesMoved, chosen: &mut Chosen) {
+    let on_links: Vec<_> = wants
+        .account
         .steps
         .iter()
         .filter(|s| matches!(s.key.step, Step::NetSend | Step::NetReceive))
-        .filter(|s| named("net") || auto && s.seconds / seconds >= LEAST_SHARE)
+        .filter(|s| wants.named("net") || wants.worth(s.seconds))
         .collect();
-    if named("net") && on_links.is_empty() {
-        skip(
+    if wants.named("net") && on_links.is_empty() {
+        chosen.skip(
             "net",
             "",
             "it was not seen waiting on a TCP connection".into(),
         );
     }
     for total in on_links {
-        match net_variant(total, moved, account.seconds) {
-            Ok(variant) => variants.push(variant),
-            Err(why) => skip(total.key.step.name(), &total.key.place.words(), why),
+        match net_variant(total, moved, wants.account.seconds) {
+            Ok(variant) => chosen.variants.push(variant),
+            Err(why) => chosen.skip(total.key.step.name(), &total.key.place.words(), why),
         }
     }
-    if auto && account.share(Step::CpuWait) >= LEAST_SHARE {
-        skip(
-            "cpu_wait",
-            "",
-            "its wait for a CPU is time other work took: not a step of its own to slow".into(),
-        );
-    }
-    (variants, skipped)
 }
 
 /// Reads or writes, in words.

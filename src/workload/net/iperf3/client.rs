@@ -90,7 +90,7 @@ impl Iperf3Control {
                 socket
                     .write_all(&self.cookie)
                     .map_err(|e| self.fail(format!("data connection {stream}: {e}")))?;
-                let role = Role::at_client(plan.direction, stream, plan.streams);
+                let role = plan.direction.client_role(stream, plan.streams);
                 Ok(Connection::new(
                     stream,
                     role,
@@ -327,9 +327,9 @@ pub fn remote_report(
                 )
             })?;
         let role = if remote_is_server {
-            Role::at_server(direction, stream, streams)
+            direction.server_role(stream, streams)
         } else {
-            Role::at_client(direction, stream, streams)
+            direction.client_role(stream, streams)
         };
         reports.push(StreamReport {
             stream,

@@ -182,18 +182,86 @@ fn sum_count(intervals: &[&NetItem], field: fn(&NetItem) -> Option<u64>) -> u64 
         .fold(0, u64::saturating_add)
 }
 
+/// The items of `scope` of the streams carrying `direction` whose end did `role`.
+fn streams<'a>(
+    items: &'a [NetItem],
+    direction: &str,
+    scope: Scope,
+    role: Role,
+) -> Vec<&'a NetItem> {
+    items
+        .iter()
+        .filter(|i| i.scope == scope && i.op == role.as_str())
+        .filter(|i| i.direction.as_deref() == Some(direction))
+        .collect()
+}
+
+/// The senders' steady intervals, every stream's together and by interval index.
+struct Steady<'a> {
+    /// Every stream's steady intervals.
+    kept: Vec<&'a NetItem>,
+    /// Per interval index, each stream's figures, for sums over streams.
+    by_index: HashMap<u64, Vec<&'a NetItem>>,
+    /// Whether any stream's peer window still grew in its last steady interval.
+    growing: bool,
+}
+
+impl<'a> Steady<'a> {
+    /// The steady intervals of each of `senders`, out of `sender_intervals`.
+    fn of(senders: &[&'a NetItem], sender_intervals: &[&'a NetItem], nominal_s: f64) -> Self {
+        let mut found = Steady {
+            kept: Vec::new(),
+            by_index: HashMap::new(),
+            growing: false,
+        };
+        for sender in senders {
+            let intervals: Vec<&NetItem> = sender_intervals
+                .iter()
+                .copied()
+                .filter(|i| i.side == sender.side && i.stream == sender.stream)
+                .collect();
+            let intervals = steady(&intervals, nominal_s);
+            for interval in &intervals {
+                found
+                    .by_index
+                    .entry(interval.interval.unwrap_or(0))
+                    .or_default()
+                    .push(interval);
+            }
+            found.growing |= growing(&intervals);
+            found.kept.extend(intervals);
+        }
+        found
+    }
+
+    /// The median over interval indexes of `bytes` over the round trip, summed over
+    /// streams, and the bytes summed in that median interval.
+    fn per_rtt(&self, bytes: fn(&NetItem) -> Option<u64>) -> Option<(f64, Option<u64>)> {
+        let sums: Vec<(f64, u64)> = self
+            .by_index
+            .values()
+            .filter_map(|streams| {
+                streams.iter().try_fold((0.0, 0), |(rate, total), i| {
+                    let (bytes, rtt) = (bytes(i)?, i.rtt_us.filter(|&r| r > 0)?);
+                    Some((
+                        rate + bytes as f64 / (rtt as f64 / 1e6),
+                        u64::saturating_add(total, bytes),
+                    ))
+                })
+            })
+            .collect();
+        let middle = median(sums.iter().map(|s| s.0).collect())?;
+        let bytes = sums.iter().find(|s| s.0 == middle).map(|s| s.1);
+        Some((middle, bytes))
+    }
+}
+
 impl Figures {
     /// The figures of the streams carrying `direction` (`up`, `down`) in `items`.
     pub fn of(items: &[NetItem], direction: &str, nominal_s: f64) -> Figures {
-        let of = |scope: Scope, role: Role| -> Vec<&NetItem> {
-            items
-                .iter()
-                .filter(|i| i.scope == scope && i.op == role.as_str())
-                .filter(|i| i.direction.as_deref() == Some(direction))
-                .collect()
-        };
-        let senders = of(Scope::Stream, Role::Send);
-        let sender_intervals = of(Scope::Interval, Role::Send);
+        let senders = streams(items, direction, Scope::Stream, Role::Send);
+        let receivers = streams(items, direction, Scope::Stream, Role::Receive);
+        let sender_intervals = streams(items, direction, Scope::Interval, Role::Send);
         let mut figures = Figures {
             sender: senders.first().map(|s| s.side),
             hosts: items
@@ -203,83 +271,62 @@ impl Figures {
                 .collect(),
             ..Figures::default()
         };
-        // Per interval index, each stream's figures, for sums over streams.
-        let mut by_index: HashMap<u64, Vec<&NetItem>> = HashMap::new();
-        let mut kept = Vec::new();
-        for sender in &senders {
-            let intervals: Vec<&NetItem> = sender_intervals
-                .iter()
-                .copied()
-                .filter(|i| i.side == sender.side && i.stream == sender.stream)
-                .collect();
-            let intervals = steady(&intervals, nominal_s);
-            for interval in &intervals {
-                by_index
-                    .entry(interval.interval.unwrap_or(0))
-                    .or_default()
-                    .push(interval);
-            }
-            figures.window_growing |= growing(&intervals);
-            kept.extend(intervals);
+        let steady = Steady::of(&senders, &sender_intervals, nominal_s);
+        figures.window_growing = steady.growing;
+        figures.add_intervals(&steady);
+        figures.add_senders(&senders);
+        figures.receive_buffer_bytes = receivers
+            .iter()
+            .filter_map(|s| s.receive_buffer_bytes)
+            .max();
+        figures.threads = threads(items, direction, nominal_s, &figures.hosts);
+        (figures.peer_side, figures.peer_cpu) = peer(items);
+        figures.window_shut = shut_share(&steady.kept, figures.mss_bytes);
+        figures.unread_bytes = unread(&senders, &receivers);
+        figures
+    }
+
+    /// Sets what the senders' steady intervals say: the TCP account, counters, windows
+    /// and buffers per round trip, and the median round trip.
+    fn add_intervals(&mut self, steady: &Steady<'_>) {
+        let kept = &steady.kept;
+        self.seconds = kept.iter().map(|i| i.seconds).sum();
+        self.busy_s = sum_us(kept, |i| i.busy_us);
+        self.rwnd_s = sum_us(kept, |i| i.rwnd_limited_us);
+        self.sndbuf_s = sum_us(kept, |i| i.sndbuf_limited_us);
+        self.segments_out = sum_count(kept, |i| i.segments_out);
+        self.retransmits = sum_count(kept, |i| i.retransmits);
+        self.spurious = sum_count(kept, |i| i.dsack_dups);
+        if let Some((rate, bytes)) = steady.per_rtt(|i| i.snd_wnd_bytes) {
+            (self.window, self.window_bytes) = (Some(rate), bytes);
         }
-        figures.seconds = kept.iter().map(|i| i.seconds).sum();
-        figures.busy_s = sum_us(&kept, |i| i.busy_us);
-        figures.rwnd_s = sum_us(&kept, |i| i.rwnd_limited_us);
-        figures.sndbuf_s = sum_us(&kept, |i| i.sndbuf_limited_us);
-        figures.segments_out = sum_count(&kept, |i| i.segments_out);
-        figures.retransmits = sum_count(&kept, |i| i.retransmits);
-        figures.spurious = sum_count(&kept, |i| i.dsack_dups);
-        let per_rtt = |bytes: fn(&NetItem) -> Option<u64>| {
-            let sums: Vec<(f64, u64)> = by_index
-                .values()
-                .filter_map(|streams| {
-                    streams.iter().try_fold((0.0, 0), |(rate, total), i| {
-                        let (bytes, rtt) = (bytes(i)?, i.rtt_us.filter(|&r| r > 0)?);
-                        Some((
-                            rate + bytes as f64 / (rtt as f64 / 1e6),
-                            u64::saturating_add(total, bytes),
-                        ))
-                    })
-                })
-                .collect();
-            let middle = median(sums.iter().map(|s| s.0).collect())?;
-            let bytes = sums.iter().find(|s| s.0 == middle).map(|s| s.1);
-            Some((middle, bytes))
-        };
-        if let Some((rate, bytes)) = per_rtt(|i| i.snd_wnd_bytes) {
-            (figures.window, figures.window_bytes) = (Some(rate), bytes);
-        }
-        figures.send_buffer = per_rtt(|i| i.send_queue_bytes).map(|(rate, _)| rate);
-        figures.srtt_us = median(
+        self.send_buffer = steady.per_rtt(|i| i.send_queue_bytes).map(|(rate, _)| rate);
+        self.srtt_us = median(
             kept.iter()
                 .filter_map(|i| i.rtt_us)
                 .map(|r| r as f64)
                 .collect(),
         )
         .map(|r| r as u64);
-        figures.min_rtt_us = senders.iter().filter_map(|s| s.min_rtt_us).min();
-        figures.mss_bytes = senders.iter().find_map(|s| s.mss_bytes);
-        figures.congestion = senders.iter().find_map(|s| s.congestion.clone());
-        figures.left_slow_start = senders
+    }
+
+    /// Sets what the sending streams' totals say: round trip, MSS, congestion control,
+    /// slow start, buffers, window scaling and any stall.
+    fn add_senders(&mut self, senders: &[&NetItem]) {
+        self.min_rtt_us = senders.iter().filter_map(|s| s.min_rtt_us).min();
+        self.mss_bytes = senders.iter().find_map(|s| s.mss_bytes);
+        self.congestion = senders.iter().find_map(|s| s.congestion.clone());
+        self.left_slow_start = senders
             .iter()
             .map(|s| s.left_slow_start)
             .collect::<Option<Vec<bool>>>()
             .map(|all| all.iter().all(|&l| l));
-        figures.send_buffer_bytes = senders.iter().filter_map(|s| s.send_buffer_bytes).max();
-        figures.receive_buffer_bytes = of(Scope::Stream, Role::Receive)
-            .iter()
-            .filter_map(|s| s.receive_buffer_bytes)
-            .max();
-        figures.window_scaled = senders
+        self.send_buffer_bytes = senders.iter().filter_map(|s| s.send_buffer_bytes).max();
+        self.window_scaled = senders
             .first()
             .filter(|s| s.left_slow_start.is_some())
             .map(|s| s.send_wscale.is_some());
-        figures.threads = threads(items, direction, nominal_s, &figures.hosts);
-        figures.stall = senders.iter().find_map(|s| Some((s.stalled?, s.mtu_bytes)));
-        (figures.peer_side, figures.peer_cpu) = peer(items);
-        figures.window_shut = shut_share(&kept, figures.mss_bytes);
-        figures.unread_bytes = unread(&senders, &of(Scope::Stream, Role::Receive));
-        figures
+        self.stall = senders.iter().find_map(|s| Some((s.stalled?, s.mtu_bytes)));
     }
 
     /// A share of the sender's time, where its kernel said.

@@ -217,19 +217,45 @@ fn ceiling(ceilings: &[Ceiling], name: &str) -> Option<f64> {
         .map(|c| c.bytes_per_sec)
 }
 
+/// A cause found, and the share of the test it held the sender.
+type Finding = (Option<Cause>, Option<f64>);
+
+/// Whether `rate` has reached the ceiling called `name`.
+fn reached(ceilings: &[Ceiling], name: &str, rate: f64) -> bool {
+    ceiling(ceilings, name).is_some_and(|c| rate >= REACHED * c)
+}
+
 /// The cause that binds, and the share of the test it held the sender.
-fn cause(figures: &Figures, rate: f64, ceilings: &[Ceiling]) -> (Option<Cause>, Option<f64>) {
-    let reached = |name| ceiling(ceilings, name).is_some_and(|c| rate >= REACHED * c);
-    // A sender whose bytes stopped arriving: full segments lost where a handshake's
-    // small ones crossed, or a path that carried nothing at all.
-    if let Some((stall, _)) = figures.stall {
-        let cause = if stall.handshake_crossed {
-            Cause::MtuBlackHole
-        } else {
-            Cause::Path
-        };
-        return (Some(cause), None);
+fn cause(figures: &Figures, rate: f64, ceilings: &[Ceiling]) -> Finding {
+    if let Some(found) = stalled(figures).or_else(|| cpu_bound(figures)) {
+        return found;
     }
+    // No sender intervals (an iperf3 sender sends none): its own CPU, where it used a
+    // core and the wire was not full; else, and on a kernel that does not keep the
+    // busy time, the ceilings alone.
+    if figures.seconds <= 0.0 {
+        return peer_cpu(figures, rate, ceilings);
+    }
+    if figures.busy_s.is_none() {
+        return (None, None);
+    }
+    held(figures, rate, ceilings)
+}
+
+/// A sender whose bytes stopped arriving: full segments lost where a handshake's
+/// small ones crossed, or a path that carried nothing at all.
+fn stalled(figures: &Figures) -> Option<Finding> {
+    let (stall, _) = figures.stall?;
+    let cause = if stall.handshake_crossed {
+        Cause::MtuBlackHole
+    } else {
+        Cause::Path
+    };
+    Some((Some(cause), None))
+}
+
+/// A thread held by its CPU, as the end it ran on.
+fn cpu_bound(figures: &Figures) -> Option<Finding> {
     // A thread that wanted its CPU nearly all the time; or one whose end's CPU quota
     // ran out in most of the test's periods, which leaves it asleep between them as
     // well as waiting (a receiver held to 2%: on a CPU 2%, waiting 77%, asleep while
@@ -241,7 +267,7 @@ fn cause(figures: &Figures, rate: f64, ceilings: &[Ceiling]) -> (Option<Cause>, 
             .and_then(|h| h.quota)
             .is_some_and(|q| q.cores < 1.0 && q.throttled_periods_share >= QUOTA_SPENT)
     };
-    if let Some(thread) = busiest(&figures.threads)
+    let thread = busiest(&figures.threads)
         .filter(|t| t.load() >= CPU_BOUND)
         .or_else(|| {
             figures
@@ -249,73 +275,44 @@ fn cause(figures: &Figures, rate: f64, ceilings: &[Ceiling]) -> (Option<Cause>, 
                 .iter()
                 .filter(quota_spent)
                 .max_by(|a, b| a.used.total_cmp(&b.used))
-        })
+        })?;
+    let cause = match thread.role {
+        Role::Send => Cause::SenderCpu,
+        Role::Receive => Cause::ReceiverCpu,
+    };
+    Some((Some(cause), Some(thread.load())))
+}
+
+/// A sender with no intervals of its own: its peer's CPU, where that end sent, used a
+/// core and did not fill the wire.
+fn peer_cpu(figures: &Figures, rate: f64, ceilings: &[Ceiling]) -> Finding {
+    match figures
+        .peer_cpu
+        .filter(|_| figures.peer_side == figures.sender)
     {
-        let cause = match thread.role {
-            Role::Send => Cause::SenderCpu,
-            Role::Receive => Cause::ReceiverCpu,
-        };
-        return (Some(cause), Some(thread.load()));
+        Some(cores) if cores >= CPU_BOUND && !reached(ceilings, "wire", rate) => {
+            (Some(Cause::Peer), Some(cores.min(1.0)))
+        }
+        _ => (None, None),
     }
-    // No sender intervals (an iperf3 sender sends none): its own CPU, where it used a
-    // core and the wire was not full; else, and on a kernel that does not keep the
-    // busy time, the ceilings alone.
-    if figures.seconds <= 0.0 {
-        return match figures
-            .peer_cpu
-            .filter(|_| figures.peer_side == figures.sender)
-        {
-            Some(cores) if cores >= CPU_BOUND && !reached("wire") => {
-                (Some(Cause::Peer), Some(cores.min(1.0)))
-            }
-            _ => (None, None),
-        };
-    }
-    if figures.busy_s.is_none() {
-        return (None, None);
-    }
+}
+
+/// The cause among what held the sender's time: the window, the send buffer, nothing
+/// to send, loss, slow start, or else the path.
+fn held(figures: &Figures, rate: f64, ceilings: &[Ceiling]) -> Finding {
     let rwnd = figures.share(figures.rwnd_s).unwrap_or(0.0);
     let sndbuf = figures.share(figures.sndbuf_s).unwrap_or(0.0);
     let busy = figures.share(figures.busy_s).unwrap_or(0.0);
-    if rwnd >= HELD && rwnd >= sndbuf {
-        // A window shut when sampled, or one whose ceiling does not give the rate (far
-        // above it, or below it: the sampled window is not the one that held the
-        // sender), that still held the sender: the receiver's queue full and its reader
-        // behind, not its buffer too small. An iperf3 receiver says only its process's
-        // CPU time: the peer.
-        let explains =
-            ceiling(ceilings, "window").is_some_and(|c| rate >= REACHED * c && rate <= c / REACHED);
-        // Left unread at the end: more than four of the windows it advertised. A small
-        // buffer read promptly holds about two windows' worth (the rest of its space
-        // is overhead); a full one whose reader fell behind holds far more.
-        let queued = figures
-            .window_bytes
-            .is_some_and(|w| figures.unread_bytes > w.saturating_mul(4));
-        let peer_receives = figures.peer_side == figures.sender.map(Side::other);
-        // A reader seen behind (its window shut, or its queue left full) held the
-        // sender, however the window grew meanwhile.
-        if (figures.window_shut >= 0.5 || queued) && peer_receives {
-            return (Some(Cause::Peer), Some(rwnd));
-        }
-        // A window or buffer that held the sender while it could still grow is TCP's
-        // autotuning at work, not a limit: the test ended too soon.
-        if (figures.window_growing && !figures.window_set) || figures.window_room() {
-            return (Some(Cause::SlowStart), Some(rwnd));
-        }
-        if !explains && peer_receives {
-            return (Some(Cause::Peer), Some(rwnd));
-        }
-        if reached("window") {
-            return (Some(Cause::ReceiveWindow), Some(rwnd));
-        }
+    if rwnd >= HELD
+        && rwnd >= sndbuf
+        && let Some(found) = window_held(figures, rate, ceilings, rwnd)
+    {
+        return found;
     }
-    if sndbuf >= HELD {
-        match figures.send_buffer_room() {
-            Some(true) => return (Some(Cause::SlowStart), Some(sndbuf)),
-            Some(false) => return (Some(Cause::SendBuffer), Some(sndbuf)),
-            None if reached("send_buffer") => return (Some(Cause::SendBuffer), Some(sndbuf)),
-            None => {}
-        }
+    if sndbuf >= HELD
+        && let Some(found) = send_buffer_held(figures, rate, ceilings, sndbuf)
+    {
+        return found;
     }
     if busy < 1.0 - IDLE {
         return (Some(Cause::SenderApp), Some(1.0 - busy));
@@ -327,6 +324,60 @@ fn cause(figures: &Figures, rate: f64, ceilings: &[Ceiling]) -> (Option<Cause>, 
         return (Some(Cause::SlowStart), None);
     }
     (Some(Cause::Path), Some(busy))
+}
+
+/// What a receiver's window that held the sender `rwnd` of the test says: a reader
+/// behind, autotuning still at work, or the window itself; `None` where it says none.
+fn window_held(figures: &Figures, rate: f64, ceilings: &[Ceiling], rwnd: f64) -> Option<Finding> {
+    // A window shut when sampled, or one whose ceiling does not give the rate (far
+    // above it, or below it: the sampled window is not the one that held the
+    // sender), that still held the sender: the receiver's queue full and its reader
+    // behind, not its buffer too small. An iperf3 receiver says only its process's
+    // CPU time: the peer.
+    let explains =
+        ceiling(ceilings, "window").is_some_and(|c| rate >= REACHED * c && rate <= c / REACHED);
+    // Left unread at the end: more than four of the windows it advertised. A small
+    // buffer read promptly holds about two windows' worth (the rest of its space
+    // is overhead); a full one whose reader fell behind holds far more.
+    let queued = figures
+        .window_bytes
+        .is_some_and(|w| figures.unread_bytes > w.saturating_mul(4));
+    let peer_receives = figures.peer_side == figures.sender.map(Side::other);
+    // A reader seen behind (its window shut, or its queue left full) held the
+    // sender, however the window grew meanwhile.
+    if (figures.window_shut >= 0.5 || queued) && peer_receives {
+        return Some((Some(Cause::Peer), Some(rwnd)));
+    }
+    // A window or buffer that held the sender while it could still grow is TCP's
+    // autotuning at work, not a limit: the test ended too soon.
+    if (figures.window_growing && !figures.window_set) || figures.window_room() {
+        return Some((Some(Cause::SlowStart), Some(rwnd)));
+    }
+    if !explains && peer_receives {
+        return Some((Some(Cause::Peer), Some(rwnd)));
+    }
+    if reached(ceilings, "window", rate) {
+        return Some((Some(Cause::ReceiveWindow), Some(rwnd)));
+    }
+    None
+}
+
+/// What a send buffer that held the sender `sndbuf` of the test says: room still to
+/// grow, or the buffer itself; `None` where it says neither.
+fn send_buffer_held(
+    figures: &Figures,
+    rate: f64,
+    ceilings: &[Ceiling],
+    sndbuf: f64,
+) -> Option<Finding> {
+    match figures.send_buffer_room() {
+        Some(true) => Some((Some(Cause::SlowStart), Some(sndbuf))),
+        Some(false) => Some((Some(Cause::SendBuffer), Some(sndbuf))),
+        None if reached(ceilings, "send_buffer", rate) => {
+            Some((Some(Cause::SendBuffer), Some(sndbuf)))
+        }
+        None => None,
+    }
 }
 
 /// Whether a loss-based control's window alone held the sender while it still grew: a

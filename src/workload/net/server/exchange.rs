@@ -4,10 +4,13 @@
 //! a [`Closed`], which is both what the server logs and what the client is told.
 
 use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
+use super::closed::Closed;
+use super::routes::route;
+use super::slots::{busy, take_slot};
 use super::{Arrival, State, check, stop};
 use crate::workload::net::admission::Ticket;
 use crate::workload::net::iperf3::wire;
@@ -23,15 +26,6 @@ use crate::workload::net::stream::Ending;
 
 /// Longest wait for a connection's first message: a client speaks as soon as it connects.
 const FIRST_MESSAGE_TIMEOUT: Duration = Duration::from_secs(3);
-
-/// Frees a test slot when the test ends, however it ends.
-pub(in crate::workload::net) struct Slot<'a>(&'a AtomicUsize);
-
-impl Drop for Slot<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
 
 /// Serves `connection` from `peer`, the `accepted`-th the server took, to its end, and
 /// logs why it closed.
@@ -51,109 +45,6 @@ pub(in crate::workload::net) fn serve(
             state.journal.say(&line);
         } else {
             state.journal.unproven(peer.ip(), &line);
-        }
-    }
-}
-
-/// Why the server closed a connection: each message is what it logs after `closed:`,
-/// and, for a control connection turned away, what the client is told.
-#[derive(Debug, thiserror::Error)]
-pub(in crate::workload::net) enum Closed {
-    /// The connection's first message did not come whole and in time.
-    #[error("first message: {0}")]
-    FirstMessage(WireError),
-    /// The connection opened with a message that cannot come first.
-    #[error("a connection must open with hello or data, not {0}")]
-    Misplaced(&'static str),
-    /// A data connection came after its test stopped waiting for them.
-    #[error("data connection{} came too late", .0.map(|s| format!(" for stream {s}")).unwrap_or_default())]
-    DataTooLate(Option<u32>),
-    /// A data connection's cookie names no test.
-    #[error("data connection for no test running here")]
-    DataForNoTest,
-    /// A data connection presented a test's cookie from another address than the
-    /// test's client.
-    #[error("data connection from another address than its test's client ({0})")]
-    DataElsewhere(std::net::IpAddr),
-    /// The client speaks another protocol version.
-    #[error("protocol version {0} is not spoken here (this server speaks {PROTOCOL})")]
-    Version(u32),
-    /// The client's nonce is not 32 bytes in hex.
-    #[error("the client nonce must be 32 bytes in hex")]
-    Nonce,
-    /// The client's proof is not of the server's key.
-    #[error("wrong key")]
-    WrongKey,
-    /// The client sent one message where the exchange needs another.
-    #[error("expected {expected}, got {got}")]
-    Unexpected {
-        /// The message the exchange needs.
-        expected: &'static str,
-        /// The message that came.
-        got: &'static str,
-    },
-    /// The test asked for is beyond the server's bounds; says which.
-    #[error("{0}")]
-    OutOfBounds(String),
-    /// No test can start now; says why.
-    #[error("busy: {0}")]
-    Busy(String),
-    /// Not every data connection of the test came in time.
-    #[error("{arrived} of {wanted} data connections arrived within {timeout:?}")]
-    DataMissing {
-        /// Those that came.
-        arrived: usize,
-        /// Those the test needs.
-        wanted: u32,
-        /// How long the server waited.
-        timeout: Duration,
-    },
-    /// A data connection named a stream the test does not have, or one already in.
-    #[error("data connection for stream {0}, which is out of range or taken")]
-    DataTaken(u32),
-    /// The test's cookie could not be sent; refused like a test whose data connections
-    /// never came, as both end the test before it starts.
-    #[error(transparent)]
-    Announce(WireError),
-    /// The client closed after the welcome, asking for no test: a ratelab client checks
-    /// the server this way (and takes its bounds) before its run starts.
-    #[error("after the handshake, as a client does that checks the server before its test")]
-    Checked,
-    /// The server is stopping: the test ended early; a client that understands it is
-    /// told so (see [`stop::tell`]).
-    #[error("the server is stopping")]
-    Stopping,
-    /// The control connection failed, timed out or carried a malformed message.
-    #[error(transparent)]
-    Wire(#[from] WireError),
-}
-
-impl Closed {
-    /// What the peer is told before the connection closes: nothing on a connection that
-    /// failed or that carries data.
-    fn answer(&self) -> Option<Message> {
-        match self {
-            Closed::FirstMessage(_)
-            | Closed::DataTooLate(_)
-            | Closed::DataForNoTest
-            | Closed::DataElsewhere(_)
-            | Closed::Wire(_)
-            | Closed::Checked
-            | Closed::Stopping => None,
-            Closed::Busy(reason) => Some(Message::Busy {
-                reason: reason.clone(),
-            }),
-            refused => Some(Message::Refused {
-                reason: refused.to_string(),
-            }),
-        }
-    }
-
-    /// `got` came where the exchange needs `expected`.
-    fn unexpected(expected: &'static str, got: &Message) -> Closed {
-        Closed::Unexpected {
-            expected,
-            got: got.name(),
         }
     }
 }
@@ -224,25 +115,6 @@ fn handle(
             Closed::Misplaced(other.name()),
             timeout,
         )),
-    }
-}
-
-/// Hands a data connection to the test its cookie names, if it comes from that test's
-/// client.
-pub(in crate::workload::net) fn route(
-    state: &State,
-    cookie: &str,
-    arrival: Arrival,
-) -> Result<(), Closed> {
-    let route = state
-        .routes()
-        .get(cookie)
-        .map(|route| (route.to.clone(), route.client));
-    let stream = arrival.stream;
-    match route {
-        Some((_, client)) if client != arrival.peer => Err(Closed::DataElsewhere(client)),
-        Some((to, _)) => to.send(arrival).map_err(|_| Closed::DataTooLate(stream)),
-        None => Err(Closed::DataForNoTest),
     }
 }
 
@@ -472,29 +344,6 @@ fn open_data(
         state.admission.forget(peer.ip(), wanted);
     }
     gathered
-}
-
-/// Why no test can start now, if none can.
-pub(in crate::workload::net) fn busy(state: &State) -> Option<String> {
-    let running = state.running.load(Ordering::SeqCst);
-    (running >= state.config.max_tests).then(|| {
-        format!(
-            "{running} test{} running; this server runs {} at a time",
-            if running == 1 { " is" } else { "s are" },
-            state.config.max_tests
-        )
-    })
-}
-
-/// A test slot, if one is free.
-pub(in crate::workload::net) fn take_slot(state: &State) -> Option<Slot<'_>> {
-    state
-        .running
-        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-            (n < state.config.max_tests).then_some(n + 1)
-        })
-        .ok()
-        .map(|_| Slot(&state.running))
 }
 
 /// Waits for every data connection of a test, each stream once.

@@ -7,8 +7,11 @@
 //! logged reason, text from the wire escaped, and the server serves on. When it is
 //! told to stop, its tests end at once and their clients hear why before it returns.
 
-pub(in crate::workload::net) mod exchange;
+pub(in crate::workload::net) mod closed;
+mod exchange;
 mod journal;
+pub(in crate::workload::net) mod routes;
+pub(in crate::workload::net) mod slots;
 mod stop;
 
 use std::collections::HashMap;

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::State;
-use super::exchange::Closed;
+use super::closed::Closed;
 use crate::workload::net::protocol::{self, Message, WireError};
 
 /// What a client is told when the server stops mid-test. Only `net serve` stops with

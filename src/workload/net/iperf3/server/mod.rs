@@ -30,7 +30,9 @@ use crate::workload::net::iperf3::wire::{
 use crate::workload::net::iperf3::{our_results, remote_report};
 use crate::workload::net::protocol::{self, DecodeError, ReadBy, TestRequest, WireError};
 use crate::workload::net::report::{self, Role, SideReport};
-use crate::workload::net::server::exchange::{Closed, busy, route, take_slot};
+use crate::workload::net::server::closed::Closed;
+use crate::workload::net::server::routes::route;
+use crate::workload::net::server::slots::{busy, take_slot};
 use crate::workload::net::server::{Arrival, State};
 use crate::workload::net::{plausible, socket};
 

@@ -17,7 +17,7 @@ use crate::workload::net::iperf3::wire::{COOKIE_BYTES, State as Wire};
 use crate::workload::net::options::{self, OptionError};
 use crate::workload::net::protocol::TestRequest;
 use crate::workload::net::report::SideReport;
-use crate::workload::net::server::exchange::Closed;
+use crate::workload::net::server::closed::Closed;
 use crate::workload::net::server::{Arrival, Route, State};
 use crate::workload::net::session::{self, Connection, Crossed, GRACE};
 use crate::workload::net::stream::{Ending, Handover};
