@@ -250,3 +250,198 @@ fn no_import_runs_back_up_a_floor() {
         "imports up a floor of docs/architecture.md: {up:#?}"
     );
 }
+/// A kind's folder as modules: each file's module path under the folder (`server`,
+/// `server/exchange`), its code, and the names each folder's `mod.rs` re-exports
+/// (`pub use x::{A, B}`) with the module they come from.
+struct Folder {
+    files: BTreeMap<Vec<String>, (bool, String)>,
+    exported: BTreeMap<Vec<String>, Vec<String>>,
+}
+
+impl Folder {
+    fn read(root: &Path) -> Folder {
+        let mut files = BTreeMap::new();
+        let mut exported = BTreeMap::new();
+        for (file, code) in code_files(root) {
+            let rel = file.strip_prefix(root).unwrap().with_extension("");
+            let mut module: Vec<String> = rel
+                .iter()
+                .map(|c| c.to_string_lossy().to_string())
+                .collect();
+            let is_mod = module.last().is_some_and(|m| m == "mod");
+            if is_mod {
+                module.pop();
+                for line in code
+                    .lines()
+                    .filter(|l| l.contains("pub use ") || l.contains(") use "))
+                {
+                    let tree = line.split(" use ").nth(1).unwrap_or("");
+                    for path in use_tree(tree) {
+                        if let (Some(name), true) = (path.last(), path.len() > 1) {
+                            let mut key = module.clone();
+                            key.push(name.clone());
+                            let mut from = module.clone();
+                            from.extend(path[..path.len() - 1].iter().cloned());
+                            exported.insert(key, from);
+                        }
+                    }
+                }
+            }
+            files.insert(module, (is_mod, code));
+        }
+        Folder { files, exported }
+    }
+
+    /// The file a path from the folder's root names, through re-exports; `None` for
+    /// the folder's own `mod.rs` or what lies outside.
+    fn file_of(&self, path: &[String]) -> Option<Vec<String>> {
+        for k in (1..=path.len()).rev() {
+            let prefix = &path[..k];
+            if let Some((is_mod, _)) = self.files.get(prefix) {
+                if *is_mod && k < path.len() {
+                    let mut key = prefix.to_vec();
+                    key.push(path[k].clone());
+                    if let Some(from) = self.exported.get(&key) {
+                        let mut next = from.clone();
+                        next.extend(path[k + 1..].iter().cloned());
+                        return self.file_of(&next);
+                    }
+                }
+                return Some(prefix.to_vec());
+            }
+            if let Some(from) = self.exported.get(prefix) {
+                let mut next = from.clone();
+                next.extend(path[k..].iter().cloned());
+                return self.file_of(&next);
+            }
+        }
+        None
+    }
+
+    /// Which files each file uses, a folder's `mod.rs` and its own files apart (the
+    /// tree Rust's modules make).
+    fn uses(&self, kind: &str) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+        let own = format!("crate::workload::{kind}::");
+        let mut uses = BTreeMap::new();
+        for (module, (_, code)) in self.files.iter().filter(|(m, _)| !m.is_empty()) {
+            let named = named_after(code, "super::")
+                .map(|(supers, path)| {
+                    let mut from = module[..module.len().saturating_sub(supers)].to_vec();
+                    from.extend(path);
+                    from
+                })
+                .chain(named_after(code, &own).map(|(_, path)| path));
+            let set: &mut BTreeSet<Vec<String>> = uses.entry(module.clone()).or_default();
+            for path in named {
+                if let Some(file) = self.file_of(&path) {
+                    let nested = file.starts_with(module) || module.starts_with(&file);
+                    if !file.is_empty() && !nested {
+                        set.insert(file);
+                    }
+                }
+            }
+        }
+        uses
+    }
+}
+
+/// A circle in `uses`, if there is one, as the files around it.
+fn circle(uses: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Option<Vec<String>> {
+    fn visit(
+        at: &Vec<String>,
+        uses: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+        path: &mut Vec<Vec<String>>,
+        done: &mut BTreeSet<Vec<String>>,
+    ) -> Option<Vec<String>> {
+        if let Some(start) = path.iter().position(|p| p == at) {
+            return Some(
+                path[start..]
+                    .iter()
+                    .chain([at])
+                    .map(|m| m.join("/"))
+                    .collect(),
+            );
+        }
+        if !done.insert(at.clone()) {
+            return None;
+        }
+        path.push(at.clone());
+        for next in uses.get(at).into_iter().flatten() {
+            if let Some(found) = visit(next, uses, path, done) {
+                return Some(found);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    uses.keys()
+        .find_map(|start| visit(start, uses, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn no_files_of_a_kind_folder_use_each_other_in_a_circle() {
+    let workload = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/workload");
+    let mut circles = Vec::new();
+    for kind in modules("workload") {
+        let root = workload.join(&kind);
+        if !root.is_dir() {
+            continue;
+        }
+        if let Some(found) = circle(&Folder::read(&root).uses(&kind)) {
+            circles.push(format!("{kind}: {}", found.join(" -> ")));
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "files that use each other in a circle: {circles:#?}"
+    );
+}
+
+/// The longest a function of src/ may be, in lines from `fn` to its closing brace.
+const MOST_LINES: usize = 80;
+
+#[test]
+fn no_function_of_src_is_over_eighty_lines() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut long = Vec::new();
+    for (file, _) in code_files(&src) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let lines: Vec<&str> = text
+            .lines()
+            .take_while(|l| !l.starts_with("#[cfg(test)]"))
+            .collect();
+        for (n, line) in lines.iter().enumerate() {
+            let code = line.trim_start();
+            let indent = &line[..line.len() - code.len()];
+            let words: Vec<&str> = code.split_whitespace().collect();
+            let Some(at) = words.iter().position(|w| *w == "fn") else {
+                continue;
+            };
+            let before_fn = &words[..at];
+            let a_fn = before_fn.iter().all(|w| {
+                w.starts_with("pub") || ["const", "async", "unsafe", "extern"].contains(w)
+            });
+            if !a_fn || code.trim_end().ends_with(';') {
+                continue;
+            }
+            let close = format!("{indent}}}");
+            let end = lines[n..].iter().position(|l| l.trim_end() == close);
+            if let Some(end) = end.filter(|end| end + 1 > MOST_LINES) {
+                let name = words
+                    .get(at + 1)
+                    .map_or("", |w| w.split(['(', '<']).next().unwrap_or(w));
+                long.push(format!(
+                    "{}:{} {name}: {} lines",
+                    file.strip_prefix(&src).unwrap().display(),
+                    n + 1,
+                    end + 1
+                ));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions over {MOST_LINES} lines: {long:#?}"
+    );
+}

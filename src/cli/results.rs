@@ -307,17 +307,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
         }
         other => other,
     };
-    if !at.exists() {
-        return Err(crate::exit::UsageError(format!(
-            "no results database at {at} (runs are stored there by default; use --db PATH for another)"
-        ))
-        .into());
-    }
-    // Reading never writes: a database of another user's, or an older one, reads as it is.
-    let store = at.open_to_read()?;
-    if let Some(notice) = store.older() {
-        crate::report::terminal::say("ratelab: note: ", &notice);
-    }
+    let store = open_to_read(&at)?;
     let (bytes, out) = match action {
         Action::List { json, filter } => (list(&store, &filter, json)?, None),
         Action::Show {
@@ -325,12 +315,8 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
             json,
             brief,
         } => {
-            let format = match (json, brief) {
-                (true, _) => Format::Json,
-                (false, true) => Format::Table(Detail::Brief),
-                (false, false) => Format::Table(Detail::Full),
-            };
             let run_id = chosen_or_latest(&store, run_id)?;
+            let format = show_format(json, brief);
             (report::render(&store.load_run(run_id)?, format)?, None)
         }
         Action::Compare {
@@ -343,26 +329,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
             (compared(&store, &run_ids, format)?, out)
         }
         Action::Report { run_id, out } => {
-            let run_id = chosen_or_latest(&store, run_id)?;
-            let page = report::html::render(&store.load_run(run_id)?)?;
-            let path = match out {
-                Some(path) if path.as_os_str() == "-" => None,
-                Some(path) => Some(path),
-                None => {
-                    let folder = at.reports_folder();
-                    std::fs::create_dir_all(&folder).with_context(|| {
-                        format!(
-                            "cannot make {} for the report (give --out FILE, or --out - for stdout)",
-                            folder.display()
-                        )
-                    })?;
-                    Some(folder.join(format!("run-{run_id}.html")))
-                }
-            };
-            report::emit(page.as_bytes(), path.as_deref())?;
-            if let Some(path) = path {
-                crate::report::terminal::say("report: ", &path.display().to_string());
-            }
+            report_page(&at, &store, run_id, out)?;
             return Ok(Exit::Success);
         }
         Action::Export {
@@ -383,6 +350,63 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<Exit> {
     };
     report::emit(&bytes, out.as_deref())?;
     Ok(Exit::Success)
+}
+
+/// The store at `at`, opened to read: a usage error where there is none, and a note
+/// where an older ratelab wrote it.
+fn open_to_read(at: &Address) -> anyhow::Result<Store> {
+    if !at.exists() {
+        return Err(crate::exit::UsageError(format!(
+            "no results database at {at} (runs are stored there by default; use --db PATH for another)"
+        ))
+        .into());
+    }
+    // Reading never writes: a database of another user's, or an older one, reads as it is.
+    let store = at.open_to_read()?;
+    if let Some(notice) = store.older() {
+        crate::report::terminal::say("ratelab: note: ", &notice);
+    }
+    Ok(store)
+}
+
+/// How `results show` shows a run: JSON, at a glance, or in full.
+fn show_format(json: bool, brief: bool) -> Format {
+    match (json, brief) {
+        (true, _) => Format::Json,
+        (false, true) => Format::Table(Detail::Brief),
+        (false, false) => Format::Table(Detail::Full),
+    }
+}
+
+/// `results report`: run `run_id` (the latest by default) as an HTML page, written to
+/// `out` (`-` for stdout), or into the store's reports folder.
+fn report_page(
+    at: &Address,
+    store: &Store,
+    run_id: Option<i64>,
+    out: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let run_id = chosen_or_latest(store, run_id)?;
+    let page = report::html::render(&store.load_run(run_id)?)?;
+    let path = match out {
+        Some(path) if path.as_os_str() == "-" => None,
+        Some(path) => Some(path),
+        None => {
+            let folder = at.reports_folder();
+            std::fs::create_dir_all(&folder).with_context(|| {
+                format!(
+                    "cannot make {} for the report (give --out FILE, or --out - for stdout)",
+                    folder.display()
+                )
+            })?;
+            Some(folder.join(format!("run-{run_id}.html")))
+        }
+    };
+    report::emit(page.as_bytes(), path.as_deref())?;
+    if let Some(path) = path {
+        crate::report::terminal::say("report: ", &path.display().to_string());
+    }
+    Ok(())
 }
 
 /// `results list`: the runs the filter admits, each with its answer, as a table or JSON.

@@ -27,7 +27,6 @@ pub fn summary_lines(w: &Stored<CpuKind>) -> Vec<SummaryLine> {
     let Some((headline, first, last)) = ends.first() else {
         return Vec::new();
     };
-    let on = |threads: usize| format!("on {threads} thread{}", plural(threads));
     let mut text = format!(
         "{} {} loops/s {}",
         headline.test,
@@ -37,60 +36,75 @@ pub fn summary_lines(w: &Stored<CpuKind>) -> Vec<SummaryLine> {
     if first.threads == last.threads {
         return vec![SummaryLine::new("cores", text)];
     }
-    let speedup =
-        |first: &ScalingPoint, last: &ScalingPoint| last.loops_per_sec / first.loops_per_sec;
-    // A speedup beyond what the threads can give, or of threads that took turns on fewer
-    // CPUs, is named, never put in the range.
-    let unscaled = |s: &Scaling, l: &ScalingPoint| {
-        if physics::shared(&w.items, &s.test, &s.class, l.threads) {
-            Some(Unscaled::SharedCpus)
-        } else if l.beyond_linear() {
-            Some(Unscaled::BeyondLinear)
-        } else {
-            None
-        }
-    };
     text.push_str(&format!(
         ", {} {} ({:.2}x{})",
         format_loops_short(last.loops_per_sec),
         on(last.threads),
         speedup(first, last),
-        match unscaled(headline, last) {
+        match unscaled(w, headline, last) {
             Some(Unscaled::BeyondLinear) => ", beyond linear: not a scaling result",
             Some(Unscaled::SharedCpus) => ", on shared CPUs: not a scaling result",
             None => "",
         }
     ));
-    let comparable: Vec<_> = ends[1..]
+    text.push_str(&others(w, &ends[1..], first, last));
+    vec![SummaryLine::new("cores", text).covering(&["poor_scaling"])]
+}
+
+/// `on 4 threads`.
+fn on(threads: usize) -> String {
+    format!("on {threads} thread{}", plural(threads))
+}
+
+/// How many times faster `last` ran than `first`.
+fn speedup(first: &ScalingPoint, last: &ScalingPoint) -> f64 {
+    last.loops_per_sec / first.loops_per_sec
+}
+
+/// Why test `s`'s speedup at `l` is not a scaling result, if it is not: a speedup
+/// beyond what the threads can give, or of threads that took turns on fewer CPUs, is
+/// named, never put in the range.
+fn unscaled(w: &Stored<CpuKind>, s: &Scaling, l: &ScalingPoint) -> Option<Unscaled> {
+    if physics::shared(&w.items, &s.test, &s.class, l.threads) {
+        Some(Unscaled::SharedCpus)
+    } else if l.beyond_linear() {
+        Some(Unscaled::BeyondLinear)
+    } else {
+        None
+    }
+}
+
+/// The words on the other tests run over the headline's thread counts (`first` to
+/// `last`): the range of their speedups, then those named apart and why.
+fn others(
+    w: &Stored<CpuKind>,
+    rest: &[(&Scaling, &ScalingPoint, &ScalingPoint)],
+    first: &ScalingPoint,
+    last: &ScalingPoint,
+) -> String {
+    let comparable: Vec<_> = rest
         .iter()
         .filter(|(_, f, l)| f.threads == first.threads && l.threads == last.threads)
         .collect();
-    let named = |why: Unscaled| -> Vec<&str> {
-        comparable
-            .iter()
-            .filter(|(s, _, l)| unscaled(s, l) == Some(why))
-            .map(|(s, _, _)| s.test.as_str())
-            .collect()
-    };
-    let others: Vec<(f64, &str)> = comparable
+    let scaled: Vec<(f64, &str)> = comparable
         .iter()
-        .filter(|(s, _, l)| unscaled(s, l).is_none())
+        .filter(|(s, _, l)| unscaled(w, s, l).is_none())
         .map(|(s, f, l)| (speedup(f, l), s.test.as_str()))
         .collect();
-    let least = others.iter().min_by(|a, b| a.0.total_cmp(&b.0));
-    let most = others.iter().max_by(|a, b| a.0.total_cmp(&b.0));
-    match (least, most) {
-        (Some(least), Some(most)) if least.1 != most.1 => text.push_str(&format!(
+    let least = scaled.iter().min_by(|a, b| a.0.total_cmp(&b.0));
+    let most = scaled.iter().max_by(|a, b| a.0.total_cmp(&b.0));
+    let mut text = match (least, most) {
+        (Some(least), Some(most)) if least.1 != most.1 => format!(
             "; the other {} tests {:.2}x ({}) to {:.2}x ({})",
-            others.len(),
+            scaled.len(),
             least.0,
             least.1,
             most.0,
             most.1
-        )),
-        (Some(only), _) => text.push_str(&format!("; {} {:.2}x", only.1, only.0)),
-        _ => {}
-    }
+        ),
+        (Some(only), _) => format!("; {} {:.2}x", only.1, only.0),
+        _ => String::new(),
+    };
     for (why, words) in [
         (
             Unscaled::BeyondLinear,
@@ -101,12 +115,16 @@ pub fn summary_lines(w: &Stored<CpuKind>) -> Vec<SummaryLine> {
             "on shared CPUs (see threads_shared_cpus)",
         ),
     ] {
-        let tests = named(why);
+        let tests: Vec<&str> = comparable
+            .iter()
+            .filter(|(s, _, l)| unscaled(w, s, l) == Some(why))
+            .map(|(s, _, _)| s.test.as_str())
+            .collect();
         if !tests.is_empty() {
             text.push_str(&format!("; {} {words}", tests.join(", ")));
         }
     }
-    vec![SummaryLine::new("cores", text).covering(&["poor_scaling"])]
+    text
 }
 
 /// Why a speedup is not a scaling result.
