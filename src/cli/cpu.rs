@@ -174,7 +174,7 @@ fn rates_of(store: &Store, run_id: i64) -> anyhow::Result<Option<Baseline>> {
         .filter_map(|i| {
             Some(BaselineRate {
                 loops_per_sec: i.loops_per_sec?,
-                op: i.op,
+                test: i.test,
                 threads: i.threads,
                 class: i.class,
             })

@@ -285,7 +285,7 @@ fn device_capability(store: &Store, hostname: &str, ask: &Ask) -> Option<Capabil
             {
                 continue;
             }
-            for item in w.items.iter().filter(|i| i.op == op) {
+            for item in w.items.iter().filter(|i| i.op.as_str() == op) {
                 offer(
                     item.bytes_per_sec,
                     id,

@@ -183,7 +183,7 @@ pub fn brief_tables(w: &Stored<CpuKind>) -> Vec<Table> {
             let isa = w
                 .items
                 .iter()
-                .find(|i| i.op == s.test)
+                .find(|i| i.test == s.test)
                 .map_or(String::new(), |i| format!(" ({})", i.isa));
             let mut row = vec![format!("{}{isa}", s.test)];
             if classes {

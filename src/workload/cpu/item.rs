@@ -8,8 +8,9 @@ use super::measure::ThreadFigures;
 /// One test at one thread count in one class.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CpuItem {
-    /// The test (`int`, `fma`, ...).
-    pub op: String,
+    /// The test (`int`, `fma`, ...), stored as `op`.
+    #[serde(rename = "op")]
+    pub test: String,
     /// Threads that ran it at once.
     pub threads: usize,
     /// Their scheduling class as asked (`normal`, `idle`, `nice:5`).
@@ -105,7 +106,7 @@ impl CpuItem {
         cpus_seen.sort_unstable();
         cpus_seen.dedup();
         CpuItem {
-            op: test.to_string(),
+            test: test.to_string(),
             threads,
             class: class.to_string(),
             isa: isa.to_string(),

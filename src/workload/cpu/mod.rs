@@ -55,8 +55,9 @@ pub struct Baseline {
 /// One rate of a baseline run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BaselineRate {
-    /// The test.
-    pub op: String,
+    /// The test, stored as `op`.
+    #[serde(rename = "op")]
+    pub test: String,
     /// Threads.
     pub threads: usize,
     /// Class.

@@ -39,14 +39,14 @@ pub fn verdicts(w: &Stored<CpuKind>, scaling: &Scaling, disturbed: bool) -> Vec<
     let mut out = Vec::new();
     let same = |threads: usize| {
         w.items.iter().find(|i| {
-            i.op == scaling.test
+            i.test == scaling.test
                 && i.class == scaling.class
                 && i.threads == threads
                 && i.loops_per_sec.is_some()
         })
     };
     let crowded: Vec<&CpuItem> = crowded(&w.items)
-        .filter(|i| i.op == scaling.test && i.class == scaling.class)
+        .filter(|i| i.test == scaling.test && i.class == scaling.class)
         .collect();
     // Threads that took turns on fewer CPUs are named by their own verdict: their
     // speedup is no sign of a slowed one-thread run.
@@ -118,7 +118,7 @@ fn crowded(items: &[CpuItem]) -> impl Iterator<Item = &CpuItem> {
 /// Whether the threads of `test` (`class`) at `threads` took turns on fewer CPUs than
 /// there were threads: their speedup says nothing of that many cores.
 pub fn shared(items: &[CpuItem], test: &str, class: &str, threads: usize) -> bool {
-    crowded(items).any(|i| i.op == test && i.class == class && i.threads == threads)
+    crowded(items).any(|i| i.test == test && i.class == class && i.threads == threads)
 }
 
 /// One verdict naming every test whose threads took turns on fewer CPUs than there
@@ -128,7 +128,7 @@ pub fn shared_cpus(w: &Stored<CpuKind>) -> Option<Verdict> {
         .map(|i| {
             format!(
                 "{} ({}, {} threads on {} {})",
-                i.op,
+                i.test,
                 i.class,
                 i.threads,
                 if i.cpus_seen.len() == 1 {

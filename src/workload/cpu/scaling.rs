@@ -50,13 +50,13 @@ pub fn scaling(items: &[CpuItem], baseline: Option<&Baseline>) -> Vec<Scaling> {
     for item in items {
         if out
             .iter()
-            .any(|s| s.test == item.op && s.class == item.class)
+            .any(|s| s.test == item.test && s.class == item.class)
         {
             continue;
         }
         let mut same: Vec<&CpuItem> = items
             .iter()
-            .filter(|i| i.op == item.op && i.class == item.class && i.loops_per_sec.is_some())
+            .filter(|i| i.test == item.test && i.class == item.class && i.loops_per_sec.is_some())
             .collect();
         same.sort_by_key(|i| i.threads);
         let points = points(&same, baseline);
@@ -69,7 +69,7 @@ pub fn scaling(items: &[CpuItem], baseline: Option<&Baseline>) -> Vec<Scaling> {
             .collect();
         let fits = fit_scaling(&rates);
         out.push(Scaling {
-            test: item.op.clone(),
+            test: item.test.clone(),
             class: item.class.clone(),
             points,
             fit_warning: match &fits {
@@ -121,6 +121,6 @@ fn baseline_rate(baseline: &Baseline, item: &CpuItem) -> Option<f64> {
     baseline
         .rates
         .iter()
-        .find(|r| r.op == item.op && r.threads == item.threads && r.class == item.class)
+        .find(|r| r.test == item.test && r.threads == item.threads && r.class == item.class)
         .map(|r| r.loops_per_sec)
 }

@@ -49,7 +49,7 @@ pub fn table(
 fn point_of<'a>(scalings: &'a [Scaling], item: &CpuItem) -> Option<&'a ScalingPoint> {
     scalings
         .iter()
-        .find(|s| s.test == item.op && s.class == item.class)
+        .find(|s| s.test == item.test && s.class == item.class)
         .and_then(|s| s.points.iter().find(|p| p.threads == item.threads))
 }
 
@@ -80,7 +80,7 @@ impl Columns {
 
     fn row(&self, item: &CpuItem, point: Option<&ScalingPoint>) -> Vec<String> {
         let mut row = vec![
-            format!("{} ({})", item.op, item.isa),
+            format!("{} ({})", item.test, item.isa),
             item.class.clone(),
             item.threads.to_string(),
             item.loops_per_sec.map_or("-".into(), format_loops),

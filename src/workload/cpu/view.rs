@@ -74,7 +74,7 @@ impl View for Stored<'_, CpuKind> {
                 let key = GroupKey {
                     threads: Some(item.threads),
                     class: Some(item.class.clone()),
-                    ..GroupKey::new(RateUnit::LoopsPerSec, item.op.clone())
+                    ..GroupKey::new(RateUnit::LoopsPerSec, item.test.clone())
                 };
                 Some((key, Some(item.loops_per_sec?)))
             })
@@ -153,7 +153,7 @@ mod tests {
         cpus_seen: Vec<usize>,
     ) -> Value {
         let item = CpuItem {
-            op: op.into(),
+            test: op.into(),
             threads,
             class: "normal".into(),
             isa: "x86_64".into(),

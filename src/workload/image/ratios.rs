@@ -6,25 +6,17 @@
 
 use std::collections::BTreeMap;
 
-use super::stored::OpRatio;
+use super::stored::{OpRatio, PlaceOp};
 use crate::analysis::mann_whitney;
 use crate::analysis::stats::Stats;
 use crate::document::Flag;
-use crate::storage::item::{DiskItem, Op};
+use crate::storage::item::DiskItem;
 
 /// Files at least this large show the streaming rate a big transfer sees.
 const LARGE_BYTES: u64 = 64 << 20;
 /// Fewest pairs for a 95% interval: with 5, even all five on one side of the median
 /// happen by chance 1 time in 16.
 const MIN_PAIRS: usize = 6;
-
-/// An item's operation as tables name it: `write`, `rewrite`, `read direct`.
-pub fn op_name(item: &DiskItem) -> String {
-    match item.op {
-        Op::Write | Op::Rewrite => item.op.as_str().to_string(),
-        Op::Read => format!("read {}", item.mode),
-    }
-}
 
 /// Items whose figure is the storage's: not a cache's, and long enough to time.
 fn timed(item: &DiskItem) -> bool {
@@ -36,11 +28,10 @@ fn timed(item: &DiskItem) -> bool {
 
 /// The place's operations, each against the host's, in the order the place ran them.
 pub fn op_ratios(host: &[DiskItem], place: &[DiskItem]) -> Vec<OpRatio> {
-    let mut ops: Vec<String> = Vec::new();
-    for item in place {
-        let name = op_name(item);
-        if !ops.contains(&name) {
-            ops.push(name);
+    let mut ops: Vec<PlaceOp> = Vec::new();
+    for op in place.iter().filter_map(PlaceOp::of) {
+        if !ops.contains(&op) {
+            ops.push(op);
         }
     }
     ops.into_iter()
@@ -48,17 +39,17 @@ pub fn op_ratios(host: &[DiskItem], place: &[DiskItem]) -> Vec<OpRatio> {
             let of = |items: &[DiskItem]| -> Vec<DiskItem> {
                 items
                     .iter()
-                    .filter(|i| op_name(i) == op && timed(i))
+                    .filter(|i| PlaceOp::of(i) == Some(op) && timed(i))
                     .cloned()
                     .collect()
             };
-            ratio_of(op.clone(), &of(host), &of(place))
+            ratio_of(op, &of(host), &of(place))
         })
         .collect()
 }
 
 /// One operation's figures: the place's large-file median and its ratios to the host.
-fn ratio_of(op: String, host: &[DiskItem], place: &[DiskItem]) -> OpRatio {
+fn ratio_of(op: PlaceOp, host: &[DiskItem], place: &[DiskItem]) -> OpRatio {
     // Files of 64 MiB and more, or the largest there are.
     let floor = place
         .iter()
@@ -150,6 +141,7 @@ fn scaled_test(host: &[DiskItem], place: &[DiskItem]) -> Option<f64> {
 mod tests {
     use super::*;
     use crate::storage::item::DiskItem;
+    use crate::storage::item::Op;
 
     fn item(op: Op, size: u64, pass: u32, rate: f64) -> DiskItem {
         DiskItem {
@@ -195,7 +187,7 @@ mod tests {
         let ratios = op_ratios(&host, &place);
         assert_eq!(ratios.len(), 1);
         let write = &ratios[0];
-        assert_eq!(write.op, "write");
+        assert_eq!(write.op, PlaceOp::Write);
         assert_eq!(write.pairs, 9);
         assert!((write.ratio.unwrap() - 0.5).abs() < 1e-9);
         assert!((write.ratio_low.unwrap() - 0.5).abs() < 1e-9);

@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::platform::container::ContainerSpec;
+use crate::storage::item::{DiskItem, Op};
+use crate::storage::read::ReadMode;
 
 /// What `ratelab image` was asked to do, validated.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -100,11 +102,73 @@ impl ImageItem {
     }
 }
 
+/// An operation of a storage series as a place's figures name it: a write, a rewrite
+/// in place, or a read in its mode; stored as its words (`write`, `read direct`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum PlaceOp {
+    /// Files written.
+    Write,
+    /// Files rewritten in place.
+    Rewrite,
+    /// Files read in a mode.
+    Read(ReadMode),
+}
+
+impl PlaceOp {
+    /// The operation of series item `item`; `None` for a read in a mode this version
+    /// does not know.
+    pub fn of(item: &DiskItem) -> Option<PlaceOp> {
+        match item.op {
+            Op::Write => Some(PlaceOp::Write),
+            Op::Rewrite => Some(PlaceOp::Rewrite),
+            Op::Read => read_mode(&item.mode).map(PlaceOp::Read),
+        }
+    }
+}
+
+/// The read mode named `words` (`direct`).
+fn read_mode(words: &str) -> Option<ReadMode> {
+    [ReadMode::Direct, ReadMode::Flushed, ReadMode::Cached]
+        .into_iter()
+        .find(|mode| mode.as_str() == words)
+}
+
+impl std::fmt::Display for PlaceOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PlaceOp::Write => f.write_str(Op::Write.as_str()),
+            PlaceOp::Rewrite => f.write_str(Op::Rewrite.as_str()),
+            PlaceOp::Read(mode) => write!(f, "read {}", mode.as_str()),
+        }
+    }
+}
+
+impl From<PlaceOp> for String {
+    fn from(op: PlaceOp) -> String {
+        op.to_string()
+    }
+}
+
+impl TryFrom<String> for PlaceOp {
+    type Error = String;
+
+    fn try_from(words: String) -> Result<PlaceOp, String> {
+        match words.split_once(' ') {
+            None if words == Op::Write.as_str() => Some(PlaceOp::Write),
+            None if words == Op::Rewrite.as_str() => Some(PlaceOp::Rewrite),
+            Some(("read", mode)) => read_mode(mode).map(PlaceOp::Read),
+            _ => None,
+        }
+        .ok_or_else(|| format!("unknown operation {words:?}"))
+    }
+}
+
 /// A place's rate of one operation against the host folder's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OpRatio {
-    /// The operation as the series names it: `write`, `rewrite`, `read direct`.
-    pub op: String,
+    /// The operation.
+    pub op: PlaceOp,
     /// Median rate of the place's files of 64 MiB and more (its largest when none is).
     #[serde(default)]
     pub median_bytes_per_sec: Option<f64>,

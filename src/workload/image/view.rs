@@ -2,6 +2,7 @@
 //! the runner and the reports ask of it.
 
 use super::kind::ImageKind;
+use super::stored::PlaceOp;
 use super::stored::{ImageSummary, OpRatio, PlaceSummary};
 use crate::document::{Severity, Verdict};
 use crate::vocab::Exposure;
@@ -83,7 +84,7 @@ impl View for Stored<'_, ImageKind> {
         };
         let ops = op_columns(summary);
         let mut header = vec!["place".to_string()];
-        header.extend(ops.iter().cloned());
+        header.extend(ops.iter().map(PlaceOp::to_string));
         let rows = summary
             .places
             .iter()
@@ -186,12 +187,12 @@ impl View for Stored<'_, ImageKind> {
             .iter()
             .skip(1)
             .filter_map(|place| {
-                let op = |name: &str| place.ops.iter().find(|o| o.op.starts_with(name))?.ratio;
+                let op = |is: fn(PlaceOp) -> bool| place.ops.iter().find(|o| is(o.op))?.ratio;
                 let mut words = Vec::new();
-                if let Some(r) = op("write") {
+                if let Some(r) = op(|o| o == PlaceOp::Write) {
                     words.push(format!("write {r:.2}x"));
                 }
-                if let Some(r) = op("read") {
+                if let Some(r) = op(|o| matches!(o, PlaceOp::Read(_))) {
                     words.push(format!("read {r:.2}x"));
                 }
                 if let Some(r) = place.task_ratio {
@@ -246,7 +247,7 @@ impl View for Stored<'_, ImageKind> {
                     .find(|o| o.op == op)
                     .and_then(|o| o.median_bytes_per_sec);
                 Line {
-                    name: op.clone(),
+                    name: op.to_string(),
                     points,
                     curve: level.map(|rate| {
                         (
@@ -290,11 +291,11 @@ fn rounds(w: &Stored<ImageKind>) -> u32 {
 }
 
 /// The operations of every place, in the order first met.
-fn op_columns(summary: &ImageSummary) -> Vec<String> {
-    let mut ops: Vec<String> = Vec::new();
+fn op_columns(summary: &ImageSummary) -> Vec<PlaceOp> {
+    let mut ops: Vec<PlaceOp> = Vec::new();
     for op in summary.places.iter().flat_map(|p| &p.ops) {
         if !ops.contains(&op.op) {
-            ops.push(op.op.clone());
+            ops.push(op.op);
         }
     }
     ops
@@ -415,7 +416,7 @@ mod tests {
         PlaceSummary {
             label: "qcow2".into(),
             ops: vec![OpRatio {
-                op: "write".into(),
+                op: PlaceOp::Write,
                 median_bytes_per_sec: None,
                 ratio: Some((low + high) / 2.0),
                 ratio_low: Some(low),

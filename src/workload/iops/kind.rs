@@ -25,7 +25,7 @@ impl Kind for IopsKind {
                     let (min_iops, max_iops) = rounds.iops_range();
                     TestSummary {
                         test: median.test.clone(),
-                        op: median.op.clone(),
+                        op: median.op,
                         iops: median.iops,
                         bytes_per_sec: median.bytes_per_sec,
                         latency_ns: median.latency_ns,

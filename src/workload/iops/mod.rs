@@ -24,7 +24,7 @@ use serde_json::Value;
 
 pub use kind::IopsKind;
 pub use notation::{BlockTest, Order, Rw};
-pub use stored::{IopsContext, IopsItem, IopsSummary, TestSummary};
+pub use stored::{IopsContext, IopsItem, IopsOp, IopsSummary, TestSummary};
 
 use self::drive::ThreadJob;
 use self::latency::Intervals;
@@ -279,7 +279,11 @@ impl IopsWorkload {
             cached_before,
         } = counted;
         let mut items = Vec::new();
-        for ((op, does), intervals) in ["read", "write"].into_iter().zip(rw.ops()).zip(intervals) {
+        for ((op, does), intervals) in [IopsOp::Read, IopsOp::Write]
+            .into_iter()
+            .zip(rw.ops())
+            .zip(intervals)
+        {
             if !does {
                 continue;
             }
@@ -291,7 +295,7 @@ impl IopsWorkload {
             let seconds = seconds / skew(Family::Iops, 1.0);
             items.push(IopsItem {
                 test: test.to_string(),
-                op: op.into(),
+                op,
                 rw: rw.to_string(),
                 round,
                 order: test.order,
@@ -306,7 +310,7 @@ impl IopsWorkload {
                 histogram: latency.encode(),
                 interval_seconds,
                 intervals,
-                cached_fraction_before: cached_before.filter(|_| op == "read"),
+                cached_fraction_before: cached_before.filter(|_| op == IopsOp::Read),
                 direct: self.plan.direct,
             });
         }

@@ -77,12 +77,12 @@ impl<'a> Rounds<'a> {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::workload::iops::Order;
     use crate::workload::iops::latency::Latency;
+    use crate::workload::iops::{IopsOp, Order};
 
     /// Round `round` of `test` doing `op`: `iops` for a second, every request taking
     /// depth / IOPS (Little's law), in ten intervals.
-    pub fn round(test: &str, op: &str, round: u32, iops: f64) -> IopsItem {
+    pub fn round(test: &str, op: IopsOp, round: u32, iops: f64) -> IopsItem {
         let block_bytes = 4096;
         let queue_depth = if test.contains("Q32") { 32 } else { 1 };
         let mut latency = Latency::new();
@@ -90,8 +90,8 @@ pub(super) mod tests {
         latency.record(each);
         IopsItem {
             test: test.into(),
-            op: op.into(),
-            rw: op.into(),
+            op,
+            rw: op.to_string(),
             round,
             order: Order::Random,
             block_bytes,
@@ -120,11 +120,11 @@ pub(super) mod tests {
     #[test]
     fn rounds_group_by_test_and_op_and_the_median_is_a_round_that_ran() {
         let items = vec![
-            round("RND4K-Q32T1", "read", 1, 40_000.0),
-            round("RND4K-Q32T1", "read", 2, 42_000.0),
-            round("RND4K-Q32T1", "read", 3, 39_000.0),
-            round("RND4K-Q32T1", "write", 1, 30_000.0),
-            round("RND4K-Q32T1", "write", 2, 31_000.0),
+            round("RND4K-Q32T1", IopsOp::Read, 1, 40_000.0),
+            round("RND4K-Q32T1", IopsOp::Read, 2, 42_000.0),
+            round("RND4K-Q32T1", IopsOp::Read, 3, 39_000.0),
+            round("RND4K-Q32T1", IopsOp::Write, 1, 30_000.0),
+            round("RND4K-Q32T1", IopsOp::Write, 2, 31_000.0),
         ];
         let groups = Rounds::of(&items);
         assert_eq!(groups.len(), 2);

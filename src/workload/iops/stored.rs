@@ -7,13 +7,39 @@ use serde::{Deserialize, Serialize};
 use super::latency::{IntervalFigures, LatencyFigures};
 use super::notation::Order;
 
+/// Which requests a figure counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IopsOp {
+    /// Reads.
+    Read,
+    /// Writes.
+    Write,
+}
+
+impl IopsOp {
+    /// Its name as stored and shown: `read` or `write`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IopsOp::Read => "read",
+            IopsOp::Write => "write",
+        }
+    }
+}
+
+impl std::fmt::Display for IopsOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One round of one test in one direction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IopsItem {
     /// The test as users write it: `RND4K-Q32T1`.
     pub test: String,
-    /// `read` or `write`.
-    pub op: String,
+    /// Which of its requests it counts.
+    pub op: IopsOp,
     /// What the test's requests did: `read`, `write`, or a mix (`mix:70`, 70% reads).
     pub rw: String,
     /// The round (`--repeat`), from 1; an item stored before rounds is its test's only one.
@@ -60,8 +86,8 @@ fn first_round() -> u32 {
 impl IopsItem {
     /// Its op as a table shows it: `read`, or `read in mix:70` for a mix's reads.
     pub fn op_words(&self) -> String {
-        if self.rw == self.op {
-            self.op.clone()
+        if self.rw == self.op.as_str() {
+            self.op.to_string()
         } else {
             format!("{} in {}", self.op, self.rw)
         }
@@ -73,8 +99,8 @@ impl IopsItem {
 pub struct TestSummary {
     /// The test: `RND4K-Q32T1`.
     pub test: String,
-    /// `read` or `write`.
-    pub op: String,
+    /// Which of its requests it counts.
+    pub op: IopsOp,
     /// The median round's requests per second.
     pub iops: f64,
     /// The median round's bytes per second.

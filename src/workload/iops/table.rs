@@ -80,7 +80,7 @@ mod tests {
     use crate::document::{RunDocument, WorkloadRecord};
     use crate::workload::At;
     use crate::workload::iops::rounds::tests::round;
-    use crate::workload::iops::{BlockTest, IopsItem, IopsPlan, Rw};
+    use crate::workload::iops::{BlockTest, IopsItem, IopsOp, IopsPlan, Rw};
 
     /// The table of a workload of `items`, stored as they would be (JSON), `repeat`
     /// rounds asked for.
@@ -118,12 +118,12 @@ mod tests {
     #[test]
     fn three_rounds_show_the_median_round_beside_their_range() {
         let items = [
-            round("RND4K-Q32T1", "read", 1, 40_000.0),
-            round("RND4K-Q32T1", "read", 2, 43_000.0),
-            round("RND4K-Q32T1", "read", 3, 38_000.0),
-            round("RND4K-Q1T1", "read", 1, 9_000.0),
-            round("RND4K-Q1T1", "read", 2, 8_000.0),
-            round("RND4K-Q1T1", "read", 3, 10_000.0),
+            round("RND4K-Q32T1", IopsOp::Read, 1, 40_000.0),
+            round("RND4K-Q32T1", IopsOp::Read, 2, 43_000.0),
+            round("RND4K-Q32T1", IopsOp::Read, 3, 38_000.0),
+            round("RND4K-Q1T1", IopsOp::Read, 1, 9_000.0),
+            round("RND4K-Q1T1", IopsOp::Read, 2, 8_000.0),
+            round("RND4K-Q1T1", IopsOp::Read, 3, 10_000.0),
         ];
         let table = table_of(&json(&items), Some(3));
         assert_eq!(
@@ -162,8 +162,8 @@ mod tests {
     #[test]
     fn a_run_stored_before_rounds_shows_as_it_did() {
         let mut items = json(&[
-            round("RND4K-Q32T1", "read", 1, 40_000.0),
-            round("RND4K-Q1T1", "read", 1, 9_000.0),
+            round("RND4K-Q32T1", IopsOp::Read, 1, 40_000.0),
+            round("RND4K-Q1T1", IopsOp::Read, 1, 9_000.0),
         ]);
         for item in &mut items {
             item.as_object_mut().unwrap().remove("round");
@@ -184,7 +184,10 @@ mod tests {
             "block I/O on a 64 MiB file · O_DIRECT · 1 s a test (+1 s ramp) · latency"
         );
         // One round asked for today reads the same.
-        let today = table_of(&json(&[round("RND4K-Q32T1", "read", 1, 40_000.0)]), Some(1));
+        let today = table_of(
+            &json(&[round("RND4K-Q32T1", IopsOp::Read, 1, 40_000.0)]),
+            Some(1),
+        );
         assert_eq!(today.header, table.header);
         assert_eq!(today.title, table.title);
     }

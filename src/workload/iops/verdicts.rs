@@ -7,6 +7,7 @@
 use super::kind::IopsKind;
 use super::rounds::Rounds;
 use super::stored::IopsItem;
+use super::stored::IopsOp;
 use crate::analysis::knees;
 use crate::catch::Family;
 use crate::document::{Knee, Series, Severity, Verdict};
@@ -143,7 +144,7 @@ fn knees(w: &Stored<IopsKind>) -> Vec<Said> {
 /// For O_DIRECT write tests too short to outlast a write cache (with no knee seen),
 /// that the device may have absorbed them.
 fn write_short(w: &Stored<IopsKind>) -> Option<Said> {
-    let writes = w.items.iter().any(|i| i.op == "write");
+    let writes = w.items.iter().any(|i| i.op == IopsOp::Write);
     (writes && w.params.direct && w.params.seconds < SUSTAINED_S).then(|| {
         (
             "iops_write_short",
@@ -198,7 +199,7 @@ mod tests {
         let seconds = ios.len() as f64 * 0.5;
         IopsItem {
             test: "RND4K-Q1T1".into(),
-            op: "write".into(),
+            op: IopsOp::Write,
             rw: "write".into(),
             round: 1,
             order: Order::Random,

@@ -202,7 +202,7 @@ mod tests {
     #[test]
     fn every_round_is_a_sample_of_one_group_and_one_profile_figure() {
         let items: Vec<serde_json::Value> = (1..=3)
-            .map(|n| round("RND4K-Q32T1", "read", n, 40_000.0 + f64::from(n)))
+            .map(|n| round("RND4K-Q32T1", IopsOp::Read, n, 40_000.0 + f64::from(n)))
             .map(|item| serde_json::to_value(item).unwrap())
             .collect();
         let plan = IopsPlan {

@@ -2,6 +2,7 @@
 //! limit gives as a dashed line, and per stream the share of each interval its sender
 //! spent busy, held by the receiver's window and held by its own send buffer.
 
+use super::item::Heading;
 use super::item::{NetItem, Scope};
 use super::limit::Limit;
 use super::report::Role;
@@ -35,7 +36,7 @@ pub fn charts(items: &[NetItem], summary: &NetSummary, nominal_s: f64) -> Vec<Ch
 /// and each of the limit's ceilings across the test.
 fn ceilings(
     items: &[NetItem],
-    direction: Option<&str>,
+    direction: Option<Heading>,
     limit: &Limit,
     nominal_s: f64,
     named: &dyn Fn(&str) -> String,
@@ -100,13 +101,13 @@ fn ceilings(
 /// `None` where no sender kept one (an iperf3 sender, an old kernel).
 fn sender_time(
     items: &[NetItem],
-    direction: Option<&str>,
+    direction: Option<Heading>,
     named: &dyn Fn(&str) -> String,
 ) -> Option<Chart> {
     let intervals: Vec<&NetItem> = items
         .iter()
-        .filter(|i| i.scope == Scope::Interval && i.op == Role::Send.as_str())
-        .filter(|i| direction.is_none_or(|d| i.direction.as_deref() == Some(d)))
+        .filter(|i| i.scope == Scope::Interval && i.op == Role::Send)
+        .filter(|i| direction.is_none_or(|d| i.direction == Some(d)))
         .filter(|i| i.busy_us.is_some() && i.seconds > 0.0)
         .collect();
     let mut streams: Vec<u32> = intervals.iter().filter_map(|i| i.stream).collect();
@@ -193,10 +194,10 @@ fn shares(intervals: &[&NetItem], field: Microseconds) -> Vec<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::net::item::Side;
+    use crate::workload::net::item::{NetOp, Side};
     use crate::workload::net::limit::{Cause, Ceiling};
 
-    fn interval(op: &str, stream: u32, index: u64, busy: u64, rwnd: u64) -> NetItem {
+    fn interval(op: NetOp, stream: u32, index: u64, busy: u64, rwnd: u64) -> NetItem {
         let start = index as f64;
         let mut item = NetItem::moved(
             op,
@@ -206,10 +207,10 @@ mod tests {
             start + 1.0,
             1e6 as u64,
         );
-        item.direction = Some("up".into());
+        item.direction = Some(Heading::Up);
         item.stream = Some(stream);
         item.interval = Some(index);
-        if op == "send" {
+        if op == NetOp::Send {
             item.busy_us = Some(busy);
             item.rwnd_limited_us = Some(rwnd);
             item.sndbuf_limited_us = Some(0);
@@ -221,8 +222,8 @@ mod tests {
     fn the_rate_is_drawn_against_each_ceiling_and_each_stream_s_time_as_shares() {
         let mut items = Vec::new();
         for index in 0..3 {
-            items.push(interval("send", 0, index, 1_000_000, 400_000));
-            items.push(interval("receive", 0, index, 0, 0));
+            items.push(interval(NetOp::Send, 0, index, 1_000_000, 400_000));
+            items.push(interval(NetOp::Receive, 0, index, 0, 0));
         }
         let summary = NetSummary {
             limit: Some(Limit {

@@ -50,18 +50,89 @@ pub enum Scope {
     Cpu,
 }
 
+/// What an item counts: the bytes a stream's end sent or received, or an end's CPU
+/// time over the test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetOp {
+    /// Bytes a stream's end wrote.
+    Send,
+    /// Bytes a stream's end read.
+    Receive,
+    /// An end's CPU time over the test.
+    Cpu,
+}
+
+impl NetOp {
+    /// Its name as stored and shown: `send`, `receive` or `cpu`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NetOp::Send => "send",
+            NetOp::Receive => "receive",
+            NetOp::Cpu => "cpu",
+        }
+    }
+}
+
+impl From<Role> for NetOp {
+    fn from(role: Role) -> NetOp {
+        match role {
+            Role::Send => NetOp::Send,
+            Role::Receive => NetOp::Receive,
+        }
+    }
+}
+
+impl PartialEq<Role> for NetOp {
+    fn eq(&self, role: &Role) -> bool {
+        *self == NetOp::from(*role)
+    }
+}
+
+impl std::fmt::Display for NetOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which way a stream's bytes went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Heading {
+    /// From the client to the server.
+    Up,
+    /// From the server to the client.
+    Down,
+}
+
+impl Heading {
+    /// Its name as stored and shown: `up` or `down`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Heading::Up => "up",
+            Heading::Down => "down",
+        }
+    }
+}
+
+impl std::fmt::Display for Heading {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One stored net figure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NetItem {
-    /// `send`, `receive` or `cpu`.
-    pub op: String,
+    /// What it counts.
+    pub op: NetOp,
     /// What it covers.
     pub scope: Scope,
     /// Which end measured it.
     pub side: Side,
     /// `up` (client to server) or `down`; null for CPU items.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub direction: Option<String>,
+    pub direction: Option<Heading>,
     /// The stream's index; null for CPU items.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<u32>,
@@ -180,12 +251,12 @@ fn rate(bytes: u64, seconds: f64) -> f64 {
     }
 }
 
-/// Whether stream `stream` carried data up (client to server).
-fn direction(direction: Direction, stream: u32, streams: u32) -> String {
+/// Which way stream `stream` of a test of `direction` carried data.
+fn direction(direction: Direction, stream: u32, streams: u32) -> Heading {
     if direction.client_sends(stream, streams) {
-        "up".into()
+        Heading::Up
     } else {
-        "down".into()
+        Heading::Down
     }
 }
 
@@ -208,7 +279,7 @@ pub fn items_of_report(
                 stream: Some(stream.stream),
                 interval: Some(interval.index),
                 ..NetItem::moved(
-                    stream.role.as_str(),
+                    stream.role.into(),
                     Scope::Interval,
                     side,
                     interval.start_s,
@@ -228,7 +299,14 @@ pub fn items_of_report(
     items.push(NetItem {
         cpu_seconds: Some(report.cpu_seconds),
         host: report.host.clone(),
-        ..NetItem::moved("cpu", Scope::Cpu, side, 0.0, report.wall_seconds, bytes)
+        ..NetItem::moved(
+            NetOp::Cpu,
+            Scope::Cpu,
+            side,
+            0.0,
+            report.wall_seconds,
+            bytes,
+        )
     });
     items
 }
@@ -247,7 +325,7 @@ fn stream_item(stream: &StreamReport, side: Side, test: Direction, streams: u32)
             .filter(|s| s.seconds.is_finite() && s.seconds >= 0.0),
         congestion: stream.congestion.as_deref().and_then(control_name),
         ..NetItem::moved(
-            stream.role.as_str(),
+            stream.role.into(),
             Scope::Stream,
             side,
             0.0,
@@ -306,7 +384,7 @@ impl NetItem {
 
     /// An item of `bytes` moved from `start_s` to `end_s`, with no TCP or CPU figures.
     pub fn moved(
-        op: &str,
+        op: NetOp,
         scope: Scope,
         side: Side,
         start_s: f64,
@@ -314,7 +392,7 @@ impl NetItem {
         bytes: u64,
     ) -> NetItem {
         NetItem {
-            op: op.into(),
+            op,
             scope,
             side,
             direction: None,
@@ -360,6 +438,6 @@ impl NetItem {
 
     /// Whether this is a stream end's total of role `role`.
     pub fn is_stream(&self, role: Role) -> bool {
-        self.scope == Scope::Stream && self.op == role.as_str()
+        self.scope == Scope::Stream && self.op == role
     }
 }

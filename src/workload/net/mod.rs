@@ -44,7 +44,7 @@ use serde_json::Value;
 
 use crate::platform::remote::{self, RemoteServer};
 pub use context::NetContext;
-pub use item::{NetItem, Scope, Side};
+pub use item::{Heading, NetItem, NetOp, Scope, Side};
 pub use key::{Key, KeyError};
 pub use kind::NetKind;
 pub use options::StreamOptions;

@@ -2,6 +2,7 @@
 //! receiver totals (the receiver's is the headline, as iperf3's), interval statistics,
 //! both ends' CPU, and the result as a share of the link's goodput limit.
 
+use super::item::Heading;
 use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
@@ -114,8 +115,8 @@ pub fn summarize(plan: &NetPlan, context: &NetContext, items: &[NetItem]) -> Net
     };
     let one_way = match plan.direction {
         Direction::Bidir => None,
-        Direction::Reverse => Some("down"),
-        _ => Some("up"),
+        Direction::Reverse => Some(Heading::Down),
+        _ => Some(Heading::Up),
     };
     NetSummary {
         streams: plan.streams,
@@ -139,20 +140,20 @@ pub fn summarize(plan: &NetPlan, context: &NetContext, items: &[NetItem]) -> Net
         limit: one_way.and_then(|direction| limit_of(direction, receive.as_ref(), send.as_ref())),
         receive,
         send,
-        up: of_direction("up"),
-        down: of_direction("down"),
+        up: of_direction(Heading::Up),
+        down: of_direction(Heading::Down),
     }
 }
 
 impl NetSummary {
     /// Its limits: the test's, or each direction's (`up`, `down`) of a test in both.
-    pub fn limits(&self) -> impl Iterator<Item = (Option<&'static str>, &Limit)> {
+    pub fn limits(&self) -> impl Iterator<Item = (Option<Heading>, &Limit)> {
         let up = self.up.as_ref().and_then(|d| d.limit.as_ref());
         let down = self.down.as_ref().and_then(|d| d.limit.as_ref());
         [
             (None, self.limit.as_ref()),
-            (Some("up"), up),
-            (Some("down"), down),
+            (Some(Heading::Up), up),
+            (Some(Heading::Down), down),
         ]
         .into_iter()
         .filter_map(|(direction, limit)| Some((direction, limit?)))
@@ -164,10 +165,10 @@ impl NetSummary {
 pub fn totals(
     items: &[NetItem],
     role: Role,
-    direction: Option<&str>,
+    direction: Option<Heading>,
     nominal_s: f64,
 ) -> Option<Totals> {
-    let in_scope = |i: &&NetItem| direction.is_none_or(|d| i.direction.as_deref() == Some(d));
+    let in_scope = |i: &&NetItem| direction.is_none_or(|d| i.direction == Some(d));
     let streams: Vec<&NetItem> = items
         .iter()
         .filter(|i| i.is_stream(role))
@@ -214,13 +215,13 @@ pub struct IntervalSum {
 pub fn interval_sums(
     items: &[NetItem],
     role: Role,
-    direction: Option<&str>,
+    direction: Option<Heading>,
     nominal_s: f64,
 ) -> Vec<IntervalSum> {
     let of_role: Vec<&NetItem> = items
         .iter()
-        .filter(|i| i.scope == Scope::Interval && i.op == role.as_str())
-        .filter(|i| direction.is_none_or(|d| i.direction.as_deref() == Some(d)))
+        .filter(|i| i.scope == Scope::Interval && i.op == role)
+        .filter(|i| direction.is_none_or(|d| i.direction == Some(d)))
         .collect();
     // Each stream end's last interval is cut short by the test's end; a short one
     // after a stall is whole and stays.
@@ -280,10 +281,11 @@ pub fn limit(plan: &NetPlan, context: &NetContext) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::net::NetOp;
 
-    fn item(op: &str, scope: Scope, start_s: f64, end_s: f64, bytes: u64) -> NetItem {
+    fn item(op: NetOp, scope: Scope, start_s: f64, end_s: f64, bytes: u64) -> NetItem {
         NetItem {
-            direction: Some("up".into()),
+            direction: Some(Heading::Up),
             stream: Some(0),
             ..NetItem::moved(op, scope, Side::Local, start_s, end_s, bytes)
         }
@@ -292,8 +294,8 @@ mod tests {
     #[test]
     fn totals_sum_streams_by_nominal_interval_and_drop_the_partial_one() {
         let mut items = vec![
-            item("receive", Scope::Stream, 0.0, 2.1, 2100),
-            item("receive", Scope::Stream, 0.0, 2.0, 2000),
+            item(NetOp::Receive, Scope::Stream, 0.0, 2.1, 2100),
+            item(NetOp::Receive, Scope::Stream, 0.0, 2.0, 2000),
         ];
         // Stream 1's first interval stalled to 1.6 s; its second is short but whole.
         let stream_intervals = [
@@ -302,7 +304,7 @@ mod tests {
         ];
         for (stream, intervals) in stream_intervals.iter().enumerate() {
             for &(index, start, end, bytes) in intervals {
-                let mut interval = item("receive", Scope::Interval, start, end, bytes);
+                let mut interval = item(NetOp::Receive, Scope::Interval, start, end, bytes);
                 interval.stream = Some(stream as u32);
                 interval.interval = Some(index);
                 interval.bytes_per_sec = if end > start {

@@ -1,6 +1,7 @@
 //! How a stored net workload is judged and shown: its verdicts, tables and the rest
 //! the runner and the reports ask of it.
 
+use super::item::Heading;
 use super::item::{NetItem, Scope, Side};
 use super::kind::{NetKind, share_of_core};
 use super::limit::Cause;
@@ -55,10 +56,10 @@ impl View for Stored<'_, NetKind> {
     fn samples(&self) -> Option<Samples> {
         let mut by_interval: BTreeMap<(&str, u64), f64> = BTreeMap::new();
         for item in &self.items {
-            if item.scope != Scope::Interval || item.op != Role::Receive.as_str() {
+            if item.scope != Scope::Interval || item.op != Role::Receive {
                 continue;
             }
-            let direction = item.direction.as_deref().unwrap_or("?");
+            let direction = item.direction.map_or("?", Heading::as_str);
             *by_interval
                 .entry((direction, item.interval.unwrap_or(0)))
                 .or_default() += item.bytes_per_sec;
@@ -108,8 +109,8 @@ impl View for Stored<'_, NetKind> {
 /// The test's headline figures over its rates per nominal interval, sent and received,
 /// of each direction of a test in both.
 fn interval_table(w: &Stored<NetKind>, summary: &NetSummary) -> Table {
-    let directions: Vec<Option<&str>> = if w.params.direction == Direction::Bidir {
-        vec![Some("up"), Some("down")]
+    let directions: Vec<Option<Heading>> = if w.params.direction == Direction::Bidir {
+        vec![Some(Heading::Up), Some(Heading::Down)]
     } else {
         vec![None]
     };
@@ -145,7 +146,7 @@ fn stream_table(w: &Stored<NetKind>) -> Table {
         .map(|i| {
             vec![
                 i.stream.map_or("-".into(), |s| s.to_string()),
-                i.direction.clone().unwrap_or_default(),
+                i.direction.map_or(String::new(), |d| d.to_string()),
                 format!("{} {}", i.side.as_str(), i.op),
                 gbit_per_sec(i.bytes_per_sec),
                 i.retransmits.map_or("-".into(), |r| r.to_string()),
@@ -293,7 +294,7 @@ fn failure_verdict(w: &Stored<NetKind>) -> Option<Verdict> {
 }
 
 /// One row per nominal interval received in `direction` (or in all).
-fn interval_rows(w: &Stored<NetKind>, direction: Option<&str>) -> Vec<Vec<String>> {
+fn interval_rows(w: &Stored<NetKind>, direction: Option<Heading>) -> Vec<Vec<String>> {
     let nominal_s = nominal_s(&w.params);
     let sent = interval_sums(&w.items, Role::Send, direction, nominal_s);
     let received = interval_sums(&w.items, Role::Receive, direction, nominal_s);
@@ -303,8 +304,8 @@ fn interval_rows(w: &Stored<NetKind>, direction: Option<&str>) -> Vec<Vec<String
         let retransmits: u64 = w
             .items
             .iter()
-            .filter(|i| i.scope == Scope::Interval && i.op == Role::Send.as_str())
-            .filter(|i| direction.is_none_or(|d| i.direction.as_deref() == Some(d)))
+            .filter(|i| i.scope == Scope::Interval && i.op == Role::Send)
+            .filter(|i| direction.is_none_or(|d| i.direction == Some(d)))
             .filter(|i| i.interval == Some(sum.index))
             .filter_map(|i| i.retransmits)
             .sum();

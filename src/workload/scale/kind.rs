@@ -111,12 +111,13 @@ pub fn points(items: &[ScaleItem]) -> Vec<ScalePoint> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::scale::ScaleOp;
     use crate::workload::scale::view::cpu_time_moved;
 
     /// A run at `cpus` of `seconds` wall time and `cpu` seconds of CPU time.
     fn run(cpus: usize, seconds: f64, cpu: f64) -> ScaleItem {
         ScaleItem {
-            op: "run".into(),
+            op: ScaleOp::Run,
             cpus,
             repeat: 0,
             seconds,

@@ -50,11 +50,19 @@ pub struct ScalePlan {
     pub online: Vec<usize>,
 }
 
+/// What a scale item is: one run of the command, the only kind there is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScaleOp {
+    /// One run of the command at one CPU count.
+    Run,
+}
+
 /// One run of the command.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScaleItem {
-    /// Always `run`.
-    pub op: String,
+    /// Always [`ScaleOp::Run`].
+    pub op: ScaleOp,
     /// CPUs it was held to.
     pub cpus: usize,
     /// Which run of that count (0-based).
@@ -159,7 +167,7 @@ impl ScaleWorkload {
         let usage = unsafe { usage.assume_init() };
         let time = |t: libc::timeval| skew(Family::Scale, t.tv_sec as f64 + t.tv_usec as f64 / 1e6);
         Ok(ScaleItem {
-            op: "run".into(),
+            op: ScaleOp::Run,
             cpus,
             repeat: 0,
             seconds,

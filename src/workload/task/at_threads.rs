@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use super::pipeline::{self, Input, Middle, Output};
 use super::steps::{self, Direction, Transform, Uncached};
-use super::{TaskItem, TaskKind, TaskWorkload};
+use super::{Step, TaskItem, TaskKind, TaskWorkload};
 use crate::error::Error;
 use crate::workload::{Context, Kind};
 
@@ -62,7 +62,7 @@ impl TaskWorkload {
             layers: reader.layers.clone(),
             read_below_fraction: read_below_fraction(below, &self.plan.layers, input_size),
             direct: Some(reader.direct),
-            ..TaskItem::timed("read", how.threads, input_size, size, seconds)
+            ..TaskItem::timed(Step::Read, how.threads, input_size, size, seconds)
         });
         Ok(())
     }
@@ -101,7 +101,7 @@ impl TaskWorkload {
             ctx.sink.item(&TaskItem {
                 output_bytes: Some(output_bytes),
                 ..TaskItem::timed(
-                    how.direction.as_str(),
+                    how.direction.step(),
                     how.threads,
                     kept as u64,
                     original,
@@ -133,7 +133,7 @@ impl TaskWorkload {
         let seconds = steps::write(ctx, workdir, &name, &output)?;
         let bytes = output.len() as u64;
         ctx.sink.item(&TaskItem::timed(
-            "write",
+            Step::Write,
             how.threads,
             bytes,
             original,
@@ -183,7 +183,7 @@ impl TaskWorkload {
             read_below_fraction,
             direct: Some(direct),
             round_trip_ok: Some(round_trip_ok),
-            ..TaskItem::timed("total", how.threads, size, size, whole.seconds)
+            ..TaskItem::timed(Step::Total, how.threads, size, size, whole.seconds)
         });
         if !round_trip_ok {
             ctx.sink.warning(format!(

@@ -2,6 +2,7 @@
 //! step that limits it and what the disk could carry beside it) and its step table
 //! narrowed to 80 columns.
 
+use super::item::Step;
 use super::kind::{TaskKind, title};
 use super::stored::DiskRuns;
 use super::summary::{ThreadsSummary, per_threads};
@@ -19,7 +20,10 @@ pub fn summary_lines(w: &Stored<TaskKind>, run: &Decoded) -> Result<Vec<SummaryL
     let (Some(fewest), Some(most)) = (summaries.first(), summaries.last()) else {
         return Ok(Vec::new());
     };
-    let total = |s: &ThreadsSummary| s.step("total").map_or(f64::NAN, |t| t.source_bytes_per_sec);
+    let total = |s: &ThreadsSummary| {
+        s.step(Step::Total)
+            .map_or(f64::NAN, |t| t.source_bytes_per_sec)
+    };
     let mut rate = format!(
         "{} of original bytes at {}",
         format_rate(total(most)),
@@ -54,11 +58,11 @@ pub fn summary_lines(w: &Stored<TaskKind>, run: &Decoded) -> Result<Vec<SummaryL
 
 /// Whether the gain of freeing `op` was measured or modelled, with the model's figure
 /// where it strays from the measured one.
-fn how_known(summary: &ThreadsSummary, op: &str) -> String {
+fn how_known(summary: &ThreadsSummary, op: Step) -> String {
     match summary.model_strays(op) {
         Some((_, model)) => format!("measured; modelled {model:.2}x"),
-        None if summary.measured_speedup_if_free.contains_key(op) => "measured".to_string(),
-        None if summary.unstable_what_if.contains_key(op) => {
+        None if summary.measured_speedup_if_free.contains_key(&op) => "measured".to_string(),
+        None if summary.unstable_what_if.contains_key(&op) => {
             "modelled; the measured what-if was unstable".to_string()
         }
         None => "modelled".to_string(),
@@ -72,7 +76,7 @@ pub(super) fn threads(n: usize) -> String {
 
 /// What limits the task at `summary`'s thread count, and how far the disk is from it.
 fn limit_words(summary: &ThreadsSummary, disks: &DiskRuns) -> String {
-    let limit = summary.rate_limiting_step.as_str();
+    let limit = summary.rate_limiting_step;
     let alone = summary
         .step(limit)
         .map_or(f64::NAN, |s| s.source_bytes_per_sec);
@@ -85,7 +89,7 @@ fn limit_words(summary: &ThreadsSummary, disks: &DiskRuns) -> String {
     );
     let rates = disks.rates();
     if let Some(disk) = rates.iter().find(|d| d.op == limit) {
-        let verb = if limit == "read" { "read" } else { "wrote" };
+        let verb = if limit == Step::Read { "read" } else { "wrote" };
         let step = summary.step(limit).map_or(f64::NAN, |s| s.bytes_per_sec);
         words.push_str(&format!(
             "; on {} the storage series {verb} {} and the {limit} step alone {}, in bytes on the disk",
@@ -121,10 +125,10 @@ pub fn brief_tables(w: &Stored<TaskKind>) -> Vec<Table> {
     let Some(first) = summaries.first() else {
         return Vec::new();
     };
-    let steps: Vec<&str> = first.steps.iter().map(|s| s.op.as_str()).collect();
+    let steps: Vec<Step> = first.steps.iter().map(|s| s.op).collect();
     let mut header = vec!["threads".to_string()];
-    header.extend(steps.iter().map(|op| match *op {
-        "total" => "whole task".to_string(),
+    header.extend(steps.iter().map(|op| match op {
+        Step::Total => "whole task".to_string(),
         op => op.to_string(),
     }));
     header.extend(["limit".to_string(), "if free".to_string()]);
@@ -134,11 +138,11 @@ pub fn brief_tables(w: &Stored<TaskKind>) -> Vec<Table> {
             let mut row = vec![summary.threads.to_string()];
             row.extend(steps.iter().map(|op| {
                 summary
-                    .step(op)
+                    .step(*op)
                     .map_or("-".into(), |s| format_rate(s.source_bytes_per_sec))
             }));
-            let limit = &summary.rate_limiting_step;
-            row.push(limit.clone());
+            let limit = summary.rate_limiting_step;
+            row.push(limit.to_string());
             row.push(format!("{:.2}x", summary.gain_if_free(limit)));
             row
         })

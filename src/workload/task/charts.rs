@@ -1,6 +1,7 @@
 //! The task's chart: the whole task's rate and each step's alone, by thread count, the
 //! step that limits it drawn strongest.
 
+use super::item::Step;
 use super::summary::TaskSummary;
 use crate::vocab::chart::{Chart, Line};
 use crate::vocab::units::format_rate;
@@ -9,7 +10,7 @@ use crate::vocab::units::format_rate;
 /// thread count was summarised.
 pub fn chart(summary: &TaskSummary) -> Option<Chart> {
     let per = &summary.per_threads;
-    let step = |op: &str| -> Vec<(f64, f64)> {
+    let step = |op: Step| -> Vec<(f64, f64)> {
         per.iter()
             .filter_map(|p| Some((p.threads as f64, p.step(op)?.source_bytes_per_sec)))
             .collect()
@@ -19,10 +20,10 @@ pub fn chart(summary: &TaskSummary) -> Option<Chart> {
     let mut lines = vec![Line {
         name: "whole task".into(),
         curve: summary.fits.best_curve(1.0, to),
-        points: step("total"),
+        points: step(Step::Total),
         ..Line::default()
     }];
-    for op in ["read", "compress", "decompress", "write"] {
+    for op in [Step::Read, Step::Compress, Step::Decompress, Step::Write] {
         let points = step(op);
         // The step that limits the task at the most threads, as the summary says, is
         // the line the chart is about.

@@ -5,12 +5,55 @@ use serde::{Deserialize, Serialize};
 use crate::catch::{Family, skew};
 use crate::storage::layers::LayerResidency;
 
+/// A timed step of a task, or the whole task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Step {
+    /// Reading the input.
+    Read,
+    /// Compressing it (the transform of a compression task).
+    Compress,
+    /// Decompressing it (the transform of a decompression task).
+    Decompress,
+    /// Writing the output.
+    Write,
+    /// The whole task, its steps running side by side.
+    Total,
+    /// The whole task with one step made free.
+    WhatIf,
+}
+
+impl Step {
+    /// Its name as stored and shown: `read`, `compress`, `what_if`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Step::Read => "read",
+            Step::Compress => "compress",
+            Step::Decompress => "decompress",
+            Step::Write => "write",
+            Step::Total => "total",
+            Step::WhatIf => "what_if",
+        }
+    }
+
+    /// Whether it is the middle step, the transform.
+    pub fn is_transform(self) -> bool {
+        matches!(self, Step::Compress | Step::Decompress)
+    }
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A step's time and the bytes it moved.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskItem {
     /// `read`, `compress` (or `decompress`), `write`, `total`, or `what_if` (the whole
     /// task with the step `free` made free).
-    pub op: String,
+    pub op: Step,
     /// Compression threads.
     pub threads: usize,
     /// Bytes the step moved: read from the input file, fed to the codec, written, or
@@ -47,26 +90,26 @@ pub struct TaskItem {
     pub round_trip_ok: Option<bool>,
     /// The step made free in a `what_if` (`read`, `compress`/`decompress`, `write`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub free: Option<String>,
+    pub free: Option<Step>,
 }
 
 impl TaskItem {
     /// An item of `op` that moved `bytes` standing for `source_bytes` in `seconds`.
     pub fn timed(
-        op: &str,
+        op: Step,
         threads: usize,
         bytes: u64,
         source_bytes: u64,
         seconds: f64,
     ) -> TaskItem {
-        let family = if op == "what_if" {
+        let family = if op == Step::WhatIf {
             Family::TaskWhatIf
         } else {
             Family::Task
         };
         let seconds = seconds.max(1e-9) / skew(family, 1.0);
         TaskItem {
-            op: op.to_string(),
+            op,
             threads,
             bytes,
             seconds,

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use codec::Codec;
-pub use item::TaskItem;
+pub use item::{Step, TaskItem};
 pub use kind::TaskKind;
 pub use steps::Direction;
 pub use stored::{DiskRate, DiskRead, DiskRuns, DiskWrite, TaskContext};

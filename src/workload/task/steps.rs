@@ -11,6 +11,7 @@ use std::time::Instant;
 use sha2::{Digest, Sha256};
 
 use super::codec::Codec;
+use super::item::Step;
 use crate::control::Cancel;
 use crate::error::Error;
 use crate::storage::buffer::AlignedBuf;
@@ -80,12 +81,17 @@ pub enum Direction {
 }
 
 impl Direction {
+    /// The middle step, as stored.
+    pub fn step(self) -> Step {
+        match self {
+            Direction::Compress => Step::Compress,
+            Direction::Decompress => Step::Decompress,
+        }
+    }
+
     /// The name of the middle step.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Direction::Compress => "compress",
-            Direction::Decompress => "decompress",
-        }
+        self.step().as_str()
     }
 }
 

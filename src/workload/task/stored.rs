@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::item::Step;
 use crate::platform::StorageChain;
 
 /// What the platform and the store said of a task's source and output, as stored.
@@ -72,8 +73,8 @@ pub struct DiskWrite {
 /// One step's storage rate, read or write alike, to set beside the task's step.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DiskRate<'a> {
-    /// `read` or `write`.
-    pub op: &'static str,
+    /// [`Step::Read`] or [`Step::Write`].
+    pub op: Step,
     /// The stored run it comes from; `None` for a series of the task's own run.
     pub run_id: Option<i64>,
     /// The folder the series measured.
@@ -91,13 +92,13 @@ impl DiskRuns {
     /// The read rate, then the write rate, where a series covers them.
     pub fn rates(&self) -> Vec<DiskRate<'_>> {
         let read = self.read.as_ref().map(|r| DiskRate {
-            op: "read",
+            op: Step::Read,
             run_id: r.run_id,
             target: &r.target,
             bytes_per_sec: r.read_bytes_per_sec,
         });
         let write = self.write.as_ref().map(|w| DiskRate {
-            op: "write",
+            op: Step::Write,
             run_id: w.run_id,
             target: &w.target,
             bytes_per_sec: w.write_bytes_per_sec,

@@ -5,7 +5,7 @@
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
-use super::item::TaskItem;
+use super::item::{Step, TaskItem};
 use crate::analysis::fits::FitsSummary;
 use crate::analysis::stats::Stats;
 
@@ -28,14 +28,11 @@ pub const MODEL_TOLERANCE: f64 = 0.15;
 /// which a 2-core VM moves by up to a quarter between rounds.
 pub const WHAT_IF_BOUND: f64 = 0.25;
 
-/// The steps a task is split into, in the order they run.
-const STEPS: [&str; 3] = ["read", "transform", "write"];
-
 /// One step at one thread count.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepRate {
-    /// `read`, `compress`/`decompress`, `write` or `total`.
-    pub op: String,
+    /// Which: a step alone (`read`, the transform, `write`) or the whole task.
+    pub op: Step,
     /// Median bytes per second the step moved.
     pub bytes_per_sec: f64,
     /// Median original bytes per second: the task's rate if this step were all of it.
@@ -55,20 +52,20 @@ pub struct ThreadsSummary {
     pub steps: Vec<StepRate>,
     /// The step that limits the whole task: the one whose freedom sped it up most where
     /// the what-if ran, else the slowest alone.
-    pub rate_limiting_step: String,
+    pub rate_limiting_step: Step,
     /// For each step, in the order they run, how many times faster the whole task could
     /// be if that step took no time, the steps running side by side as they do in the
     /// task: the slowest of the others would then set the pace (1 for every step but
     /// the limiting one).
-    pub speedup_if_free: IndexMap<String, f64>,
+    pub speedup_if_free: IndexMap<Step, f64>,
     /// For each step, the whole task's rate with that step made free (the what-if) over
     /// its rate as it is: measured; empty where the what-if did not run.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
-    pub measured_speedup_if_free: IndexMap<String, f64>,
+    pub measured_speedup_if_free: IndexMap<Step, f64>,
     /// The what-ifs left out, by the step made free: the whole task went faster with it
     /// free than a step it still ran goes alone, so a rate moved between them.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
-    pub unstable_what_if: IndexMap<String, UnstableWhatIf>,
+    pub unstable_what_if: IndexMap<Step, UnstableWhatIf>,
     /// The whole task's rate over its limiting step's rate alone: what running the
     /// steps together costs (below 1) or hides (about 1).
     pub share_of_limit: f64,
@@ -84,32 +81,32 @@ pub struct UnstableWhatIf {
     /// The whole task's original bytes per second with the step free.
     pub source_bytes_per_sec: f64,
     /// The slowest step it still ran.
-    pub bound_op: String,
+    pub bound_op: Step,
     /// That step's original bytes per second alone, the fastest it was timed.
     pub bound_source_bytes_per_sec: f64,
 }
 
 impl ThreadsSummary {
     /// The step named `op`.
-    pub fn step(&self, op: &str) -> Option<&StepRate> {
+    pub fn step(&self, op: Step) -> Option<&StepRate> {
         self.steps.iter().find(|s| s.op == op)
     }
 
     /// How many times faster the task could be if `op` took no time, as measured where
     /// the what-if ran, else as modelled; NaN when unknown.
-    pub fn gain_if_free(&self, op: &str) -> f64 {
+    pub fn gain_if_free(&self, op: Step) -> f64 {
         self.measured_speedup_if_free
-            .get(op)
-            .or(self.speedup_if_free.get(op))
+            .get(&op)
+            .or(self.speedup_if_free.get(&op))
             .copied()
             .unwrap_or(f64::NAN)
     }
 
     /// The measured and modelled gain of freeing `op`, where they differ by more than
     /// [`MODEL_TOLERANCE`]; `None` where they agree or nothing was measured.
-    pub fn model_strays(&self, op: &str) -> Option<(f64, f64)> {
-        let measured = *self.measured_speedup_if_free.get(op)?;
-        let model = *self.speedup_if_free.get(op)?;
+    pub fn model_strays(&self, op: Step) -> Option<(f64, f64)> {
+        let measured = *self.measured_speedup_if_free.get(&op)?;
+        let model = *self.speedup_if_free.get(&op)?;
         ((measured / model - 1.0).abs() > MODEL_TOLERANCE).then_some((measured, model))
     }
 
@@ -124,7 +121,7 @@ impl ThreadsSummary {
 pub fn summarize(items: &[TaskItem]) -> TaskSummary {
     let points: Vec<(f64, f64)> = items
         .iter()
-        .filter(|i| i.op == "total")
+        .filter(|i| i.op == Step::Total)
         .map(|i| (i.threads as f64, i.source_bytes_per_sec))
         .collect();
     TaskSummary {
@@ -144,26 +141,25 @@ pub fn per_threads(items: &[TaskItem]) -> Vec<ThreadsSummary> {
         .collect()
 }
 
-/// The op of the middle step (`compress` or `decompress`).
-fn transform_op(items: &[TaskItem]) -> &str {
+/// The middle step (`compress` or `decompress`).
+fn transform_op(items: &[TaskItem]) -> Step {
     items
         .iter()
-        .map(|i| i.op.as_str())
-        .find(|op| !matches!(*op, "read" | "write" | "total" | "what_if"))
-        .unwrap_or("compress")
+        .map(|i| i.op)
+        .find(|op| op.is_transform())
+        .unwrap_or(Step::Compress)
 }
 
 /// The summary at `threads`; `None` until the whole task ran there.
 pub(super) fn summarize_threads(threads: usize, items: &[TaskItem]) -> Option<ThreadsSummary> {
     let middle = transform_op(items);
-    let ops = STEPS.map(|s| if s == "transform" { middle } else { s });
-    let steps: Vec<StepRate> = ops
-        .iter()
-        .chain(&["total"])
+    // The steps in the order they run, then the whole task.
+    let steps: Vec<StepRate> = [Step::Read, middle, Step::Write, Step::Total]
+        .into_iter()
         .filter_map(|op| step_rate(threads, op, items))
         .collect();
-    let parts: Vec<&StepRate> = steps.iter().filter(|s| s.op != "total").collect();
-    let total = steps.iter().find(|s| s.op == "total")?;
+    let parts: Vec<&StepRate> = steps.iter().filter(|s| s.op != Step::Total).collect();
+    let total = steps.iter().find(|s| s.op == Step::Total)?;
     let slowest = parts
         .iter()
         .min_by(|a, b| a.source_bytes_per_sec.total_cmp(&b.source_bytes_per_sec))?;
@@ -173,21 +169,21 @@ pub(super) fn summarize_threads(threads: usize, items: &[TaskItem]) -> Option<Th
     // most, a step whose what-if was unstable standing in with its modelled gain (on
     // tmpfs, compress at 130 MB/s lost to write's measured 0.91x once its own what-if,
     // 20x, was set aside).
-    let gain = |op: &str| {
+    let gain = |op: Step| {
         measured
-            .get(op)
-            .or_else(|| model.get(op).filter(|_| unstable.contains_key(op)))
+            .get(&op)
+            .or_else(|| model.get(&op).filter(|_| unstable.contains_key(&op)))
             .copied()
     };
     let limit = parts
         .iter()
         .filter(|_| !measured.is_empty())
-        .filter_map(|p| Some((p, gain(&p.op)?)))
+        .filter_map(|p| Some((p, gain(p.op)?)))
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .map_or(*slowest, |(p, _)| *p);
     Some(ThreadsSummary {
         threads,
-        rate_limiting_step: limit.op.clone(),
+        rate_limiting_step: limit.op,
         share_of_limit: total.source_bytes_per_sec / limit.source_bytes_per_sec,
         speedup_if_free: model,
         measured_speedup_if_free: measured,
@@ -205,18 +201,14 @@ fn measured_speedup_if_free(
     parts: &[&StepRate],
     total: &StepRate,
     items: &[TaskItem],
-) -> (IndexMap<String, f64>, IndexMap<String, UnstableWhatIf>) {
+) -> (IndexMap<Step, f64>, IndexMap<Step, UnstableWhatIf>) {
     let mut unstable = IndexMap::new();
     let measured = parts
         .iter()
         .filter_map(|part| {
             let rates: Vec<f64> = items
                 .iter()
-                .filter(|i| {
-                    i.threads == threads
-                        && i.op == "what_if"
-                        && i.free.as_deref() == Some(part.op.as_str())
-                })
+                .filter(|i| i.threads == threads && i.op == Step::WhatIf && i.free == Some(part.op))
                 .map(|i| i.source_bytes_per_sec)
                 .collect();
             let free = Stats::of(&rates)?.median;
@@ -226,29 +218,29 @@ fn measured_speedup_if_free(
             let bound = parts
                 .iter()
                 .filter(|p| p.op != part.op)
-                .filter_map(|p| Some((p.op.as_str(), fastest(threads, &p.op, items)?)))
+                .filter_map(|p| Some((p.op, fastest(threads, p.op, items)?)))
                 .min_by(|a, b| a.1.total_cmp(&b.1));
             if let Some((bound_op, bound)) = bound.filter(|(_, b)| free > b * (1.0 + WHAT_IF_BOUND))
             {
                 unstable.insert(
-                    part.op.clone(),
+                    part.op,
                     UnstableWhatIf {
                         gain,
                         source_bytes_per_sec: free,
-                        bound_op: bound_op.to_string(),
+                        bound_op,
                         bound_source_bytes_per_sec: bound,
                     },
                 );
                 return None;
             }
-            Some((part.op.clone(), gain))
+            Some((part.op, gain))
         })
         .collect();
     (measured, unstable)
 }
 
 /// The fastest original bytes per second of step `op` alone at `threads`.
-fn fastest(threads: usize, op: &str, items: &[TaskItem]) -> Option<f64> {
+fn fastest(threads: usize, op: Step, items: &[TaskItem]) -> Option<f64> {
     items
         .iter()
         .filter(|i| i.threads == threads && i.op == op)
@@ -257,7 +249,7 @@ fn fastest(threads: usize, op: &str, items: &[TaskItem]) -> Option<f64> {
 }
 
 /// The medians of step `op` at `threads`; `None` when it did not run there.
-fn step_rate(threads: usize, op: &str, items: &[TaskItem]) -> Option<StepRate> {
+fn step_rate(threads: usize, op: Step, items: &[TaskItem]) -> Option<StepRate> {
     let of: Vec<&TaskItem> = items
         .iter()
         .filter(|i| i.threads == threads && i.op == op)
@@ -266,7 +258,7 @@ fn step_rate(threads: usize, op: &str, items: &[TaskItem]) -> Option<StepRate> {
         Stats::of(&of.iter().map(|i| f(i)).collect::<Vec<_>>()).map(|s| s.median)
     };
     Some(StepRate {
-        op: op.to_string(),
+        op,
         bytes_per_sec: median(|i| i.bytes_per_sec)?,
         source_bytes_per_sec: median(|i| i.source_bytes_per_sec)?,
         seconds: median(|i| i.seconds)?,
@@ -276,7 +268,7 @@ fn step_rate(threads: usize, op: &str, items: &[TaskItem]) -> Option<StepRate> {
 
 /// For each of `parts`, the task's gain were it free: the slowest of the others over
 /// the `slowest` part, never below 1.
-fn speedup_if_free(parts: &[&StepRate], slowest: &StepRate) -> IndexMap<String, f64> {
+fn speedup_if_free(parts: &[&StepRate], slowest: &StepRate) -> IndexMap<Step, f64> {
     parts
         .iter()
         .map(|freed| {
@@ -286,18 +278,18 @@ fn speedup_if_free(parts: &[&StepRate], slowest: &StepRate) -> IndexMap<String, 
                 .map(|p| p.source_bytes_per_sec)
                 .fold(f64::INFINITY, f64::min);
             let gain = (others / slowest.source_bytes_per_sec).max(1.0);
-            (freed.op.clone(), gain)
+            (freed.op, gain)
         })
         .collect()
 }
 
 /// Original bytes over compressed bytes at `threads`, the transform being `middle`.
-fn ratio(threads: usize, middle: &str, items: &[TaskItem]) -> Option<f64> {
+fn ratio(threads: usize, middle: Step, items: &[TaskItem]) -> Option<f64> {
     // The compressed size: what the whole task wrote, or (decompressing) what it read.
-    let (op, compressed): (&str, fn(&TaskItem) -> Option<u64>) = if middle == "decompress" {
-        ("read", |i| Some(i.bytes))
+    let (op, compressed): (Step, fn(&TaskItem) -> Option<u64>) = if middle == Step::Decompress {
+        (Step::Read, |i| Some(i.bytes))
     } else {
-        ("total", |i| i.output_bytes)
+        (Step::Total, |i| i.output_bytes)
     };
     items
         .iter()

@@ -2,6 +2,7 @@
 //! limits it at each thread count, whether its input came from the page cache, and what
 //! storage series of its folders say next to its read and write steps.
 
+use super::item::Step;
 use std::path::Path;
 
 use super::kind::TaskKind;
@@ -50,7 +51,7 @@ pub fn verdicts(w: &Stored<TaskKind>) -> Vec<Verdict> {
             out.push(verdict(
                 "what_if_unstable",
                 Severity::Warning,
-                unstable_sentence(summary, free, unstable),
+                unstable_sentence(summary, *free, unstable),
             ));
         }
     }
@@ -174,8 +175,8 @@ fn series_rate(
 
 /// The limiting step of one thread count in words.
 pub(super) fn limiting_sentence(summary: &ThreadsSummary) -> String {
-    let limit = &summary.rate_limiting_step;
-    let rate_of = |op: &str| {
+    let limit = summary.rate_limiting_step;
+    let rate_of = |op: Step| {
         summary
             .step(op)
             .map_or(f64::NAN, |s| s.source_bytes_per_sec)
@@ -183,7 +184,7 @@ pub(super) fn limiting_sentence(summary: &ThreadsSummary) -> String {
     let others: Vec<&StepRate> = summary
         .steps
         .iter()
-        .filter(|s| s.op != *limit && s.op != "total")
+        .filter(|s| s.op != limit && s.op != Step::Total)
         .collect();
     let gain = summary.gain_if_free(limit);
     let together = if summary.share_of_limit < 0.9 {
@@ -202,12 +203,12 @@ pub(super) fn limiting_sentence(summary: &ThreadsSummary) -> String {
     let what_if = if summary.measured() {
         let rest = others
             .iter()
-            .map(|s| format!("{} {:.2}x", s.op, summary.gain_if_free(&s.op)))
+            .map(|s| format!("{} {:.2}x", s.op, summary.gain_if_free(s.op)))
             .collect::<Vec<_>>()
             .join(", ");
         let most = others
             .iter()
-            .map(|s| summary.gain_if_free(&s.op))
+            .map(|s| summary.gain_if_free(s.op))
             .fold(1.0, f64::max);
         format!(
             "made free in turn (measured), {limit} sped the task up {gain:.2}x, {rest}: a faster {limit} could make the task up to {gain:.2}x faster, a faster {names} at most {most:.2}x"
@@ -236,13 +237,13 @@ pub(super) fn limiting_sentence(summary: &ThreadsSummary) -> String {
             .map(|s| format!("{} {}", s.op, format_rate(s.source_bytes_per_sec)))
             .collect::<Vec<_>>()
             .join(", "),
-        format_rate(rate_of("total")),
+        format_rate(rate_of(Step::Total)),
     )
 }
 
 /// A what-if faster than a step it still ran, in words.
-fn unstable_sentence(summary: &ThreadsSummary, free: &str, unstable: &UnstableWhatIf) -> String {
-    let bound = &unstable.bound_op;
+fn unstable_sentence(summary: &ThreadsSummary, free: Step, unstable: &UnstableWhatIf) -> String {
+    let bound = unstable.bound_op;
     format!(
         "at {} thread{} with {free} free the task went at {} of original bytes ({:.2}x), faster than {bound} alone ({}), which it still ran: {bound}'s rate moved between the two, so this what-if is left out and {free}'s gain modelled ({:.2}x)",
         summary.threads,
@@ -261,7 +262,7 @@ fn model_sentence(summary: &ThreadsSummary) -> Option<String> {
         .measured_speedup_if_free
         .keys()
         .filter_map(|op| {
-            let (measured, model) = summary.model_strays(op)?;
+            let (measured, model) = summary.model_strays(*op)?;
             Some(format!(
                 "with {op} free the task went {measured:.2}x faster where the model said {model:.2}x"
             ))
@@ -273,10 +274,10 @@ fn model_sentence(summary: &ThreadsSummary) -> Option<String> {
     let slowest = summary
         .steps
         .iter()
-        .filter(|s| s.op != "total")
+        .filter(|s| s.op != Step::Total)
         .min_by(|a, b| a.source_bytes_per_sec.total_cmp(&b.source_bytes_per_sec))
-        .map_or("", |s| s.op.as_str());
-    let named = if slowest != summary.rate_limiting_step {
+        .map(|s| s.op);
+    let named = if let Some(slowest) = slowest.filter(|s| *s != summary.rate_limiting_step) {
         format!(
             "; alone, {slowest} is the slowest step, yet freeing {} gained most",
             summary.rate_limiting_step
@@ -329,10 +330,10 @@ fn disk_words(disk: DiskRate, step: &StepRate, summary: &ThreadsSummary) -> Stri
     let run = run_id.map_or("of this run".to_string(), |id| format!("(run {id})"));
     let task = step.bytes_per_sec;
     let close = disk / task < SAME_RATE && task / disk < SAME_RATE;
-    let verb = if op == "read" { "read" } else { "wrote" };
+    let verb = if op == Step::Read { "read" } else { "wrote" };
     if summary.rate_limiting_step != op {
         let needed = summary
-            .step(&summary.rate_limiting_step)
+            .step(summary.rate_limiting_step)
             .map_or(f64::NAN, |l| l.source_bytes_per_sec)
             * step.bytes_per_sec
             / step.source_bytes_per_sec;

@@ -1,6 +1,7 @@
 //! How a stored task workload is judged and shown: its verdicts, tables and the rest
 //! the runner and the reports ask of it.
 
+use super::item::Step;
 use super::kind::{TaskKind, title};
 use super::summary::per_threads;
 use super::{brief, charts, verdicts};
@@ -17,7 +18,7 @@ impl View for Stored<'_, TaskKind> {
         let rates: Vec<f64> = self
             .items
             .iter()
-            .filter(|i| i.op == "total" && i.threads == threads)
+            .filter(|i| i.op == Step::Total && i.threads == threads)
             .map(|i| i.source_bytes_per_sec)
             .collect();
         crate::analysis::stats::Stats::of(&rates).map(|s| s.median)
@@ -92,11 +93,11 @@ fn step_table(w: &Stored<TaskKind>) -> Table {
                 };
                 vec![
                     summary.threads.to_string(),
-                    step.op.clone(),
+                    step.op.to_string(),
                     format_rate(step.bytes_per_sec),
                     format_rate(step.source_bytes_per_sec),
                     format_seconds(step.seconds),
-                    Some(summary.gain_if_free(&step.op))
+                    Some(summary.gain_if_free(step.op))
                         .filter(|x| x.is_finite())
                         .map_or(String::new(), |x| format!("{x:.2}x")),
                     limit.to_string(),
@@ -140,7 +141,7 @@ mod tests {
     use crate::workload::task::verdicts::limiting_sentence;
     use crate::workload::task::{Codec, Direction};
 
-    fn item(op: &str, source_bytes_per_sec: f64) -> TaskItem {
+    fn item(op: Step, source_bytes_per_sec: f64) -> TaskItem {
         TaskItem::timed(op, 2, 1000, 1000, 1000.0 / source_bytes_per_sec)
     }
 
@@ -167,18 +168,18 @@ mod tests {
     #[test]
     fn the_slowest_step_limits_and_only_it_gains_from_being_faster() {
         let items = [
-            item("read", 400.0),
-            item("compress", 100.0),
-            item("write", 250.0),
-            item("total", 90.0),
+            item(Step::Read, 400.0),
+            item(Step::Compress, 100.0),
+            item(Step::Write, 250.0),
+            item(Step::Total, 90.0),
         ];
         let summary = summarize_threads(2, &items).unwrap();
-        assert_eq!(summary.rate_limiting_step, "compress");
-        let gain = |op: &str| summary.speedup_if_free[op];
+        assert_eq!(summary.rate_limiting_step, Step::Compress);
+        let gain = |op: Step| summary.speedup_if_free[&op];
         // Compress instant: write (250) sets the pace, 2.5 times compress's rate.
-        assert!((gain("compress") - 2.5).abs() < 1e-9);
-        assert_eq!(gain("read"), 1.0);
-        assert_eq!(gain("write"), 1.0);
+        assert!((gain(Step::Compress) - 2.5).abs() < 1e-9);
+        assert_eq!(gain(Step::Read), 1.0);
+        assert_eq!(gain(Step::Write), 1.0);
         assert!((summary.share_of_limit - 0.9).abs() < 1e-9);
         let words = limiting_sentence(&summary);
         assert!(words.contains("until write limits it"), "{words}");
@@ -192,22 +193,22 @@ mod tests {
     fn a_what_if_faster_than_a_step_it_still_ran_is_left_out_as_unstable() {
         // Seen at 2 threads: compress free, the whole task took 245 ms where the write
         // step alone took 418 ms of the same bytes.
-        let mut free = item("what_if", 1000.0 / 0.245);
-        free.free = Some("compress".into());
+        let mut free = item(Step::WhatIf, 1000.0 / 0.245);
+        free.free = Some(Step::Compress);
         let items = [
-            item("read", 1000.0 / 0.08),
-            item("compress", 1000.0 / 1.2),
-            item("write", 1000.0 / 0.418),
-            item("total", 1000.0 / 1.281),
+            item(Step::Read, 1000.0 / 0.08),
+            item(Step::Compress, 1000.0 / 1.2),
+            item(Step::Write, 1000.0 / 0.418),
+            item(Step::Total, 1000.0 / 1.281),
             free,
         ];
         let summary = summarize_threads(2, &items).unwrap();
         assert!(summary.measured_speedup_if_free.is_empty());
-        let unstable = &summary.unstable_what_if["compress"];
-        assert_eq!(unstable.bound_op, "write");
+        let unstable = &summary.unstable_what_if[&Step::Compress];
+        assert_eq!(unstable.bound_op, Step::Write);
         assert!((unstable.gain - 1.281 / 0.245).abs() < 1e-9);
         // Its gain is the model's, not the unstable figure: write's pace over compress's.
-        assert!((summary.gain_if_free("compress") - 1.2 / 0.418).abs() < 1e-9);
+        assert!((summary.gain_if_free(Step::Compress) - 1.2 / 0.418).abs() < 1e-9);
         let doc = stored(
             items
                 .iter()
@@ -249,15 +250,15 @@ mod tests {
         // whose what-if was unstable still limits, by its modelled gain: on tmpfs,
         // compress at 130 MB/s was named below write's measured 0.91x.
         let mut more = items.to_vec();
-        for (op, seconds) in [("read", 1.4), ("write", 1.35)] {
-            let mut free = item("what_if", 1000.0 / seconds);
-            free.free = Some(op.into());
+        for (op, seconds) in [(Step::Read, 1.4), (Step::Write, 1.35)] {
+            let mut free = item(Step::WhatIf, 1000.0 / seconds);
+            free.free = Some(op);
             more.push(free);
         }
         let summary = summarize_threads(2, &more).unwrap();
         assert_eq!(summary.measured_speedup_if_free.len(), 2);
-        assert!(summary.unstable_what_if.contains_key("compress"));
-        assert_eq!(summary.rate_limiting_step, "compress");
+        assert!(summary.unstable_what_if.contains_key(&Step::Compress));
+        assert_eq!(summary.rate_limiting_step, Step::Compress);
     }
 
     #[test]
@@ -265,27 +266,32 @@ mod tests {
         // Seen in a suite: compress alone once at 267 MB/s (a slice of CPU taken), the
         // task with read free at 355 MB/s. Two more samples of compress alone at 380
         // and 372 MB/s show the what-if was within what compress can do.
-        let mut free = item("what_if", 355.0);
-        free.free = Some("read".into());
+        let mut free = item(Step::WhatIf, 355.0);
+        free.free = Some(Step::Read);
         let once = [
-            item("read", 100.0),
-            item("compress", 267.0),
-            item("write", 900.0),
-            item("total", 98.0),
+            item(Step::Read, 100.0),
+            item(Step::Compress, 267.0),
+            item(Step::Write, 900.0),
+            item(Step::Total, 98.0),
             free,
         ];
         let summary = summarize_threads(2, &once).unwrap();
-        assert_eq!(summary.unstable_what_if["read"].bound_op, "compress");
-        assert!((summary.unstable_what_if["read"].bound_source_bytes_per_sec - 267.0).abs() < 1e-6);
+        assert_eq!(
+            summary.unstable_what_if[&Step::Read].bound_op,
+            Step::Compress
+        );
+        assert!(
+            (summary.unstable_what_if[&Step::Read].bound_source_bytes_per_sec - 267.0).abs() < 1e-6
+        );
         let mut thrice = once.to_vec();
-        thrice.insert(2, item("compress", 380.0));
-        thrice.insert(3, item("compress", 372.0));
+        thrice.insert(2, item(Step::Compress, 380.0));
+        thrice.insert(3, item(Step::Compress, 372.0));
         let summary = summarize_threads(2, &thrice).unwrap();
         assert!(summary.unstable_what_if.is_empty(), "{summary:?}");
-        assert!((summary.measured_speedup_if_free["read"] - 355.0 / 98.0).abs() < 1e-9);
-        assert_eq!(summary.rate_limiting_step, "read");
+        assert!((summary.measured_speedup_if_free[&Step::Read] - 355.0 / 98.0).abs() < 1e-9);
+        assert_eq!(summary.rate_limiting_step, Step::Read);
         // The step's own rate is the median of its samples.
-        let compress = summary.step("compress").unwrap();
+        let compress = summary.step(Step::Compress).unwrap();
         assert_eq!(compress.n, 3);
         assert!((compress.source_bytes_per_sec - 372.0).abs() < 1e-6);
     }
@@ -306,7 +312,7 @@ mod tests {
 
     #[test]
     fn a_corrupt_item_is_named_not_dropped() {
-        let good = serde_json::to_value(item("read", 400.0)).unwrap();
+        let good = serde_json::to_value(item(Step::Read, 400.0)).unwrap();
         let doc = stored(vec![
             good,
             serde_json::json!({"op": "total", "threads": "two"}),

@@ -4,7 +4,7 @@
 
 use super::pipeline::{self, Input, Middle, Output};
 use super::steps::{Direction, Transform, Uncached};
-use super::{TaskItem, TaskWorkload};
+use super::{Step, TaskItem, TaskWorkload};
 use crate::error::Error;
 use crate::workload::Context;
 
@@ -31,9 +31,9 @@ impl TaskWorkload {
         let (_, size) = self.source.clone().expect("set in prepare");
         let (input_path, input_size) = self.input.clone().expect("set in setup");
         let op = match free {
-            Free::Read => "read",
-            Free::Transform => how.direction.as_str(),
-            Free::Write => "write",
+            Free::Read => Step::Read,
+            Free::Transform => how.direction.step(),
+            Free::Write => Step::Write,
         };
         ctx.sink.status(format!(
             "{} threads: the whole task with {op} free",
@@ -79,8 +79,8 @@ impl TaskWorkload {
             output_bytes: Some(whole.output_bytes),
             cached_fraction_before: residency.map(|r| r.0),
             direct: residency.map(|r| r.1),
-            free: Some(op.to_string()),
-            ..TaskItem::timed("what_if", how.threads, size, size, whole.seconds)
+            free: Some(op),
+            ..TaskItem::timed(Step::WhatIf, how.threads, size, size, whole.seconds)
         });
         Ok(())
     }

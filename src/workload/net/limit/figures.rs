@@ -3,6 +3,7 @@
 //! queues, loss and round trips over the steady intervals, and each end's stream
 //! threads' time on a CPU and waiting for one.
 
+use crate::workload::net::item::Heading;
 use std::collections::HashMap;
 
 use crate::workload::net::host::{CoreTime, HostAccount};
@@ -183,16 +184,11 @@ fn sum_count(intervals: &[&NetItem], field: fn(&NetItem) -> Option<u64>) -> u64 
 }
 
 /// The items of `scope` of the streams carrying `direction` whose end did `role`.
-fn streams<'a>(
-    items: &'a [NetItem],
-    direction: &str,
-    scope: Scope,
-    role: Role,
-) -> Vec<&'a NetItem> {
+fn streams(items: &[NetItem], direction: Heading, scope: Scope, role: Role) -> Vec<&NetItem> {
     items
         .iter()
-        .filter(|i| i.scope == scope && i.op == role.as_str())
-        .filter(|i| i.direction.as_deref() == Some(direction))
+        .filter(|i| i.scope == scope && i.op == role)
+        .filter(|i| i.direction == Some(direction))
         .collect()
 }
 
@@ -258,7 +254,7 @@ impl<'a> Steady<'a> {
 
 impl Figures {
     /// The figures of the streams carrying `direction` (`up`, `down`) in `items`.
-    pub fn of(items: &[NetItem], direction: &str, nominal_s: f64) -> Figures {
+    pub fn of(items: &[NetItem], direction: Heading, nominal_s: f64) -> Figures {
         let senders = streams(items, direction, Scope::Stream, Role::Send);
         let receivers = streams(items, direction, Scope::Stream, Role::Receive);
         let sender_intervals = streams(items, direction, Scope::Interval, Role::Send);
@@ -432,14 +428,14 @@ fn growing(intervals: &[&NetItem]) -> bool {
 /// end's `hosts` say the hypervisor took from its CPU.
 fn threads(
     items: &[NetItem],
-    direction: &str,
+    direction: Heading,
     nominal_s: f64,
     hosts: &HashMap<Side, HostAccount>,
 ) -> Vec<Thread> {
     let mut out: Vec<Thread> = Vec::new();
     for stream in items
         .iter()
-        .filter(|i| i.scope == Scope::Stream && i.direction.as_deref() == Some(direction))
+        .filter(|i| i.scope == Scope::Stream && i.direction == Some(direction))
     {
         let intervals: Vec<&NetItem> = items
             .iter()
@@ -471,7 +467,7 @@ fn threads(
         }
         let mut thread = Thread {
             side: stream.side,
-            role: if stream.op == Role::Send.as_str() {
+            role: if stream.op == Role::Send {
                 Role::Send
             } else {
                 Role::Receive

@@ -5,6 +5,7 @@
 mod advice;
 mod figures;
 
+use crate::workload::net::item::Heading;
 use serde::{Deserialize, Serialize};
 
 use super::context::NetContext;
@@ -106,7 +107,7 @@ const IDLE: f64 = 0.3;
 /// second), over the path `context`; `None` where no stream sent that way.
 pub fn limit_of(
     items: &[NetItem],
-    direction: &str,
+    direction: Heading,
     rate: f64,
     nominal_s: f64,
     context: &NetContext,
@@ -395,15 +396,15 @@ fn still_opening(figures: &Figures, rate: f64, ceilings: &[Ceiling]) -> bool {
 mod tests {
     use super::*;
     use crate::workload::net::host::{BufferLimits, CoreTime, HostAccount, QuotaTime};
-    use crate::workload::net::item::{Scope, Side};
+    use crate::workload::net::item::{NetOp, Scope, Side};
 
     /// One sender and one receiver stream over three 1 s intervals, each interval's
     /// sender figures from `sender`, the receiver thread `receiver_used` of a core.
     fn test(sender: impl Fn(&mut NetItem), receiver_used: f64, rmem: (u64, u64)) -> Vec<NetItem> {
         let mut items = Vec::new();
-        for (side, op) in [(Side::Local, "send"), (Side::Remote, "receive")] {
+        for (side, op) in [(Side::Local, NetOp::Send), (Side::Remote, NetOp::Receive)] {
             let mut stream = NetItem::moved(op, Scope::Stream, side, 0.0, 3.0, 3_000_000);
-            stream.direction = Some("up".into());
+            stream.direction = Some(Heading::Up);
             stream.stream = Some(0);
             stream.mss_bytes = Some(1448);
             stream.congestion = Some("cubic".into());
@@ -416,11 +417,11 @@ mod tests {
                 let start = index as f64;
                 let mut interval =
                     NetItem::moved(op, Scope::Interval, side, start, start + 1.0, 1_000_000);
-                interval.direction = Some("up".into());
+                interval.direction = Some(Heading::Up);
                 interval.stream = Some(0);
                 interval.interval = Some(index);
                 interval.cpu = Some(1);
-                if op == "send" {
+                if op == NetOp::Send {
                     interval.cpu_seconds = Some(0.01);
                     interval.cpu_wait_seconds = Some(0.0);
                     interval.busy_us = Some(1_000_000);
@@ -440,7 +441,7 @@ mod tests {
             }
         }
         for side in [Side::Local, Side::Remote] {
-            let mut cpu = NetItem::moved("cpu", Scope::Cpu, side, 0.0, 3.0, 0);
+            let mut cpu = NetItem::moved(NetOp::Cpu, Scope::Cpu, side, 0.0, 3.0, 0);
             cpu.host = Some(HostAccount {
                 cores: Vec::new(),
                 quota: None,
@@ -455,9 +456,17 @@ mod tests {
     }
 
     fn cause_of(items: &[NetItem], rate: f64) -> Option<Cause> {
-        limit_of(items, "up", rate, 1.0, &NetContext::default(), None, false)
-            .expect("a limit")
-            .cause
+        limit_of(
+            items,
+            Heading::Up,
+            rate,
+            1.0,
+            &NetContext::default(),
+            None,
+            false,
+        )
+        .expect("a limit")
+        .cause
     }
 
     #[test]
@@ -471,7 +480,7 @@ mod tests {
         assert_eq!(cause_of(&at_max, 1.9e6), Some(Cause::ReceiveWindow));
         let limit = limit_of(
             &at_max,
-            "up",
+            Heading::Up,
             1.9e6,
             1.0,
             &NetContext::default(),
@@ -490,14 +499,14 @@ mod tests {
             if item.scope == Scope::Cpu && item.side == Side::Remote {
                 item.host = None;
             }
-            if item.scope == Scope::Stream && item.op == "receive" {
+            if item.scope == Scope::Stream && item.op == NetOp::Receive {
                 item.bytes -= 200_000;
             }
         }
         assert_eq!(cause_of(&behind, 1.9e6), Some(Cause::Peer));
         // The same iperf3 reader with nothing left unread was not behind.
         for item in &mut behind {
-            if item.scope == Scope::Stream && item.op == "receive" {
+            if item.scope == Scope::Stream && item.op == NetOp::Receive {
                 item.bytes += 200_000;
             }
         }
@@ -511,7 +520,7 @@ mod tests {
         let wire = Some(1.195e9);
         let of = |items: &[NetItem]| {
             let context = NetContext::default();
-            limit_of(items, "up", 5.7e7, 1.0, &context, wire, false).unwrap()
+            limit_of(items, Heading::Up, 5.7e7, 1.0, &context, wire, false).unwrap()
         };
         let opening = of(&test(|_| {}, 0.02, (1 << 22, 1 << 22)));
         assert_eq!(opening.cause, Some(Cause::SlowStart), "{opening:?}");
@@ -538,7 +547,7 @@ mod tests {
         }
         let context = NetContext::default();
         let full = test(|_| {}, 0.02, (1 << 22, 1 << 22));
-        let full = limit_of(&full, "up", 1.0e9, 1.0, &context, wire, false).unwrap();
+        let full = limit_of(&full, Heading::Up, 1.0e9, 1.0, &context, wire, false).unwrap();
         assert_eq!(full.cause, Some(Cause::Path));
     }
 
@@ -580,7 +589,7 @@ mod tests {
         let mut items = test(|_| {}, 0.02, (1 << 22, 1 << 22));
         for item in items
             .iter_mut()
-            .filter(|i| i.op == "receive" && i.scope == Scope::Interval)
+            .filter(|i| i.op == NetOp::Receive && i.scope == Scope::Interval)
         {
             item.cpu_wait_seconds = Some(waited);
         }
@@ -592,7 +601,15 @@ mod tests {
         // A receiver held by a quota: on a CPU 2% of the time, waiting for one the rest.
         let items = receiver_on_a_cpu_2_percent(0.97);
         assert_eq!(cause_of(&items, 5e7), Some(Cause::ReceiverCpu));
-        let limit = limit_of(&items, "up", 5e7, 1.0, &NetContext::default(), None, false);
+        let limit = limit_of(
+            &items,
+            Heading::Up,
+            5e7,
+            1.0,
+            &NetContext::default(),
+            None,
+            false,
+        );
         assert_eq!(limit.unwrap().at, "cpu 1, remote receive thread");
     }
 
@@ -646,7 +663,15 @@ mod tests {
             }];
         }
         assert_eq!(cause_of(&items, 5e7), Some(Cause::SenderCpu));
-        let limit = limit_of(&items, "up", 5e7, 1.0, &NetContext::default(), None, false);
+        let limit = limit_of(
+            &items,
+            Heading::Up,
+            5e7,
+            1.0,
+            &NetContext::default(),
+            None,
+            false,
+        );
         let limit = limit.unwrap();
         assert!(
             limit.evidence.contains("held by the hypervisor 27%"),
@@ -658,8 +683,16 @@ mod tests {
     fn a_sender_without_intervals_gives_the_ceilings_alone() {
         // An iperf3 sender sends totals only: no account of what held it.
         let mut items = test(|_| {}, 0.01, (1 << 22, 1 << 22));
-        items.retain(|i| !(i.op == "send" && i.scope == Scope::Interval));
-        let limit = limit_of(&items, "up", 1e6, 1.0, &NetContext::default(), None, false);
+        items.retain(|i| !(i.op == NetOp::Send && i.scope == Scope::Interval));
+        let limit = limit_of(
+            &items,
+            Heading::Up,
+            1e6,
+            1.0,
+            &NetContext::default(),
+            None,
+            false,
+        );
         let limit = limit.unwrap();
         assert_eq!(limit.cause, None, "{limit:?}");
         assert!(limit.evidence.contains("at the peer"), "{limit:?}");
@@ -668,7 +701,7 @@ mod tests {
     #[test]
     fn an_iperf3_sender_that_used_a_core_is_the_peer() {
         let mut items = test(|_| {}, 0.1, (1 << 22, 1 << 22));
-        items.retain(|i| !(i.op == "send" && i.scope == Scope::Interval));
+        items.retain(|i| !(i.op == NetOp::Send && i.scope == Scope::Interval));
         let sender = |items: &mut Vec<NetItem>, cores: f64| {
             let cpu = items
                 .iter_mut()
@@ -680,14 +713,22 @@ mod tests {
         sender(&mut items, 0.5);
         assert_eq!(cause_of(&items, 1e6), None);
         sender(&mut items, 0.97);
-        let limit = limit_of(&items, "up", 1e6, 1.0, &NetContext::default(), None, false);
+        let limit = limit_of(
+            &items,
+            Heading::Up,
+            1e6,
+            1.0,
+            &NetContext::default(),
+            None,
+            false,
+        );
         let limit = limit.unwrap();
         assert_eq!(limit.cause, Some(Cause::Peer), "{limit:?}");
         assert!(limit.evidence.contains("97% of a core"), "{limit:?}");
         // Where the wire was full, the path holds it, whatever the peer used.
         let full = limit_of(
             &items,
-            "up",
+            Heading::Up,
             1e6,
             1.0,
             &NetContext::default(),
@@ -705,18 +746,26 @@ mod tests {
             i.snd_wnd_bytes = Some(0);
         };
         let mut items = test(shut, 0.1, (1 << 22, 1 << 22));
-        items.retain(|i| !(i.op == "receive" && i.scope == Scope::Interval));
+        items.retain(|i| !(i.op == NetOp::Receive && i.scope == Scope::Interval));
         for item in &mut items {
             if item.scope == Scope::Cpu && item.side == Side::Remote {
                 item.host = None;
                 item.cpu_seconds = Some(0.77 * item.seconds);
             }
             // The receiver read 3 kB less than the sender delivered.
-            if item.scope == Scope::Stream && item.op == "receive" {
+            if item.scope == Scope::Stream && item.op == NetOp::Receive {
                 item.bytes -= 3_000;
             }
         }
-        let limit = limit_of(&items, "up", 1e6, 1.0, &NetContext::default(), None, false);
+        let limit = limit_of(
+            &items,
+            Heading::Up,
+            1e6,
+            1.0,
+            &NetContext::default(),
+            None,
+            false,
+        );
         let limit = limit.unwrap();
         assert_eq!(limit.cause, Some(Cause::Peer), "{limit:?}");
         assert!(limit.at.starts_with("the receiver"), "{limit:?}");
@@ -746,7 +795,15 @@ mod tests {
             item.cpu_seconds = None;
         }
         assert_eq!(
-            limit_of(&items, "up", 1e6, 1.0, &NetContext::default(), None, false),
+            limit_of(
+                &items,
+                Heading::Up,
+                1e6,
+                1.0,
+                &NetContext::default(),
+                None,
+                false
+            ),
             None
         );
     }
