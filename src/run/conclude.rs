@@ -168,4 +168,38 @@ mod tests {
             );
         }
     }
+
+    /// A sustained disk run whose rate stepped down is told of its knee, in its
+    /// series and in its verdicts: the verdicts read the knees the run just concluded.
+    #[test]
+    fn a_sustained_run_that_stepped_down_has_its_knee_said() {
+        let (_dir, store) = crate::db::fixture();
+        let mut doc = store
+            .list_runs()
+            .unwrap()
+            .into_iter()
+            .map(|listed| store.load_run(listed.run_id).unwrap())
+            .find(|doc| doc.workloads.len() == 1 && doc.workloads[0].kind == "disk")
+            .expect("a run of one disk workload");
+        doc.verdicts.clear();
+        let record = &mut doc.workloads[0];
+        record.params["duration_s"] = serde_json::json!(7.0);
+        // 400 MB/s for 3 s, then 100 MB/s for 4 s, sampled every 0.1 s.
+        let rates = (0..70).map(|n| if n < 30 { 400e6 } else { 100e6 });
+        let series = record.series.as_mut().expect("a series");
+        series.t_s = (1..=70).map(|n| f64::from(n) * 0.1).collect();
+        series.bytes = rates.map(|rate| (rate * 0.1) as u64).collect();
+        series.ops = Vec::new();
+        series.knees = None;
+        conclude(&mut doc, None).unwrap();
+        let knees = doc.workloads[0].series.as_ref().unwrap().knees.clone();
+        assert_eq!(knees.map(|k| k.len()), Some(1));
+        assert!(
+            doc.verdicts
+                .iter()
+                .any(|v| v.code == "knee" && v.workload == Some(0)),
+            "{:#?}",
+            doc.verdicts
+        );
+    }
 }

@@ -200,10 +200,9 @@ fn memory_modes(items: &[DiskItem]) -> Vec<Said> {
 /// Where the rate of a sustained run changed for good.
 fn knees(w: &Stored<DiskKind>) -> Vec<Said> {
     let target = &w.record.target;
-    w.record
-        .series
+    w.knees
         .iter()
-        .flat_map(|s| s.knees.iter().flatten())
+        .flatten()
         .map(|knee| {
             (
                 "knee",
