@@ -1,6 +1,5 @@
-//! How ratelab summarises, judges and shows a stored cpu run: per test and class, the
-//! rate at each thread count, its speedup and efficiency (and what each added thread
-//! brought), the share of a baseline run, and where the threads ran.
+//! What a stored cpu workload is made of (its params, context, items and summary)
+//! and how a run concludes its summary; how it is judged and shown is in view.rs.
 
 use serde::{Deserialize, Serialize};
 
@@ -26,7 +25,7 @@ pub struct CpuSummary {
     pub power: Option<PowerSource>,
 }
 
-/// How ratelab summarises, judges and shows stored cpu workloads.
+/// The cpu kind: its stored shapes and what a run concludes from them.
 pub struct CpuKind;
 
 impl Kind for CpuKind {

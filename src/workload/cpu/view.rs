@@ -1,5 +1,6 @@
-//! How a stored cpu workload is judged and shown: its verdicts, tables and the rest
-//! the runner and the reports ask of it.
+//! How ratelab summarises, judges and shows a stored cpu run: per test and class, the
+//! rate at each thread count, its speedup and efficiency (and what each added thread
+//! brought), the share of a baseline run, and where the threads ran.
 
 use super::kind::CpuKind;
 use super::scaling::{Scaling, scaling};

@@ -1,5 +1,5 @@
-//! How ratelab summarises, judges and shows stored disk workloads, from their records
-//! alone: what `results show` and every report of an old run rely on.
+//! What a stored disk workload is made of (its params, context, items and summary)
+//! and how a run concludes its summary; how it is judged and shown is in view.rs.
 
 use super::stored::{DiskContext, DiskParams, DiskSummary};
 use super::summary;
@@ -9,7 +9,7 @@ use crate::document::Knee;
 use crate::storage::item::DiskItem;
 use crate::workload::{Decoded, InPlace, Kind, Site, Stored};
 
-/// How ratelab summarises, judges and shows stored disk workloads.
+/// The disk kind: its stored shapes and what a run concludes from them.
 pub struct DiskKind;
 
 impl Kind for DiskKind {

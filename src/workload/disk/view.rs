@@ -1,5 +1,5 @@
-//! How a stored disk workload is judged and shown: its verdicts, tables and the rest
-//! the runner and the reports ask of it.
+//! How ratelab summarises, judges and shows stored disk workloads, from their records
+//! alone: what `results show` and every report of an old run rely on.
 
 use super::kind::DiskKind;
 use super::{brief, tables, verdicts};

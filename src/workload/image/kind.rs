@@ -1,6 +1,5 @@
-//! How ratelab summarises, judges and shows stored image workloads: every container's
-//! rates against the host folder's, what else it cost (host writes, space, the qcow2
-//! daemon's CPU), the task inside, and for a sweep of qcow2 cluster sizes, the fastest.
+//! What a stored image workload is made of (its params, context, items and summary)
+//! and how a run concludes its summary; how it is judged and shown is in view.rs.
 
 use serde::de::DeserializeOwned;
 
@@ -11,7 +10,7 @@ use crate::platform::container::Format;
 use crate::storage::item::DiskItem;
 use crate::workload::{Decoded, Kind, Stored};
 
-/// How ratelab summarises, judges and shows stored image workloads.
+/// The image kind: its stored shapes and what a run concludes from them.
 pub struct ImageKind;
 
 impl Kind for ImageKind {

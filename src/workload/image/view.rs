@@ -1,5 +1,6 @@
-//! How a stored image workload is judged and shown: its verdicts, tables and the rest
-//! the runner and the reports ask of it.
+//! How ratelab summarises, judges and shows stored image workloads: every container's
+//! rates against the host folder's, what else it cost (host writes, space, the qcow2
+//! daemon's CPU), the task inside, and for a sweep of qcow2 cluster sizes, the fastest.
 
 use super::kind::ImageKind;
 use super::stored::PlaceOp;

@@ -1,11 +1,12 @@
-//! How ratelab summarises, judges and shows stored iops workloads.
+//! What a stored iops workload is made of (its params, context, items and summary)
+//! and how a run concludes its summary; how it is judged and shown is in view.rs.
 
 use super::IopsPlan;
 use super::rounds::Rounds;
 use super::stored::{IopsContext, IopsItem, IopsSummary, TestSummary};
 use crate::workload::{Decoded, Kind, Stored};
 
-/// How ratelab summarises, judges and shows stored iops workloads.
+/// The iops kind: its stored shapes and what a run concludes from them.
 pub struct IopsKind;
 
 impl Kind for IopsKind {

@@ -1,5 +1,4 @@
-//! How a stored iops workload is judged and shown: its verdicts, tables and the rest
-//! the runner and the reports ask of it.
+//! How ratelab summarises, judges and shows stored iops workloads.
 
 use super::kind::IopsKind;
 use super::notation::Order;

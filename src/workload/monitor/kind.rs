@@ -1,6 +1,5 @@
-//! How ratelab summarises, judges and shows a stored monitor run: residency and
-//! frequency per core, power, thread placement, and frequency against active cores;
-//! every figure a source could not give is said to be unavailable, with its reason.
+//! What a stored monitor workload is made of (its params, context, items and summary)
+//! and how a run concludes its summary; how it is judged and shown is in view.rs.
 
 use super::MonitorPlan;
 use super::context::MonitorContext;
@@ -12,7 +11,7 @@ use crate::analysis::stats::Stats;
 use crate::sensors::Sources;
 use crate::workload::{Decoded, Kind, Stored};
 
-/// How ratelab summarises, judges and shows stored monitor workloads.
+/// The monitor kind: its stored shapes and what a run concludes from them.
 pub struct MonitorKind;
 
 /// The power figures of a run's system items.

@@ -1,5 +1,6 @@
-//! How a stored monitor workload is judged and shown: its verdicts, tables and the rest
-//! the runner and the reports ask of it.
+//! How ratelab summarises, judges and shows a stored monitor run: residency and
+//! frequency per core, power, thread placement, and frequency against active cores;
+//! every figure a source could not give is said to be unavailable, with its reason.
 
 use super::context::Ended;
 use super::kind::MonitorKind;

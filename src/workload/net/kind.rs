@@ -1,6 +1,5 @@
-//! How ratelab judges and shows a stored net test: the received rate against the
-//! link's goodput limit, the stream ends whose CPU core was the limit, and tables of
-//! the intervals and of each stream end.
+//! What a stored net workload is made of (its params, context, items and summary)
+//! and how a run concludes its summary; how it is judged and shown is in view.rs.
 
 use super::NetPlan;
 use super::context::NetContext;
@@ -9,7 +8,7 @@ use super::summary::{self, NetSummary};
 use crate::vocab::RateUnit;
 use crate::workload::{Decoded, Kind, Stored};
 
-/// How ratelab summarises, judges and shows stored net workloads.
+/// The net kind: its stored shapes and what a run concludes from them.
 pub struct NetKind;
 
 impl Kind for NetKind {

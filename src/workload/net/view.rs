@@ -1,5 +1,6 @@
-//! How a stored net workload is judged and shown: its verdicts, tables and the rest
-//! the runner and the reports ask of it.
+//! How ratelab judges and shows a stored net test: the received rate against the
+//! link's goodput limit, the stream ends whose CPU core was the limit, and tables of
+//! the intervals and of each stream end.
 
 use super::item::Heading;
 use super::item::{NetItem, Scope, Side};

@@ -1,5 +1,5 @@
-//! How ratelab summarises and shows a stored readdir run: rates by size band, since
-//! the files of a real folder rarely share a size.
+//! What a stored readdir workload is made of (its params, context, items and summary)
+//! and how a run concludes its summary; how it is judged and shown is in view.rs.
 
 use serde::{Deserialize, Serialize};
 
@@ -28,7 +28,7 @@ pub struct Band {
     pub rates: Headline,
 }
 
-/// How ratelab summarises, judges and shows stored readdir workloads.
+/// The readdir kind: its stored shapes and what a run concludes from them.
 pub struct ReaddirKind;
 
 /// A readdir workload's summary: every file's headline, and each size band's.

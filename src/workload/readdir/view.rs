@@ -1,5 +1,5 @@
-//! How a stored readdir workload is judged and shown: its verdicts, tables and the rest
-//! the runner and the reports ask of it.
+//! How ratelab summarises and shows a stored readdir run: rates by size band, since
+//! the files of a real folder rarely share a size.
 
 use super::kind::{ReaddirKind, by_band};
 use crate::document::{Flag, Severity, Verdict};

@@ -1,5 +1,5 @@
-//! How ratelab summarises, judges and shows a stored scale run: the median time at each
-//! CPU count, the speedup over the fewest CPUs, efficiency, throughput, and the failures.
+//! What a stored scale workload is made of (its params, context, items and summary)
+//! and how a run concludes its summary; how it is judged and shown is in view.rs.
 
 use serde::{Deserialize, Serialize};
 
@@ -40,7 +40,7 @@ pub struct ScaleSummary {
     pub points: Vec<ScalePoint>,
 }
 
-/// How ratelab summarises, judges and shows stored scale workloads.
+/// The scale kind: its stored shapes and what a run concludes from them.
 pub struct ScaleKind;
 
 impl Kind for ScaleKind {

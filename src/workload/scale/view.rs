@@ -1,5 +1,5 @@
-//! How a stored scale workload is judged and shown: its verdicts, tables and the rest
-//! the runner and the reports ask of it.
+//! How ratelab summarises, judges and shows a stored scale run: the median time at each
+//! CPU count, the speedup over the fewest CPUs, efficiency, throughput, and the failures.
 
 use super::kind::{ScaleKind, ScalePoint, points, summary_of};
 use super::{Limit, ScaleItem, charts};

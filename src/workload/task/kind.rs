@@ -1,5 +1,5 @@
-//! How ratelab summarises, judges and shows stored task workloads, from their records
-//! alone: what `results show` and every report of an old task run rely on.
+//! What a stored task workload is made of (its params, context, items and summary)
+//! and how a run concludes its summary; how it is judged and shown is in view.rs.
 
 use super::TaskPlan;
 use super::item::TaskItem;
@@ -9,7 +9,7 @@ use super::summary::summarize;
 use crate::vocab::units::format_bytes;
 use crate::workload::{Decoded, InPlace, Kind, Site, Stored};
 
-/// How ratelab summarises, judges and shows stored task workloads.
+/// The task kind: its stored shapes and what a run concludes from them.
 pub struct TaskKind;
 
 impl Kind for TaskKind {

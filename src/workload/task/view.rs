@@ -1,5 +1,5 @@
-//! How a stored task workload is judged and shown: its verdicts, tables and the rest
-//! the runner and the reports ask of it.
+//! How ratelab summarises, judges and shows stored task workloads, from their records
+//! alone: what `results show` and every report of an old task run rely on.
 
 use super::item::Step;
 use super::kind::{TaskKind, title};

@@ -1,11 +1,11 @@
-//! How ratelab summarises, judges and shows a stored `why` run: the answer in one line,
-//! the steps and the processes, and what could not be seen.
+//! What a stored `why` workload is made of (its params, context, items and summary)
+//! and how a run concludes its summary; how it is judged and shown is in view.rs.
 
 use super::answer::summarize;
 use super::stored::{WhyContext, WhyItem, WhyPlan, WhySummary};
 use crate::workload::{Decoded, Kind, Stored};
 
-/// How ratelab summarises, judges and shows stored `why` runs.
+/// The `why` kind: its stored shapes and what a run concludes from them.
 pub struct WhyKind;
 
 impl Kind for WhyKind {

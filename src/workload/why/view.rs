@@ -1,5 +1,5 @@
-//! How a stored why workload is judged and shown: its verdicts, tables and the rest
-//! the runner and the reports ask of it.
+//! How ratelab summarises, judges and shows a stored `why` run: the answer in one line,
+//! the steps and the processes, and what could not be seen.
 
 use super::answer::{answer, summarize};
 use super::kind::WhyKind;
