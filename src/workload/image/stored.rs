@@ -129,8 +129,10 @@ impl PlaceOp {
 
 /// The read mode named `words` (`direct`).
 fn read_mode(words: &str) -> Option<ReadMode> {
-    [ReadMode::Direct, ReadMode::Flushed, ReadMode::Cached]
-        .into_iter()
+    use clap::ValueEnum as _;
+    ReadMode::value_variants()
+        .iter()
+        .copied()
         .find(|mode| mode.as_str() == words)
 }
 
