@@ -243,12 +243,9 @@ pub fn run(args: ImageArgs) -> anyhow::Result<Exit> {
         }]],
     };
     let report = profile::report_path(args.report.as_ref(), &args.output)?;
-    let output = args.output.clone();
     let extras = super::Extras {
         judge: None,
-        then: Some(Box::new(move |doc| {
-            profile::write_report(&output, report, doc)
-        })),
+        then: Some(Box::new(move |run| profile::write_report(report, run))),
         detail: Detail::Brief,
         ..super::Extras::default()
     };

@@ -222,12 +222,14 @@ fn last_run(verb: &str, output: &MeasureArgs) -> Option<crate::document::RunDocu
 /// The verdict on the same work's figures that moved more than twofold since
 /// `previous` (see [`crate::analysis::since::moved`]).
 fn moved_since(previous: crate::document::RunDocument) -> crate::run::Judge {
-    Box::new(move |doc| {
-        let then = crate::workload::profile_figures(&previous)?;
-        let now = crate::workload::profile_figures(doc)?;
-        Ok(crate::analysis::since::moved(&previous, doc, &then, &now)
-            .into_iter()
-            .collect())
+    Box::new(move |run| {
+        let then = crate::workload::profile_figures(&crate::workload::Decoded::of(&previous))?;
+        let now = crate::workload::profile_figures(run)?;
+        Ok(
+            crate::analysis::since::moved(&previous, run.doc, &then, &now)
+                .into_iter()
+                .collect(),
+        )
     })
 }
 
@@ -246,8 +248,8 @@ struct Extras {
     to_stderr: bool,
 }
 
-/// Work a verb does once its run is over.
-type Then = Box<dyn FnOnce(&crate::document::RunDocument) -> anyhow::Result<()>>;
+/// Work a verb does once its run is over, its workloads decoded.
+type Then = Box<dyn FnOnce(&crate::workload::Decoded) -> anyhow::Result<()>>;
 
 /// As [`measure`], with the verb's [`Extras`].
 fn measure_with(
@@ -268,7 +270,9 @@ fn measure_with(
         judge: extras.judge,
         start_at: start_at()?,
     };
-    let finished = crate::run::execute(spec, workloads)?;
+    let mut finished = crate::run::execute(spec, workloads)?;
+    let error = finished.error.take();
+    let run = finished.decoded();
     // An incomplete run is shown too: what it measured before it stopped is real.
     let format = if output.json {
         Format::Json
@@ -276,15 +280,15 @@ fn measure_with(
         Format::Table(extras.detail)
     };
     report::emit_to(
-        &report::render(&finished.doc, format)?,
+        &report::render_run(&run, format)?,
         extras.out.as_deref(),
         extras.to_stderr,
     )?;
-    let after = extras.then.map_or(Ok(()), |then| then(&finished.doc));
-    match finished.error {
+    let after = extras.then.map_or(Ok(()), |then| then(&run));
+    match error {
         Some(error) => Err(error),
         None => after.map(|()| {
-            if finished.doc.has_error_verdict() {
+            if run.doc.has_error_verdict() {
                 Exit::CheckFailed
             } else {
                 Exit::Success

@@ -3,7 +3,8 @@
 //! a network test (loopback against a server ratelab runs itself, or a peer's `net
 //! serve`), and a compression task on a file it makes in the first target, set beside
 //! the storage series. The parts run one after another, so none takes from another.
-//! The stored run is then read back from the database and written as an HTML report.
+//! The run is then stored and written as an HTML report, from the same decoded views
+//! the terminal report shows.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -23,7 +24,6 @@ use crate::error::Error;
 use crate::exit::{Exit, UsageError};
 use crate::report::layout::Detail;
 use crate::run::{Member, Schedule};
-use crate::workload::Workload;
 use crate::workload::cpu::kernels::DEFAULT_TESTS;
 use crate::workload::cpu::{Budget, CpuPlan, CpuWorkload, SchedClass};
 use crate::workload::disk::{DiskPlan, DiskWorkload};
@@ -31,6 +31,7 @@ use crate::workload::iops::{IopsPlan, IopsWorkload, Rw};
 use crate::workload::monitor::{MonitorPlan, MonitorWorkload};
 use crate::workload::net::{DEFAULT_PORT, NetPlan, NetWorkload};
 use crate::workload::task::{Codec, Direction, TaskPlan, TaskWorkload};
+use crate::workload::{Decoded, Workload};
 
 /// The quick profile's storage series: up to 256 MiB, four passes (the fewest items per
 /// size with which a rank test can call a change against the last profile: with three
@@ -60,7 +61,7 @@ const TASK_BYTES: u64 = 1 << 30;
 at depth 32 and 1 on a test file there, the cpu tests at 1, 2, 4 … and all \
 threads with the monitor beside them, a TCP test (over loopback against a server ratelab \
 starts itself, or to --peer's `ratelab net serve`), and a zstd task on a file it makes in the \
-first target. The run is stored, then read back from the database and written as a \
+first target. The run is stored, then written as a \
 self-contained HTML report (--report, or reports/run-ID.html beside the database)."
 )]
 pub struct ProfileArgs {
@@ -117,10 +118,9 @@ pub fn run(args: ProfileArgs) -> anyhow::Result<Exit> {
     schedule.groups.remove(cpu_index + 1);
     // Where the report goes is settled before a minute of measuring, not after.
     let report = report_path(args.report.as_ref(), &args.output)?;
-    let output = args.output.clone();
     let extras = super::Extras {
         judge: last_profile(&args.output).map(changes_since),
-        then: Some(Box::new(move |doc| write_report(&output, report, doc))),
+        then: Some(Box::new(move |run| write_report(report, run))),
         detail: Detail::Brief,
         ..super::Extras::default()
     };
@@ -252,11 +252,13 @@ fn last_profile(output: &MeasureArgs) -> Option<RunDocument> {
 
 /// The verdicts on what moved since `previous` (see [`since`]).
 fn changes_since(previous: RunDocument) -> crate::run::Judge {
-    Box::new(move |doc| {
-        let then = crate::workload::profile_figures(&previous)?;
-        let now = crate::workload::profile_figures(doc)?;
-        let mut verdicts = since(&previous, doc, &then, &now);
-        verdicts.extend(crate::analysis::since::moved(&previous, doc, &then, &now));
+    Box::new(move |run| {
+        let then = crate::workload::profile_figures(&crate::workload::Decoded::of(&previous))?;
+        let now = crate::workload::profile_figures(run)?;
+        let mut verdicts = since(&previous, run.doc, &then, &now);
+        verdicts.extend(crate::analysis::since::moved(
+            &previous, run.doc, &then, &now,
+        ));
         Ok(verdicts)
     })
 }
@@ -308,26 +310,14 @@ pub(super) fn report_path(
     Ok(Some(place))
 }
 
-/// Writes the HTML report of the finished run to the place [`report_path`] settled,
-/// read back from the database when the run was stored, and says where on stderr.
-pub(super) fn write_report(
-    output: &MeasureArgs,
-    place: Option<ReportPlace>,
-    doc: &RunDocument,
-) -> anyhow::Result<()> {
+/// Writes the HTML report of the finished run (as it was stored) to the place
+/// [`report_path`] settled, and says where on stderr.
+pub(super) fn write_report(place: Option<ReportPlace>, run: &Decoded) -> anyhow::Result<()> {
     let Some(place) = place else {
         return Ok(());
     };
-    let page = match doc.run_id {
-        Some(id) => {
-            let store = Address::of(output.db.path.as_deref())?.open()?;
-            let stored = store
-                .load_run(id)
-                .context("cannot read the run back for its report")?;
-            crate::report::html::render(&stored)?
-        }
-        None => crate::report::html::render(doc)?,
-    };
+    let doc = run.doc;
+    let page = crate::report::html::render(run)?;
     let path = match (place, doc.run_id) {
         (ReportPlace::File(path), _) => path,
         (ReportPlace::Folder(folder), Some(id)) => folder.join(format!("run-{id}.html")),

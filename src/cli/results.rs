@@ -387,7 +387,7 @@ fn report_page(
     out: Option<PathBuf>,
 ) -> anyhow::Result<()> {
     let run_id = chosen_or_latest(store, run_id)?;
-    let page = report::html::render(&store.load_run(run_id)?)?;
+    let page = report::html::render(&workload::Decoded::of(&store.load_run(run_id)?))?;
     let path = match out {
         Some(path) if path.as_os_str() == "-" => None,
         Some(path) => Some(path),
@@ -475,6 +475,7 @@ impl Listed {
         let command_end = run.as_ref().and_then(|run| {
             (0..run.doc.workloads.len())
                 .find_map(|index| run.view(index).ok().flatten()?.command_end())
+                .map(|end| end.to_string())
         });
         Listed {
             listing,

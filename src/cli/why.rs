@@ -16,7 +16,7 @@ use crate::workload::disk::{DiskKind, streaming_rate};
 use crate::workload::iops::IopsKind;
 use crate::workload::net::NetKind;
 use crate::workload::why::{
-    Ask, Capability, Lookup, WHAT_IF_NAMES, WhatIfPlan, WhyContext, WhyPlan, WhyWorkload,
+    Ask, Capability, Lookup, WHAT_IF_NAMES, WhatIfPlan, WhyPlan, WhyWorkload,
 };
 use crate::workload::{At, Kind, Stored};
 
@@ -134,8 +134,8 @@ pub fn run(args: WhyArgs) -> anyhow::Result<Exit> {
     let code = std::rc::Rc::new(std::cell::Cell::new(None));
     let kept = std::rc::Rc::clone(&code);
     let extras = super::Extras {
-        then: Some(Box::new(move |doc| {
-            kept.set(command_exit(doc));
+        then: Some(Box::new(move |run| {
+            kept.set(command_exit(run));
             Ok(())
         })),
         out: args.out,
@@ -188,21 +188,11 @@ fn what_if_notice(command: &[String], asked: &WhatIfPlan) -> String {
 
 /// The exit code a finished `why` run passes on: the command's, or 128 + the signal
 /// that ended it; none with --pid.
-fn command_exit(doc: &crate::document::RunDocument) -> Option<u8> {
-    if doc.status != RunStatus::Complete {
+fn command_exit(run: &crate::workload::Decoded) -> Option<u8> {
+    if run.doc.status != RunStatus::Complete {
         return None;
     }
-    let record = doc.workloads.first()?;
-    let plan: WhyPlan = serde_json::from_value(record.params.clone()).ok()?;
-    if plan.pid.is_some() {
-        return None;
-    }
-    let context: WhyContext = serde_json::from_value(record.context.clone()).ok()?;
-    match (context.exit_code, context.signal) {
-        (Some(code), _) => u8::try_from(code).ok(),
-        (None, Some(signal)) => u8::try_from(128 + signal).ok(),
-        (None, None) => None,
-    }
+    run.view(0).ok().flatten()?.command_end()?.shell_status()
 }
 
 /// Finds what stored runs measured of a device or link: the best of this machine's

@@ -16,6 +16,7 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::document::RunDocument;
+use crate::workload::Decoded;
 
 /// Formats a run can be exported in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,13 +34,19 @@ pub enum Format {
 /// Renders a run in `format`.
 pub fn render(doc: &RunDocument, format: Format) -> anyhow::Result<Vec<u8>> {
     Ok(match format {
-        Format::Table(detail) => {
-            terminal::render(&crate::workload::Decoded::of(doc), detail)?.into_bytes()
-        }
+        Format::Table(_) => render_run(&Decoded::of(doc), format)?,
         Format::Json => json::render(doc),
         Format::Csv => csv::render(std::slice::from_ref(doc))?,
         Format::SeriesCsv => csv::series(doc)?,
     })
+}
+
+/// Renders a run whose workloads are already decoded in `format`.
+pub fn render_run(run: &Decoded, format: Format) -> anyhow::Result<Vec<u8>> {
+    match format {
+        Format::Table(detail) => Ok(terminal::render(run, detail)?.into_bytes()),
+        _ => render(run.doc, format),
+    }
 }
 
 /// Writes report bytes to `out` (`-` is stdout), or to stdout when `out` is `None`.
@@ -112,7 +119,7 @@ mod tests {
                 markdown::render(&doc).unwrap();
             });
             counted("the HTML report", &|| {
-                html::render(&doc).unwrap();
+                html::render(&Decoded::of(&doc)).unwrap();
             });
         }
     }

@@ -5,15 +5,16 @@
 
 use crate::analysis::{contention, interference};
 use crate::document::{RunDocument, Verdict};
-use crate::workload::{self, DecodeError, Decoded};
+use crate::workload::{self, Apart, DecodeError, Decoded};
 
 /// Fills in what `doc`'s items say: knees, summaries and verdicts of every workload,
 /// and, for `together` (the workloads that ran at once, if any did), the contention
 /// report with its verdicts. A workload run alone first speaks through the contention
 /// report; several targets on one filesystem would say the same thing each, which is
-/// said once. Each workload is decoded once.
-pub fn conclude(doc: &mut RunDocument, together: Option<&[usize]>) -> Result<(), DecodeError> {
-    let (concluded, disturbed, verdicts) = {
+/// said once. Each workload is decoded once, and its view comes back set apart, to be
+/// attached to the concluded run.
+pub fn conclude(doc: &mut RunDocument, together: Option<&[usize]>) -> Result<Apart, DecodeError> {
+    let (concluded, disturbed, verdicts, apart) = {
         let mut run = Decoded::of(doc);
         let concluded = run.conclude()?;
         // Judged before the kinds' verdicts, which say less of a change in a disturbed
@@ -31,7 +32,7 @@ pub fn conclude(doc: &mut RunDocument, together: Option<&[usize]>) -> Result<(),
                 verdicts.extend(view.verdicts(&run)?);
             }
         }
-        (concluded, disturbed, verdicts)
+        (concluded, disturbed, verdicts, run.apart())
     };
     for (record, concluded) in doc.workloads.iter_mut().zip(concluded) {
         let Some(concluded) = concluded else { continue };
@@ -56,7 +57,7 @@ pub fn conclude(doc: &mut RunDocument, together: Option<&[usize]>) -> Result<(),
         doc.verdicts.extend(contention::verdicts(&report, &units));
         doc.contention = Some(serde_json::to_value(&report).expect("contention serialises"));
     }
-    Ok(())
+    Ok(apart)
 }
 
 /// The verdicts of the run's account of other work, judged against what each

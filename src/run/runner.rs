@@ -15,7 +15,7 @@ use crate::db::Store;
 use crate::document::{RunDocument, RunStatus, Verdict, WorkloadRecord, now_rfc3339};
 use crate::error::{Error, is_interrupted};
 use crate::platform::cores::calling_thread_cpu_seconds;
-use crate::workload::{self, Workload};
+use crate::workload::{self, Apart, Decoded, Workload};
 
 /// The environment variable that holds a fleet's agreed start, in seconds since the
 /// Unix epoch on this host's clock (`ratelab fleet --together` sets it on each host).
@@ -46,8 +46,8 @@ pub struct RunSpec {
     pub start_at: Option<SystemTime>,
 }
 
-/// A verb's own verdicts over a finished run.
-pub type Judge = Box<dyn FnOnce(&RunDocument) -> anyhow::Result<Vec<Verdict>>>;
+/// A verb's own verdicts over a finished run, its workloads decoded.
+pub type Judge = Box<dyn FnOnce(&Decoded) -> anyhow::Result<Vec<Verdict>>>;
 
 /// A run that started: its document, and the error or interrupt that stopped it early.
 pub struct Finished {
@@ -55,6 +55,18 @@ pub struct Finished {
     pub doc: RunDocument,
     /// Why it stopped early; `None` when it completed.
     pub error: Option<anyhow::Error>,
+    /// Its workloads as they were decoded to conclude it; `None` where they could not be.
+    views: Option<Apart>,
+}
+
+impl Finished {
+    /// The run and its workloads, each decoded once, as the report shows them.
+    pub fn decoded(&mut self) -> Decoded<'_> {
+        match self.views.take() {
+            Some(views) => views.attach(&self.doc),
+            None => Decoded::of(&self.doc),
+        }
+    }
 }
 
 /// Runs `workloads` as the schedule says: prepare them all, run the groups, conclude,
@@ -78,20 +90,30 @@ pub fn execute(
         .shared()
         .next()
         .map(|group| group.iter().map(|m| m.workload).collect());
-    if let Err(e) = super::conclude::conclude(&mut doc, together.as_deref()) {
-        // Items the kinds cannot read back are a bug; what was measured is still stored.
-        keep_first(&mut outcome, e.into());
-    }
+    let mut views = match super::conclude::conclude(&mut doc, together.as_deref()) {
+        Ok(views) => Some(views),
+        Err(e) => {
+            // Items the kinds cannot read back are a bug; what was measured is still
+            // stored.
+            keep_first(&mut outcome, e.into());
+            None
+        }
+    };
     // Only a run that completed is judged as a whole.
     if let Some(judge) = spec.judge.take().filter(|_| outcome.is_ok()) {
-        match judge(&doc) {
+        let run = views
+            .take()
+            .map_or_else(|| Decoded::of(&doc), |v| v.attach(&doc));
+        let judged = judge(&run);
+        views = Some(run.apart());
+        match judged {
             Ok(verdicts) => doc.verdicts.extend(verdicts),
             Err(e) => keep_first(&mut outcome, e),
         }
     }
     end(&mut doc, &outcome);
     let error = store(spec.store.as_mut(), &doc, outcome);
-    Ok(Finished { doc, error })
+    Ok(Finished { doc, error, views })
 }
 
 /// The run's document before anything runs, stored as an incomplete run when the run
@@ -254,5 +276,69 @@ fn record_of(workload: &dyn Workload) -> WorkloadRecord {
         alone_of: workload.alone_of(),
         measured_by: workload.measured_by(),
         warnings: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::read::ReadMode;
+    use crate::workload::readdir::{ReaddirPlan, ReaddirWorkload};
+
+    /// A measuring run decodes each of its workloads once, from its conclusion through
+    /// the verb's judge to the report the user reads.
+    #[test]
+    fn a_run_decodes_each_workload_once_from_conclusion_to_report() {
+        let dir = tempfile::tempdir().unwrap();
+        for n in 0..4 {
+            std::fs::write(dir.path().join(format!("f{n}")), vec![7u8; 256 << 10]).unwrap();
+        }
+        let plan = ReaddirPlan {
+            folder: dir.path().into(),
+            recursive: false,
+            min_size_bytes: 1,
+            read_mode: ReadMode::Flushed,
+            block_size_bytes: 1 << 20,
+        };
+        let judged = std::rc::Rc::new(std::cell::Cell::new(0));
+        let seen = std::rc::Rc::clone(&judged);
+        let spec = RunSpec {
+            verb: "readdir".into(),
+            label: None,
+            store: None,
+            show_progress: false,
+            schedule: Schedule::together(2, &[]),
+            interval: DEFAULT_INTERVAL,
+            judge: Some(Box::new(move |run| {
+                // The judge is handed the concluded views: their summaries are there.
+                seen.set(workload::profile_figures(run)?.len() + 1);
+                Ok(Vec::new())
+            })),
+            start_at: None,
+        };
+        let before = workload::decodes();
+        let mut finished = execute(
+            spec,
+            vec![
+                Box::new(ReaddirWorkload::new(plan.clone())),
+                Box::new(ReaddirWorkload::new(plan)),
+            ],
+        )
+        .unwrap();
+        assert!(finished.error.is_none(), "{:?}", finished.error);
+        assert!(judged.get() > 0, "the judge was not asked");
+        let run = finished.decoded();
+        let shown = crate::report::render_run(
+            &run,
+            crate::report::Format::Table(crate::report::layout::Detail::Full),
+        )
+        .unwrap();
+        let shown = String::from_utf8(shown).unwrap();
+        assert!(shown.contains("readdir"), "{shown}");
+        for record in &run.doc.workloads {
+            assert_eq!(record.items.len(), 4, "every file read once");
+            assert!(!record.summary.is_null(), "concluded");
+        }
+        assert_eq!(workload::decodes() - before, 2, "decodes of two workloads");
     }
 }

@@ -3,6 +3,7 @@
 //! and it imports none of them, so no import runs back up the layers.
 
 pub mod chart;
+pub mod command_end;
 pub mod exposure;
 pub mod group;
 pub mod limit;
@@ -13,6 +14,7 @@ pub mod units;
 pub mod width;
 
 pub use chart::{Chart, Line};
+pub use command_end::CommandEnd;
 pub use exposure::Exposure;
 pub use group::{GroupKey, ProfileFigure, RateUnit, Samples};
 pub use limit::LinkLimit;

@@ -2,18 +2,29 @@
 //! view, so every report, verdict and comparison asks the same typed values, and a
 //! workload that cannot be read fails only what asks it.
 
-use super::kind::{At, Concluded, DecodeError, View};
+use super::kind::{At, Attach, Concluded, DecodeError, View};
 use crate::analysis::interference;
 use crate::document::RunDocument;
 
-/// One workload's view, or why there is none.
-enum Slot<'a> {
+/// One workload's view (or its typed values, set apart), or why there is none.
+enum Slot<V> {
     /// Decoded into its kind's view.
-    View(Box<dyn View + 'a>),
+    View(V),
     /// Of a kind this version does not know.
     Unknown,
     /// Of a known kind, but a value of it cannot be read.
     Corrupt(DecodeError),
+}
+
+impl<V> Slot<V> {
+    /// The same slot with its view turned by `f`.
+    fn map<W>(self, f: impl FnOnce(V) -> W) -> Slot<W> {
+        match self {
+            Slot::View(view) => Slot::View(f(view)),
+            Slot::Unknown => Slot::Unknown,
+            Slot::Corrupt(e) => Slot::Corrupt(e),
+        }
+    }
 }
 
 /// Every workload of a run, each decoded once into its kind's view.
@@ -22,7 +33,35 @@ pub struct Decoded<'a> {
     pub doc: &'a RunDocument,
     /// Whether other work disturbed the run: as stored, or as the run concludes it.
     pub disturbed: bool,
-    slots: Vec<Slot<'a>>,
+    slots: Vec<Slot<Box<dyn View + 'a>>>,
+}
+
+/// A run's decoded workloads set apart from its document while the runner writes to
+/// it (concludes, judges, stores), to be attached to it again without decoding.
+pub struct Apart {
+    slots: Vec<Slot<Box<dyn Attach>>>,
+}
+
+impl Apart {
+    /// The views again, on `doc`: the run they were decoded from, as it now stands.
+    pub fn attach(self, doc: &RunDocument) -> Decoded<'_> {
+        assert_eq!(
+            self.slots.len(),
+            doc.workloads.len(),
+            "views of another run"
+        );
+        let slots = self
+            .slots
+            .into_iter()
+            .enumerate()
+            .map(|(index, slot)| slot.map(|typed| typed.attach(At::new(doc, index))))
+            .collect();
+        Decoded {
+            doc,
+            disturbed: interference::disturbed(doc),
+            slots,
+        }
+    }
 }
 
 impl<'a> Decoded<'a> {
@@ -51,6 +90,17 @@ impl<'a> Decoded<'a> {
             Some(Slot::View(view)) => Ok(Some(view.as_ref())),
             Some(Slot::Corrupt(e)) => Err(e.clone()),
             Some(Slot::Unknown) | None => Ok(None),
+        }
+    }
+
+    /// The views set apart from the document, so that it can be written to.
+    pub fn apart(self) -> Apart {
+        Apart {
+            slots: self
+                .slots
+                .into_iter()
+                .map(|slot| slot.map(|view| view.apart()))
+                .collect(),
         }
     }
 

@@ -12,8 +12,10 @@ use serde_json::Value;
 use super::decoded::Decoded;
 use super::{InPlace, Site};
 use crate::document::{Knee, RunDocument, Verdict, WorkloadRecord};
+use crate::storage::item::DiskItem;
 use crate::vocab::{
-    Chart, Exposure, LinkLimit, ProfileFigure, RateUnit, Samples, SummaryLine, Table, Unmeasured,
+    Chart, CommandEnd, Exposure, LinkLimit, ProfileFigure, RateUnit, Samples, SummaryLine, Table,
+    Unmeasured,
 };
 
 /// One workload of a run: where every hook of a kind starts from.
@@ -201,9 +203,16 @@ pub trait Conclude {
     /// Its knees and summary from its items, kept in the view (so what is asked of it
     /// next sees them) and given as they are stored.
     fn conclude(&mut self, run: &Decoded) -> Concluded;
+
+    /// Its typed values set apart from the document they were read from, while the
+    /// runner writes to it, to be attached to it again without decoding.
+    fn apart(self: Box<Self>) -> Box<dyn Attach>;
 }
 
-impl<K: Kind> Conclude for Stored<'_, K> {
+impl<K: Kind> Conclude for Stored<'_, K>
+where
+    for<'b> Stored<'b, K>: View,
+{
     fn conclude(&mut self, run: &Decoded) -> Concluded {
         self.knees = K::knees(self);
         let summary = K::summarize(self, run);
@@ -213,6 +222,59 @@ impl<K: Kind> Conclude for Stored<'_, K> {
             knees: self.knees.clone(),
             summary: value,
         }
+    }
+
+    fn apart(self: Box<Self>) -> Box<dyn Attach> {
+        let Stored {
+            params,
+            context,
+            items,
+            summary,
+            knees,
+            ..
+        } = *self;
+        Box::new(Typed::<K> {
+            params,
+            context,
+            items,
+            summary,
+            knees,
+        })
+    }
+}
+
+/// A decoded workload's typed values, apart from the document they were read from.
+pub trait Attach {
+    /// Its view again, on workload `at`: the same workload of the same run, now
+    /// concluded, judged or stored.
+    fn attach<'b>(self: Box<Self>, at: At<'b>) -> Box<dyn View + 'b>;
+}
+
+/// A [`Stored`] without its place in a run.
+struct Typed<K: Kind> {
+    params: K::Params,
+    context: K::Context,
+    items: Vec<K::Item>,
+    summary: Option<K::Summary>,
+    knees: Option<Vec<Knee>>,
+}
+
+impl<K: Kind> Attach for Typed<K>
+where
+    for<'b> Stored<'b, K>: View,
+{
+    fn attach<'b>(self: Box<Self>, at: At<'b>) -> Box<dyn View + 'b> {
+        let record = at.record();
+        assert_eq!(record.kind, K::NAME, "a view attached to another workload");
+        Box::new(Stored::<K> {
+            at,
+            record,
+            params: self.params,
+            context: self.context,
+            items: self.items,
+            summary: self.summary,
+            knees: self.knees,
+        })
     }
 }
 
@@ -274,6 +336,12 @@ pub trait View: Conclude {
         None
     }
 
+    /// The files it wrote and read, one item each, for a kind that sets places side by
+    /// side by them (an image's places); none by default.
+    fn file_items(&self) -> &[DiskItem] {
+        &[]
+    }
+
     /// The one rate that stands for the whole workload, as a kind that runs it in many
     /// places compares them (a task's whole rate at its most threads); `None` by default.
     fn whole_rate(&self) -> Option<f64> {
@@ -288,7 +356,7 @@ pub trait View: Conclude {
 
     /// How the user's command it ran ended (`exit 7`, `signal 9`); `None` for a kind
     /// that runs no command, or while it ran.
-    fn command_end(&self) -> Option<String> {
+    fn command_end(&self) -> Option<CommandEnd> {
         None
     }
 }

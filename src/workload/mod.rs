@@ -21,7 +21,7 @@ pub mod why;
 
 use serde_json::Value;
 
-pub use decoded::Decoded;
+pub use decoded::{Apart, Decoded};
 pub use in_place::{InPlace, RoundBytes, Site};
 #[cfg(test)]
 pub use kind::decodes;
@@ -168,10 +168,9 @@ pub fn samples_of(doc: &RunDocument) -> Result<Vec<Option<Samples>>, DecodeError
 
 /// The figures of every workload of `run` a later profile sets against this one's, in
 /// the run's order; those run alone first (`--alone`) are left out.
-pub fn profile_figures(doc: &RunDocument) -> Result<Vec<ProfileFigure>, DecodeError> {
-    let run = Decoded::of(doc);
+pub fn profile_figures(run: &Decoded) -> Result<Vec<ProfileFigure>, DecodeError> {
     let mut figures = Vec::new();
-    for (index, record) in doc.workloads.iter().enumerate() {
+    for (index, record) in run.doc.workloads.iter().enumerate() {
         if record.alone_of.is_some() {
             continue;
         }

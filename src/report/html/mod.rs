@@ -37,7 +37,8 @@ main{max-width:none}.table,figure{overflow:visible}figure svg{min-width:0}th,td{
 ";
 
 /// The run as a self-contained HTML page.
-pub fn render(doc: &RunDocument) -> Result<String, DecodeError> {
+pub fn render(run: &Decoded) -> Result<String, DecodeError> {
+    let doc = run.doc;
     let mut page = String::new();
     let title = format!(
         "ratelab {} · {}",
@@ -52,14 +53,13 @@ pub fn render(doc: &RunDocument) -> Result<String, DecodeError> {
          <title>{}</title><style>{STYLE}</style></head><body><main>",
         escape(&title)
     );
-    let run = Decoded::of(doc);
     header(&mut page, doc, &title);
-    summary(&mut page, &run)?;
-    verdicts(&mut page, &run)?;
-    limits(&mut page, &run)?;
+    summary(&mut page, run)?;
+    verdicts(&mut page, run)?;
+    limits(&mut page, run)?;
     together(&mut page, doc);
     for index in 0..doc.workloads.len() {
-        workload_section(&mut page, &run, index)?;
+        workload_section(&mut page, run, index)?;
     }
     if let Some(table) = super::contention::table(doc) {
         page.push_str("<section><h2>Contention</h2>");

@@ -4,7 +4,7 @@
 use super::kind::DiskKind;
 use super::{brief, tables, verdicts};
 use crate::document::Verdict;
-use crate::storage::item::Op;
+use crate::storage::item::{DiskItem, Op};
 use crate::storage::rates;
 use crate::vocab::Exposure;
 use crate::vocab::{
@@ -15,6 +15,10 @@ use crate::workload::{DecodeError, Decoded, Stored, View};
 impl View for Stored<'_, DiskKind> {
     fn streaming_rate(&self, op: &str) -> Option<f64> {
         rates::streaming_rate(&self.items, op)
+    }
+
+    fn file_items(&self) -> &[DiskItem] {
+        &self.items
     }
 
     /// The streaming rates of writes and of reads, keyed by everything that makes two

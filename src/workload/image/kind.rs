@@ -1,8 +1,6 @@
 //! What a stored image workload is made of (its params, context, items and summary)
 //! and how a run concludes its summary; how it is judged and shown is in view.rs.
 
-use serde::de::DeserializeOwned;
-
 use super::ratios::op_ratios;
 use super::stored::{ImageItem, ImageParams, ImageSummary, PlaceSummary};
 use crate::analysis::stats::Stats;
@@ -21,7 +19,7 @@ impl Kind for ImageKind {
     type Summary = ImageSummary;
 
     fn summarize(w: &Stored<Self>, run: &Decoded) -> ImageSummary {
-        let host_disk = records::<DiskItem>(w, w.params.places[0].disk_workload);
+        let host_disk = file_items(run, w.params.places[0].disk_workload);
         let host_task = whole_task_rate(run, w.params.places[0].task_workload);
         let places = w
             .params
@@ -41,7 +39,7 @@ impl Kind for ImageKind {
                     .is_some_and(|c| c.format != Format::Qcow2);
                 PlaceSummary {
                     label: place.label.clone(),
-                    ops: op_ratios(&host_disk, &records::<DiskItem>(w, place.disk_workload)),
+                    ops: op_ratios(host_disk, file_items(run, place.disk_workload)),
                     write_amplification: median(&ImageItem::write_amplification),
                     image_allocated_bytes: median(&|i| i.image_allocated_bytes.map(|b| b as f64)),
                     inner_used_bytes: median(&|i| i.inner_used_bytes.map(|b| b as f64)),
@@ -57,20 +55,13 @@ impl Kind for ImageKind {
     }
 }
 
-/// The items of workload `index` of the run, decoded as `T`; what cannot be read is left
-/// out (the record's own kind names it when it is shown).
-fn records<T: DeserializeOwned>(w: &Stored<ImageKind>, index: usize) -> Vec<T> {
-    w.at.run
-        .workloads
-        .get(index)
-        .map(|record| {
-            record
-                .items
-                .iter()
-                .filter_map(|item| T::deserialize(item).ok())
-                .collect()
-        })
-        .unwrap_or_default()
+/// The files workload `index` of the run wrote and read, as its own kind gives them;
+/// none for a workload that cannot be read (its own kind names it when it is shown).
+fn file_items<'r>(run: &'r Decoded, index: usize) -> &'r [DiskItem] {
+    match run.view(index) {
+        Ok(Some(view)) => view.file_items(),
+        _ => &[],
+    }
 }
 
 /// A record's whole rate (a task's at its most threads), as its own kind says.

@@ -9,14 +9,14 @@ use super::tables;
 use crate::account::Step;
 use crate::document::{Severity, Verdict};
 use crate::vocab::units::format_seconds;
-use crate::vocab::{Chart, Exposure, GroupKey, RateUnit, Samples, SummaryLine, Table};
+use crate::vocab::{Chart, CommandEnd, Exposure, GroupKey, RateUnit, Samples, SummaryLine, Table};
 use crate::workload::{DecodeError, Decoded, Stored, View};
 
 impl View for Stored<'_, WhyKind> {
-    fn command_end(&self) -> Option<String> {
+    fn command_end(&self) -> Option<CommandEnd> {
         match (self.context.exit_code, self.context.signal) {
-            (Some(code), _) => Some(format!("exit {code}")),
-            (None, Some(signal)) => Some(format!("signal {signal}")),
+            (Some(code), _) => Some(CommandEnd::Exit(code)),
+            (None, Some(signal)) => Some(CommandEnd::Signal(signal)),
             (None, None) => None,
         }
     }
