@@ -325,6 +325,8 @@ impl ClientArgs {
                 pacing_bytes_per_sec: self.fq_rate.map(|r| r.round() as u64),
                 ..StreamOptions::default()
             },
+            // ratelab's client sends TCP only, as yet.
+            udp: None,
             iperf3_login: self.login()?,
             host,
         };

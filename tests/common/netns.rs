@@ -174,6 +174,24 @@ impl Link {
         link
     }
 
+    /// Shapes the bridge's two ports to `rate` (tc's words: `200mbit`) each way, so the
+    /// link's rate is held in the middle, where no sender's own queue feels it: what a
+    /// sender sends past it is dropped on the way, as on a slower hop between two hosts.
+    pub fn shape_bridge(&self, rate: &str) {
+        let bridge = self.bridge.as_deref().expect("a link through a bridge");
+        for end in [&self.client, &self.server] {
+            let port = format!("{end}p");
+            let status = Command::new("ip")
+                .args(["netns", "exec", bridge, "tc", "qdisc", "add", "dev", &port])
+                .args([
+                    "root", "tbf", "rate", rate, "burst", "2mb", "latency", "50ms",
+                ])
+                .status()
+                .expect("run tc");
+            assert!(status.success(), "tc qdisc add tbf on {port} failed");
+        }
+    }
+
     /// The client's namespace, for `ip netns exec`.
     pub fn client_namespace(&self) -> &str {
         &self.client

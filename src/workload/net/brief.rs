@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use super::kind::{NetKind, share_of_core};
 use super::limit::{Cause, Limit};
-use super::summary::NetSummary;
+use super::summary::{DatagramTotals, NetSummary, Totals};
 use crate::vocab::units::format_bits_rate;
 use crate::vocab::{SummaryLine, Table, Unmeasured};
 use crate::workload::Stored;
@@ -69,12 +69,37 @@ fn network_line(w: &Stored<NetKind>, summary: &NetSummary) -> Option<SummaryLine
         _ if over_loopback(w) => text.push_str(" (no wire limits loopback)"),
         _ => {}
     }
+    if let Some(datagrams) = &receive.datagrams {
+        text.push_str(&datagrams_text(datagrams, summary.send.as_ref()));
+    }
     text.push_str(&format!(
         "; CPU of one core: local {}, remote {}",
         share_of_core(summary.cpu.local_fraction),
         share_of_core(summary.cpu.remote_fraction)
     ));
     Some(SummaryLine::new("network", text).covering(&["share_of_link", "loopback"]))
+}
+
+/// A UDP test's receivers in words: what was lost of what was sent, and the jitter.
+pub(super) fn datagrams_text(received: &DatagramTotals, send: Option<&Totals>) -> String {
+    let sent = send.and_then(|s| s.datagrams.as_ref()).map(|d| d.count);
+    let of = sent.map_or(String::new(), |n| format!(" of {n}"));
+    let share = received
+        .lost_share
+        .map_or(String::new(), |s| format!(" ({})", format_lost_share(s)));
+    let jitter = received
+        .jitter_s
+        .map_or(String::new(), |j| format!(", jitter {:.3} ms", j * 1e3));
+    format!("; lost {}{of} datagrams{share}{jitter}", received.lost)
+}
+
+/// A share of datagrams lost: to a hundredth of a percent where it is small.
+pub(super) fn format_lost_share(share: f64) -> String {
+    if share > 0.0 && share < 0.01 {
+        format!("{:.2}%", share * 100.0)
+    } else {
+        format!("{:.1}%", share * 100.0)
+    }
 }
 
 /// A limit in one line: the cause, where, the figures that show it, what to change.

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::host::HostAccount;
 use super::protocol::Direction;
-use super::report::{Role, SideReport, Stall, StreamReport};
+use super::report::{Datagrams, Role, SideReport, Stall, StreamReport};
 use super::socket::{self, TcpStats};
 use crate::catch::{Family, skew};
 
@@ -241,6 +241,9 @@ pub struct NetItem {
     /// For an end's CPU item, what its machine did over the test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostAccount>,
+    /// A UDP stream end's datagrams, over the stream or the interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datagrams: Option<Datagrams>,
 }
 
 fn rate(bytes: u64, seconds: f64) -> f64 {
@@ -291,6 +294,7 @@ pub fn items_of_report(
             item.cpu_seconds = interval.cpu_seconds;
             item.cpu = interval.cpu;
             item.cpu_wait_seconds = interval.cpu_wait_seconds;
+            item.datagrams = interval.datagrams.filter(Datagrams::is_figure);
             items.push(item);
             before = interval.tcp.or(before);
         }
@@ -324,6 +328,7 @@ fn stream_item(stream: &StreamReport, side: Side, test: Direction, streams: u32)
             .stalled
             .filter(|s| s.seconds.is_finite() && s.seconds >= 0.0),
         congestion: stream.congestion.as_deref().and_then(control_name),
+        datagrams: stream.datagrams.filter(Datagrams::is_figure),
         ..NetItem::moved(
             stream.role.into(),
             Scope::Stream,
@@ -433,6 +438,7 @@ impl NetItem {
             stalled: None,
             congestion: None,
             host: None,
+            datagrams: None,
         }
     }
 

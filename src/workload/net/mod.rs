@@ -8,6 +8,7 @@ mod brief;
 mod charts;
 mod client;
 mod context;
+mod datagram;
 mod foreign;
 mod host;
 pub mod iperf3;
@@ -25,6 +26,7 @@ mod session;
 mod socket;
 mod stream;
 mod summary;
+mod udp;
 mod view;
 
 /// Bytes in lowercase hex, as key files hold them.
@@ -113,6 +115,9 @@ pub struct NetPlan {
     /// What the test asked of its data connections beyond the window and MSS.
     #[serde(default, skip_serializing_if = "StreamOptions::is_plain")]
     pub options: StreamOptions,
+    /// A UDP test's datagrams (each of `block_bytes`); absent for TCP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<protocol::Udp>,
     /// How to log in to an iperf3 server that checks credentials (not stored).
     #[serde(skip)]
     pub iperf3_login: Option<iperf3::login::Login>,
@@ -151,6 +156,7 @@ impl NetPlan {
             iperf3: false,
             served: false,
             options: StreamOptions::default(),
+            udp: None,
             iperf3_login: None,
         }
     }
@@ -165,6 +171,7 @@ impl NetPlan {
             block_bytes: self.block_bytes,
             window_bytes: self.window_bytes,
             interval_ms: self.interval_ms,
+            udp: self.udp,
         }
     }
 }

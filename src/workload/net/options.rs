@@ -5,7 +5,7 @@
 //! says how it was measured; a plain test stores none.
 
 use std::net::TcpStream;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 
 use serde::{Deserialize, Serialize};
 
@@ -95,7 +95,7 @@ impl StreamOptions {
 
     /// Sets what these options put on a data socket: congestion control, pacing, TOS,
     /// TCP_NODELAY and the don't-fragment flag.
-    pub fn apply(&self, socket: &TcpStream) -> Result<(), OptionError> {
+    pub fn apply<S: AsFd>(&self, socket: &S) -> Result<(), OptionError> {
         let sock = socket2::SockRef::from(socket);
         if let Some(name) = &self.congestion {
             sock.set_tcp_congestion(name.as_bytes())
@@ -108,7 +108,7 @@ impl StreamOptions {
             set_int(socket, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, rate)
                 .map_err(OptionError::Pacing)?;
         }
-        let v6 = socket.local_addr().is_ok_and(|a| a.is_ipv6());
+        let v6 = sock.local_addr().is_ok_and(|a| a.is_ipv6());
         if let Some(tos) = self.tos {
             if v6 {
                 sock.set_tclass_v6(u32::from(tos))
@@ -118,7 +118,7 @@ impl StreamOptions {
             }
         }
         if self.nodelay {
-            socket.set_nodelay(true).map_err(OptionError::Nodelay)?;
+            sock.set_tcp_nodelay(true).map_err(OptionError::Nodelay)?;
         }
         if self.dont_fragment {
             let (level, name, value) = if v6 {
@@ -150,7 +150,7 @@ pub fn set_mss(socket: &TcpStream, mss: u32) -> Result<(), OptionError> {
 /// Sets SO_SNDBUF and SO_RCVBUF of a data socket and reads them back, as iperf3 does: a
 /// kernel that holds less than asked (net.core.rmem_max caps it) is an error, not a
 /// smaller window measured in silence.
-pub fn set_window(socket: &TcpStream, bytes: u64) -> Result<(), OptionError> {
+pub fn set_window<S: AsFd>(socket: &S, bytes: u64) -> Result<(), OptionError> {
     super::socket::set_window(socket, bytes).map_err(OptionError::Window)?;
     let sock = socket2::SockRef::from(socket);
     let got = sock
@@ -170,8 +170,8 @@ pub fn congestion_of(socket: &TcpStream) -> Option<String> {
     (!name.is_empty()).then(|| String::from_utf8_lossy(name).into_owned())
 }
 
-fn set_int(
-    socket: &TcpStream,
+fn set_int<S: AsFd>(
+    socket: &S,
     level: libc::c_int,
     name: libc::c_int,
     value: u64,
@@ -182,7 +182,7 @@ fn set_int(
         // SAFETY: the kernel reads the u64 the valid pointer gives, of the length given.
         unsafe {
             libc::setsockopt(
-                socket.as_raw_fd(),
+                socket.as_fd().as_raw_fd(),
                 level,
                 name,
                 (&raw const value).cast(),
@@ -194,7 +194,7 @@ fn set_int(
         // SAFETY: as above, for an int.
         unsafe {
             libc::setsockopt(
-                socket.as_raw_fd(),
+                socket.as_fd().as_raw_fd(),
                 level,
                 name,
                 (&raw const value).cast(),

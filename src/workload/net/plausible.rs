@@ -99,6 +99,25 @@ pub fn results(theirs: &Results) -> Option<String> {
                 "stream id {id} retransmitted {retransmits} segments of {bytes} bytes"
             ));
         }
+        if let Some(why) = datagrams(stream.packets, stream.errors, stream.jitter, bytes) {
+            return Some(format!("stream id {id} {why}"));
+        }
+    }
+    None
+}
+
+/// Why a stream's UDP figures cannot be: a negative count, more lost than counted,
+/// more datagrams than its bytes hold (one byte each at the least, where bytes were
+/// counted), or a jitter that is no time.
+fn datagrams(packets: i64, errors: i64, jitter_s: f64, bytes: u64) -> Option<String> {
+    if packets < 0 || errors < 0 || errors > packets {
+        return Some(format!("counted {errors} lost of {packets} datagrams"));
+    }
+    if bytes > 0 && packets as u64 > bytes {
+        return Some(format!("counted {packets} datagrams in {bytes} bytes"));
+    }
+    if !a_time(jitter_s) {
+        return Some(format!("had a jitter of {jitter_s} s"));
     }
     None
 }
@@ -122,11 +141,36 @@ mod tests {
                 jitter: 0.0,
                 errors: 0,
                 packets: 0,
+                omitted_errors: None,
+                omitted_packets: None,
                 start_time: 0.0,
                 end_time: 3.0,
             }],
             server_output_text: None,
         }
+    }
+
+    #[test]
+    fn udp_figures_that_cannot_be_are_named() {
+        assert_eq!(datagrams(1000, 10, 0.0002, 1_460_000), None);
+        assert_eq!(datagrams(0, 0, 0.0, 0), None);
+        assert!(
+            datagrams(10, 11, 0.0, 14_600)
+                .unwrap()
+                .contains("11 lost of 10")
+        );
+        assert!(datagrams(-1, 0, 0.0, 0).is_some());
+        assert!(
+            datagrams(5000, 0, 0.0, 100)
+                .unwrap()
+                .contains("5000 datagrams in 100")
+        );
+        assert!(
+            datagrams(10, 0, f64::NAN, 14_600)
+                .unwrap()
+                .contains("jitter")
+        );
+        assert!(datagrams(10, 0, -0.5, 14_600).is_some());
     }
 
     #[test]

@@ -46,6 +46,16 @@ pub struct TestRequest {
     pub window_bytes: Option<u64>,
     /// Interval of the per-stream reports, in milliseconds.
     pub interval_ms: u64,
+    /// A UDP test's datagrams (each of `block_bytes`); absent for TCP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<Udp>,
+}
+
+/// How a UDP test's datagrams carry their count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Udp {
+    /// Whether the count is 64 bits (iperf3's `--udp-counters-64bit`), else 32.
+    pub wide_counts: bool,
 }
 
 /// Who sends data in a test.
@@ -399,6 +409,7 @@ mod tests {
                 block_bytes: 128 << 10,
                 window_bytes: None,
                 interval_ms: 1000,
+                udp: None,
             }),
             Message::Go,
             Message::Busy {

@@ -51,6 +51,67 @@ pub struct Interval {
     /// The CPU the stream's thread was on at the interval's end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<u32>,
+    /// A UDP stream's datagrams in the interval (its jitter as at the interval's end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datagrams: Option<Datagrams>,
+}
+
+/// A UDP stream's datagrams at one end, over the whole stream or one interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Datagrams {
+    /// Datagrams sent (a sender) or received (a receiver).
+    pub count: u64,
+    /// The highest count received: the datagrams the sender had sent up to the last
+    /// that came (iperf3's receiver reports it as the stream's packets).
+    #[serde(default)]
+    pub highest: u64,
+    /// Datagrams lost, as iperf3 counts them: where the count skipped, less those that
+    /// came late.
+    #[serde(default)]
+    pub lost: u64,
+    /// Datagrams that came after one with a higher count; `None` where the far end
+    /// does not say (iperf3's results carry no such count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out_of_order: Option<u64>,
+    /// RFC 3550's running jitter, in seconds.
+    #[serde(default)]
+    pub jitter_s: f64,
+    /// Sends the sender's socket refused for want of room (ENOBUFS, EAGAIN).
+    #[serde(default)]
+    pub send_errors: u64,
+}
+
+impl Datagrams {
+    /// A receiver's figures from its tally.
+    pub fn of(tally: &super::datagram::Tally) -> Datagrams {
+        Datagrams {
+            count: tally.datagrams,
+            highest: tally.highest,
+            lost: tally.lost,
+            out_of_order: Some(tally.out_of_order),
+            jitter_s: tally.jitter_s,
+            send_errors: 0,
+        }
+    }
+
+    /// Whether these are figures at all: a peer's jitter may be anything.
+    pub fn is_figure(&self) -> bool {
+        self.jitter_s.is_finite() && self.jitter_s >= 0.0
+    }
+
+    /// The figures since `earlier`, the jitter as it is now.
+    pub fn since(&self, earlier: &Datagrams) -> Datagrams {
+        Datagrams {
+            count: self.count.saturating_sub(earlier.count),
+            highest: self.highest.saturating_sub(earlier.highest),
+            lost: self.lost.saturating_sub(earlier.lost),
+            out_of_order: self
+                .out_of_order
+                .map(|n| n.saturating_sub(earlier.out_of_order.unwrap_or(0))),
+            jitter_s: self.jitter_s,
+            send_errors: self.send_errors.saturating_sub(earlier.send_errors),
+        }
+    }
 }
 
 /// One stream's end of a test.
@@ -86,6 +147,9 @@ pub struct StreamReport {
     /// A receiver whose sender reset the stream during the test.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reset: bool,
+    /// A UDP stream's datagrams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datagrams: Option<Datagrams>,
 }
 
 /// A sender whose bytes stopped arriving: nothing acknowledged while its retransmission
@@ -168,13 +232,6 @@ pub fn disagreement(
     block_bytes: u64,
     held_bytes: u64,
 ) -> Option<String> {
-    let name = |local_end: bool| {
-        if local_end {
-            "this end"
-        } else {
-            "the other end"
-        }
-    };
     for ours in &local.streams {
         let Some(theirs) = remote.streams.iter().find(|s| s.stream == ours.stream) else {
             return Some(format!(
@@ -189,41 +246,25 @@ pub fn disagreement(
                 ours.role.as_str()
             ));
         }
-        let (sender, receiver, local_sent) = match ours.role {
-            Role::Send => (ours, theirs, true),
-            Role::Receive => (theirs, ours, false),
+        let ends = match ours.role {
+            Role::Send => Ends {
+                sender: ours,
+                receiver: theirs,
+                local_sent: true,
+            },
+            Role::Receive => Ends {
+                sender: theirs,
+                receiver: ours,
+                local_sent: false,
+            },
         };
-        if receiver.bytes > sender.bytes.saturating_add(block_bytes) {
-            return Some(format!(
-                "stream {}: {} received {} bytes, more than the {} {} sent",
-                ours.stream,
-                name(!local_sent),
-                receiver.bytes,
-                sender.bytes,
-                name(local_sent)
-            ));
-        }
-        if sender.bytes > 0 && receiver.bytes == 0 {
-            return Some(format!(
-                "stream {}: {} sent {} bytes and {} received none",
-                ours.stream,
-                name(local_sent),
-                sender.bytes,
-                name(!local_sent)
-            ));
-        }
-        let apart = sender.bytes - sender.bytes.min(receiver.bytes);
-        if apart > held_bytes.saturating_add(block_bytes) {
-            return Some(format!(
-                "stream {}: {} sent {} and {} received {}, further apart than the socket \
-                 buffers between them hold ({} at most)",
-                ours.stream,
-                name(local_sent),
-                crate::vocab::units::format_bytes(sender.bytes),
-                name(!local_sent),
-                crate::vocab::units::format_bytes(receiver.bytes),
-                crate::vocab::units::format_size(held_bytes)
-            ));
+        let apart = if ends.sender.datagrams.is_some() && ends.receiver.datagrams.is_some() {
+            datagrams_disagree(&ends, block_bytes, held_bytes)
+        } else {
+            bytes_disagree(&ends, block_bytes, held_bytes)
+        };
+        if apart.is_some() {
+            return apart;
         }
     }
     remote
@@ -231,6 +272,124 @@ pub fn disagreement(
         .iter()
         .find(|theirs| !local.streams.iter().any(|s| s.stream == theirs.stream))
         .map(|theirs| format!("stream {}: this end has no report of it", theirs.stream))
+}
+
+/// How one end of a stream is named, said from this end.
+fn end_name(local_end: bool) -> &'static str {
+    if local_end {
+        "this end"
+    } else {
+        "the other end"
+    }
+}
+
+/// Where a TCP stream's two ends disagree: a receiver that counted more than its
+/// sender sent, beyond a block, a sender whose bytes its receiver never counted, or
+/// two counts further apart than the socket buffers between them hold.
+fn bytes_disagree(ends: &Ends, block_bytes: u64, held_bytes: u64) -> Option<String> {
+    let (sender, receiver, local_sent) = (ends.sender, ends.receiver, ends.local_sent);
+    let stream = sender.stream;
+    if receiver.bytes > sender.bytes.saturating_add(block_bytes) {
+        return Some(format!(
+            "stream {stream}: {} received {} bytes, more than the {} {} sent",
+            end_name(!local_sent),
+            receiver.bytes,
+            sender.bytes,
+            end_name(local_sent)
+        ));
+    }
+    if sender.bytes > 0 && receiver.bytes == 0 {
+        return Some(format!(
+            "stream {stream}: {} sent {} bytes and {} received none",
+            end_name(local_sent),
+            sender.bytes,
+            end_name(!local_sent)
+        ));
+    }
+    let apart = sender.bytes - sender.bytes.min(receiver.bytes);
+    if apart > held_bytes.saturating_add(block_bytes) {
+        return Some(format!(
+            "stream {stream}: {} sent {} and {} received {}, further apart than the socket \
+             buffers between them hold ({} at most)",
+            end_name(local_sent),
+            crate::vocab::units::format_bytes(sender.bytes),
+            end_name(!local_sent),
+            crate::vocab::units::format_bytes(receiver.bytes),
+            crate::vocab::units::format_size(held_bytes)
+        ));
+    }
+    None
+}
+
+/// A stream's two ends, and whether this end is its sender.
+struct Ends<'a> {
+    sender: &'a StreamReport,
+    receiver: &'a StreamReport,
+    local_sent: bool,
+}
+
+/// Where a UDP stream's two ends disagree (see [`datagrams_apart`]), or its datagrams
+/// sent after the last its receiver saw are more than the buffers between the ends
+/// hold: in flight or lost at the test's end, no more.
+fn datagrams_disagree(ends: &Ends, block_bytes: u64, held_bytes: u64) -> Option<String> {
+    let (sent, came) = (ends.sender.datagrams?, ends.receiver.datagrams?);
+    let words = |what: String| {
+        Some(format!(
+            "stream {}: {} sent {} datagrams ({}) and {} {what}",
+            ends.sender.stream,
+            end_name(ends.local_sent),
+            sent.count,
+            crate::vocab::units::format_bytes(ends.sender.bytes),
+            end_name(!ends.local_sent),
+        ))
+    };
+    if let Some(what) = datagrams_apart(&sent, ends.sender.bytes, &came, ends.receiver.bytes) {
+        return words(what);
+    }
+    let tail = sent.count - came.highest;
+    if tail.saturating_mul(block_bytes) > held_bytes.saturating_add(block_bytes) {
+        return words(format!(
+            "saw none after count {}: {tail} datagrams, more than the socket buffers \
+             between them hold ({} at most)",
+            came.highest,
+            crate::vocab::units::format_size(held_bytes)
+        ));
+    }
+    None
+}
+
+/// Where a UDP receiver's count cannot follow from its sender's: a higher count than
+/// was sent, more datagrams or bytes than were sent, none at all from a sender that
+/// sent, or a tally that does not add up (received and lost past the highest count).
+fn datagrams_apart(
+    sent: &Datagrams,
+    sent_bytes: u64,
+    came: &Datagrams,
+    came_bytes: u64,
+) -> Option<String> {
+    if came.highest > sent.count {
+        return Some(format!("saw count {}", came.highest));
+    }
+    if came.count > sent.count || came_bytes > sent_bytes {
+        return Some(format!(
+            "received {} datagrams ({})",
+            came.count,
+            crate::vocab::units::format_bytes(came_bytes)
+        ));
+    }
+    if sent.count > 0 && came.count == 0 {
+        return Some("received none".into());
+    }
+    // Lost ones are below the highest count; out-of-order ones took back a loss each.
+    if came.count.saturating_add(came.lost)
+        > came.highest.saturating_add(came.out_of_order.unwrap_or(0))
+    {
+        return Some(format!(
+            "counted {} received and {} lost up to count {}",
+            came.count, came.lost, came.highest
+        ));
+    }
+    None
 }
 
 #[cfg(test)]
@@ -255,6 +414,7 @@ mod tests {
                     congestion: None,
                     stalled: None,
                     reset: false,
+                    datagrams: None,
                 })
                 .collect(),
         )

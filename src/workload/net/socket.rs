@@ -135,7 +135,7 @@ pub fn path_mtu_bytes(socket: &TcpStream) -> Option<u64> {
 }
 
 /// Sets SO_SNDBUF and SO_RCVBUF (the kernel doubles what it is given, as socket(7) says).
-pub fn set_window(socket: &TcpStream, bytes: u64) -> std::io::Result<()> {
+pub fn set_window<S: std::os::fd::AsFd>(socket: &S, bytes: u64) -> std::io::Result<()> {
     let bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
     rustix::net::sockopt::set_socket_send_buffer_size(socket, bytes)?;
     rustix::net::sockopt::set_socket_recv_buffer_size(socket, bytes)?;

@@ -146,8 +146,21 @@ pub struct StreamJob<'a> {
     pub options: &'a StreamOptions,
 }
 
-/// Interval bookkeeping shared by both loops.
-struct Ticker {
+/// What an interval of a stream holds beyond its bytes and its thread's CPU, read as
+/// the interval closes: a TCP connection's state, or a UDP stream's datagrams.
+pub(super) trait Reading {
+    /// Puts what it reads into the interval closing now.
+    fn fill(&mut self, interval: &mut Interval);
+}
+
+impl Reading for &TcpStream {
+    fn fill(&mut self, interval: &mut Interval) {
+        interval.tcp = socket::tcp_stats(self);
+    }
+}
+
+/// Interval bookkeeping shared by the measuring loops, TCP's and UDP's.
+pub(super) struct Ticker {
     start: Instant,
     interval: Duration,
     next: Instant,
@@ -163,7 +176,8 @@ struct Ticker {
 }
 
 impl Ticker {
-    fn new(start: Instant, interval: Duration) -> Ticker {
+    /// Intervals of `interval` from `start`.
+    pub(super) fn new(start: Instant, interval: Duration) -> Ticker {
         Ticker {
             start,
             interval,
@@ -181,9 +195,9 @@ impl Ticker {
     }
 
     /// Closes the interval when its time has come.
-    fn tick(&mut self, now: Instant, bytes: u64, socket: &TcpStream) {
+    pub(super) fn tick(&mut self, now: Instant, bytes: u64, reading: &mut impl Reading) {
         if now >= self.next {
-            self.close(now, bytes, socket);
+            self.close(now, bytes, reading);
             // A stall past several boundaries leaves their intervals inside this one.
             while self.next <= now {
                 self.next += self.interval;
@@ -192,7 +206,7 @@ impl Ticker {
         }
     }
 
-    fn close(&mut self, now: Instant, bytes: u64, socket: &TcpStream) {
+    fn close(&mut self, now: Instant, bytes: u64, reading: &mut impl Reading) {
         let end_s = now.duration_since(self.start).as_secs_f64();
         let cpu_s = crate::platform::cores::calling_thread_cpu_seconds();
         let cpu_wait_seconds = self.sched.as_mut().and_then(|(own, last)| {
@@ -201,26 +215,34 @@ impl Ticker {
             *last = now;
             Some(waited as f64 / 1e9)
         });
-        self.intervals.push(Interval {
+        let mut interval = Interval {
             index: self.index,
             start_s: self.last_s,
             end_s,
             bytes: bytes - self.last_bytes,
-            tcp: socket::tcp_stats(socket),
+            tcp: None,
             cpu_seconds: Some(cpu_s - self.last_cpu_s),
             cpu_wait_seconds,
             cpu: crate::platform::cores::calling_thread_cpu(),
-        });
+            datagrams: None,
+        };
+        reading.fill(&mut interval);
+        self.intervals.push(interval);
         self.last_cpu_s = cpu_s;
         self.last_s = end_s;
         self.last_bytes = bytes;
     }
 
     /// Closes the last, partial interval, unless nothing happened in it.
-    fn finish(mut self, end: Instant, bytes: u64, socket: &TcpStream) -> Vec<Interval> {
+    pub(super) fn finish(
+        mut self,
+        end: Instant,
+        bytes: u64,
+        reading: &mut impl Reading,
+    ) -> Vec<Interval> {
         let end_s = end.duration_since(self.start).as_secs_f64();
         if bytes > self.last_bytes || end_s > self.last_s + 1e-3 {
-            self.close(end.max(self.start), bytes, socket);
+            self.close(end.max(self.start), bytes, reading);
             if let Some(last) = self.intervals.last_mut() {
                 last.end_s = end_s.max(last.start_s);
             }
@@ -260,6 +282,7 @@ pub fn run(mut job: StreamJob<'_>) -> StreamReport {
         error,
         congestion: options::congestion_of(&job.socket),
         stalled,
+        datagrams: None,
     }
 }
 
@@ -323,7 +346,7 @@ fn send(job: &StreamJob<'_>, buffer: &[u8]) -> Outcome {
         if !wait.is_zero() {
             std::thread::sleep(wait.min(POLL));
             now = Instant::now();
-            ticker.tick(now, sent, &job.socket);
+            ticker.tick(now, sent, &mut &job.socket);
             continue;
         }
         match source.write(&job.socket, want) {
@@ -347,11 +370,11 @@ fn send(job: &StreamJob<'_>, buffer: &[u8]) -> Outcome {
                 break;
             }
         }
-        ticker.tick(now, sent, &job.socket);
+        ticker.tick(now, sent, &mut &job.socket);
     }
     // A stream that gave up on its bytes ran until it did.
     let end = if stall.is_some() { now } else { last_write };
-    let intervals = ticker.finish(end, sent, &job.socket);
+    let intervals = ticker.finish(end, sent, &mut &job.socket);
     let (end, error, stall) = end_sending(job, &mut watch, end, error, stall);
     Outcome {
         bytes: sent,
@@ -541,7 +564,7 @@ fn receive(job: &StreamJob<'_>, buffer: &mut [u8]) -> Outcome {
         let _ = socket::set_receive_low_water(&job.socket, buffer.len());
     }
     let got = read_to_end(job, buffer, &mut ticker);
-    let intervals = ticker.finish(got.last_read, got.bytes, &job.socket);
+    let intervals = ticker.finish(got.last_read, got.bytes, &mut &job.socket);
     if got.handed_over {
         discard(job, buffer);
     } else if let Ending::Handover(handover) = job.ending {
@@ -627,7 +650,7 @@ fn read_to_end(job: &StreamJob<'_>, buffer: &mut [u8], ticker: &mut Ticker) -> R
             ));
             break;
         }
-        ticker.tick(now, got.bytes, &job.socket);
+        ticker.tick(now, got.bytes, &mut &job.socket);
     }
     got
 }

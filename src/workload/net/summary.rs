@@ -81,17 +81,49 @@ pub struct Totals {
     pub bytes_per_sec: f64,
     /// Statistics of the interval rates, summed over streams; full intervals only.
     pub intervals: Option<Stats>,
+    /// A UDP test's datagrams of these stream ends together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datagrams: Option<DatagramTotals>,
+}
+
+/// A UDP test's datagrams of one role (all senders, or all receivers), as iperf3 sums
+/// them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DatagramTotals {
+    /// Datagrams sent (senders) or received (receivers).
+    pub count: u64,
+    /// Datagrams the receivers counted lost.
+    #[serde(default)]
+    pub lost: u64,
+    /// The lost over the datagrams sent (the senders' count where known, else the
+    /// receivers' highest counts): iperf3's "Lost/Total".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_share: Option<f64>,
+    /// Datagrams that came out of order, where the receivers counted them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out_of_order: Option<u64>,
+    /// The receivers' jitter at the end, averaged over streams as iperf3 does, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_s: Option<f64>,
+    /// Sends the senders' sockets refused for want of room.
+    #[serde(default)]
+    pub send_errors: u64,
 }
 
 /// The summary of a test run as `plan` over the path `context`, from its items.
 pub fn summarize(plan: &NetPlan, context: &NetContext, items: &[NetItem]) -> NetSummary {
     let nominal_s = nominal_s(plan);
-    let receive = totals(items, Role::Receive, None, nominal_s);
+    let mut receive = totals(items, Role::Receive, None, nominal_s);
     let send = totals(items, Role::Send, None, nominal_s);
+    lost_over_sent(&mut receive, send.as_ref());
     let limit = limit(plan, context);
     // The received rate; the sent one where the receiver's report never came (a
     // stream whose bytes stopped arriving), so such a run still says why.
     let limit_of = |direction, receive: Option<&Totals>, send: Option<&Totals>| {
+        // The TCP accounts say nothing of a UDP test.
+        if plan.udp.is_some() {
+            return None;
+        }
         limit::limit_of(
             items,
             direction,
@@ -104,8 +136,9 @@ pub fn summarize(plan: &NetPlan, context: &NetContext, items: &[NetItem]) -> Net
     };
     let of_direction = |direction| {
         (plan.direction == Direction::Bidir).then(|| {
-            let receive = totals(items, Role::Receive, Some(direction), nominal_s);
+            let mut receive = totals(items, Role::Receive, Some(direction), nominal_s);
             let send = totals(items, Role::Send, Some(direction), nominal_s);
+            lost_over_sent(&mut receive, send.as_ref());
             DirectionTotals {
                 limit: limit_of(direction, receive.as_ref(), send.as_ref()),
                 send,
@@ -192,7 +225,40 @@ pub fn totals(
             0.0
         },
         intervals: Stats::of(&rates),
+        datagrams: datagram_totals(&streams),
     })
+}
+
+/// The datagrams of `streams` together, where they are a UDP test's; the lost share
+/// over their own highest counts, until [`lost_over_sent`] sets it over what was sent.
+fn datagram_totals(streams: &[&NetItem]) -> Option<DatagramTotals> {
+    let each: Vec<_> = streams.iter().filter_map(|s| s.datagrams).collect();
+    if each.is_empty() {
+        return None;
+    }
+    let highest: u64 = each.iter().map(|d| d.highest).sum();
+    let lost = each.iter().map(|d| d.lost).sum();
+    let out_of_order = each.iter().map(|d| d.out_of_order).sum();
+    let receivers = highest > 0;
+    Some(DatagramTotals {
+        count: each.iter().map(|d| d.count).sum(),
+        lost,
+        lost_share: receivers.then(|| lost as f64 / highest as f64),
+        out_of_order,
+        jitter_s: receivers
+            .then(|| each.iter().map(|d| d.jitter_s).sum::<f64>() / each.len() as f64),
+        send_errors: each.iter().map(|d| d.send_errors).sum(),
+    })
+}
+
+/// Sets the receivers' lost share over the datagrams their senders sent, where the
+/// senders' count is known, as iperf3 prints it.
+fn lost_over_sent(receive: &mut Option<Totals>, send: Option<&Totals>) {
+    let sent = send.and_then(|s| s.datagrams.as_ref()).map(|d| d.count);
+    let received = receive.as_mut().and_then(|r| r.datagrams.as_mut());
+    if let (Some(sent), Some(received)) = (sent.filter(|&n| n > 0), received) {
+        received.lost_share = Some(received.lost as f64 / sent as f64);
+    }
 }
 
 /// One nominal interval of one role, summed over streams.

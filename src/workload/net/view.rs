@@ -123,17 +123,26 @@ fn interval_table(w: &Stored<NetKind>, summary: &NetSummary) -> Table {
     if directions.len() > 1 {
         header.push("direction".into());
     }
-    header.extend(["sent Gbit/s", "received Gbit/s", "retransmits"].map(String::from));
+    header.extend(["sent Gbit/s", "received Gbit/s"].map(String::from));
+    if w.params.udp.is_some() {
+        header.extend(["datagrams", "lost", "jitter ms"].map(String::from));
+    } else {
+        header.push("retransmits".into());
+    }
+    let first_figure = if directions.len() > 1 { 2 } else { 1 };
     Table {
         title: headline(w, summary),
-        numeric: (header.len() - 3..header.len()).collect(),
+        numeric: (first_figure..header.len()).collect(),
         header,
         rows,
     }
 }
 
-/// Each stream end's totals, TCP state and CPU.
+/// Each stream end's totals, its datagrams (UDP) or TCP state, and CPU.
 fn stream_table(w: &Stored<NetKind>) -> Table {
+    if w.params.udp.is_some() {
+        return datagram_table(w);
+    }
     let items = &w.items;
     let how = how_sent(w);
     let title = if how.is_empty() {
@@ -181,6 +190,60 @@ fn stream_table(w: &Stored<NetKind>) -> Table {
     }
 }
 
+/// Each UDP stream end's totals, datagrams and CPU: a sender's sent, a receiver's
+/// received, lost (of the highest count it saw), jitter and out of order.
+fn datagram_table(w: &Stored<NetKind>) -> Table {
+    let rows = w
+        .items
+        .iter()
+        .filter(|i| i.scope == Scope::Stream)
+        .map(|i| {
+            let d = i.datagrams.unwrap_or_default();
+            let received = i.op == Role::Receive;
+            let figure = |shown: bool, text: String| if shown { text } else { "-".into() };
+            vec![
+                i.stream.map_or("-".into(), |s| s.to_string()),
+                i.direction.map_or(String::new(), |d| d.to_string()),
+                format!("{} {}", i.side.as_str(), i.op),
+                gbit_per_sec(i.bytes_per_sec),
+                d.count.to_string(),
+                figure(received, d.lost.to_string()),
+                figure(
+                    received && d.highest > 0,
+                    brief::format_lost_share(d.lost as f64 / d.highest.max(1) as f64),
+                ),
+                figure(received, format!("{:.3}", d.jitter_s * 1e3)),
+                figure(
+                    received,
+                    d.out_of_order.map_or("-".into(), |n| n.to_string()),
+                ),
+                i.cpu_seconds
+                    .filter(|_| i.seconds > 0.0)
+                    .map_or("-".into(), |c| format!("{:.0}%", c / i.seconds * 100.0)),
+            ]
+        })
+        .collect();
+    Table {
+        title: "each stream end".into(),
+        header: [
+            "stream",
+            "direction",
+            "end",
+            "Gbit/s",
+            "datagrams",
+            "lost",
+            "lost %",
+            "jitter ms",
+            "out of order",
+            "cpu",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+        numeric: vec![0, 3, 4, 5, 6, 7, 8, 9],
+    }
+}
+
 /// The received rate against the link: above its limit, a share of it, or why there is
 /// no limit to compare with.
 fn link_verdict(w: &Stored<NetKind>, receive: &Totals) -> Verdict {
@@ -218,9 +281,10 @@ fn link_verdict(w: &Stored<NetKind>, receive: &Totals) -> Verdict {
                 "loopback",
                 Severity::Info,
                 format!(
-                    "over loopback no wire limits TCP: the {} is what this machine's CPUs and memory \
-                     copy (sending end {} of a core, receiving end {}; the kernel's receive work is \
-                     often charged to the sender)",
+                    "over loopback no wire limits {}: the {} is what this machine's CPUs and \
+                     memory copy (sending end {} of a core, receiving end {}; the kernel's receive \
+                     work is often charged to the sender)",
+                    if w.params.udp.is_some() { "UDP" } else { "TCP" },
                     format_bits_rate(receive.bytes_per_sec),
                     share_of_core(cpu_fraction(&w.items, Side::Local)),
                     share_of_core(cpu_fraction(&w.items, Side::Remote))
@@ -302,14 +366,13 @@ fn interval_rows(w: &Stored<NetKind>, direction: Option<Heading>) -> Vec<Vec<Str
     let mut rows = Vec::new();
     for sum in &received {
         let sender = sent.iter().find(|s| s.index == sum.index);
-        let retransmits: u64 = w
-            .items
-            .iter()
-            .filter(|i| i.scope == Scope::Interval && i.op == Role::Send)
-            .filter(|i| direction.is_none_or(|d| i.direction == Some(d)))
-            .filter(|i| i.interval == Some(sum.index))
-            .filter_map(|i| i.retransmits)
-            .sum();
+        let of_interval = |role: Role| {
+            w.items
+                .iter()
+                .filter(move |i| i.scope == Scope::Interval && i.op == role)
+                .filter(move |i| direction.is_none_or(|d| i.direction == Some(d)))
+                .filter(move |i| i.interval == Some(sum.index))
+        };
         // Named by its nominal stretch; a stalled interval ran longer.
         let mut row = vec![format!(
             "{:.1}-{:.1}",
@@ -322,8 +385,21 @@ fn interval_rows(w: &Stored<NetKind>, direction: Option<Heading>) -> Vec<Vec<Str
         row.extend([
             sender.map_or("-".into(), |s| gbit_per_sec(s.bytes_per_sec)),
             gbit_per_sec(sum.bytes_per_sec),
-            retransmits.to_string(),
         ]);
+        if w.params.udp.is_some() {
+            let each: Vec<_> = of_interval(Role::Receive)
+                .filter_map(|i| i.datagrams)
+                .collect();
+            let jitter = each.iter().map(|d| d.jitter_s).sum::<f64>() / each.len().max(1) as f64;
+            row.extend([
+                each.iter().map(|d| d.count).sum::<u64>().to_string(),
+                each.iter().map(|d| d.lost).sum::<u64>().to_string(),
+                format!("{:.3}", jitter * 1e3),
+            ]);
+        } else {
+            let retransmits: u64 = of_interval(Role::Send).filter_map(|i| i.retransmits).sum();
+            row.push(retransmits.to_string());
+        }
         rows.push(row);
     }
     rows
@@ -352,6 +428,9 @@ fn headline(w: &Stored<NetKind>, summary: &NetSummary) -> String {
             " ({:.1}% of the link's goodput limit)",
             share * 100.0
         ));
+    }
+    if let Some(datagrams) = summary.receive.as_ref().and_then(|r| r.datagrams.as_ref()) {
+        title.push_str(&brief::datagrams_text(datagrams, summary.send.as_ref()));
     }
     title.push_str(&format!(
         " · CPU of one core: local {}, remote {}",

@@ -12,7 +12,7 @@ use super::wire::{
 };
 use crate::error::Error;
 use crate::workload::net::protocol::{DecodeError, Direction};
-use crate::workload::net::report::{Role, SideReport, StreamReport};
+use crate::workload::net::report::{Datagrams, Role, SideReport, StreamReport};
 use crate::workload::net::session::Connection;
 use crate::workload::net::{NetPlan, socket};
 
@@ -272,7 +272,8 @@ pub fn params(plan: &NetPlan) -> Params {
 }
 
 /// This end's results as iperf3 reads them: per stream its bytes and retransmissions
-/// (-1 for a stream it received on), its CPU time over the test's wall time split as
+/// (-1 for a stream it received on), a UDP stream's datagrams (sent, or the highest
+/// count received), lost datagrams and jitter, its CPU time over the test's wall time split as
 /// `user_share` says, and its congestion control.
 pub fn our_results(local: &SideReport, user_share: f64) -> Results {
     let wall = local.wall_seconds.max(1e-9);
@@ -294,9 +295,15 @@ pub fn our_results(local: &SideReport, user_share: f64) -> Results {
                     Role::Send => s.tcp.map_or(0, |t| t.retransmits as i64),
                     Role::Receive => -1,
                 },
-                jitter: 0.0,
-                errors: 0,
-                packets: 0,
+                jitter: s.datagrams.map_or(0.0, |d| d.jitter_s),
+                errors: s.datagrams.map_or(0, |d| d.lost as i64),
+                packets: s.datagrams.map_or(0, |d| match s.role {
+                    Role::Send => d.count as i64,
+                    Role::Receive => d.highest as i64,
+                }),
+                // This end leaves no seconds out: none of its figures were omitted.
+                omitted_errors: s.datagrams.map(|_| 0),
+                omitted_packets: s.datagrams.map(|_| 0),
                 start_time: 0.0,
                 end_time: s.seconds,
             })
@@ -305,15 +312,40 @@ pub fn our_results(local: &SideReport, user_share: f64) -> Results {
     }
 }
 
+/// A UDP stream's datagrams as the far end's results give them: a sender's count, a
+/// receiver's highest count, lost datagrams and jitter. A receiver's count of what
+/// came is its highest count less the lost (out-of-order datagrams took back their
+/// loss as they came); iperf3 sends no out-of-order count.
+fn datagrams_of(result: &StreamResult, role: Role) -> Datagrams {
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    let (packets, lost) = (count(result.packets), count(result.errors));
+    match role {
+        Role::Send => Datagrams {
+            count: packets,
+            ..Datagrams::default()
+        },
+        Role::Receive => Datagrams {
+            count: packets.saturating_sub(lost),
+            highest: packets,
+            lost,
+            out_of_order: None,
+            jitter_s: result.jitter.max(0.0),
+            send_errors: 0,
+        },
+    }
+}
+
 /// The far end's results as the test's remote end: per stream its bytes over its time
 /// (no intervals: iperf3 does not send them), and its CPU time. The far end is the
 /// server when `remote_is_server`, else the client. Streams are matched by iperf3's
-/// ids; one the test did not open is refused.
+/// ids; one the test did not open is refused. A `udp` test's streams carry their
+/// datagrams as the far end counted them.
 pub fn remote_report(
     theirs: &Results,
     direction: Direction,
     streams: u32,
     remote_is_server: bool,
+    udp: bool,
 ) -> Result<SideReport, String> {
     let connections = direction.connections(streams);
     let mut reports = Vec::with_capacity(theirs.streams.len());
@@ -345,6 +377,7 @@ pub fn remote_report(
             congestion: theirs.congestion_used.clone(),
             stalled: None,
             reset: false,
+            datagrams: udp.then(|| datagrams_of(result, role)),
         });
     }
     reports.sort_by_key(|r| r.stream);
@@ -406,13 +439,15 @@ mod tests {
                     jitter: 0.0,
                     errors: 0,
                     packets: 0,
+                    omitted_errors: None,
+                    omitted_packets: None,
                     start_time: 0.0,
                     end_time: 2.0,
                 })
                 .collect(),
             server_output_text: None,
         };
-        let report = remote_report(&theirs, Direction::Bidir, 2, true).unwrap();
+        let report = remote_report(&theirs, Direction::Bidir, 2, true, false).unwrap();
         let roles: Vec<(u32, Role, u64)> = report
             .streams
             .iter()
@@ -428,9 +463,9 @@ mod tests {
             ]
         );
         assert!((report.cpu_seconds - 1.0).abs() < 1e-9);
-        let as_client = remote_report(&theirs, Direction::Bidir, 2, false).unwrap();
+        let as_client = remote_report(&theirs, Direction::Bidir, 2, false, false).unwrap();
         assert_eq!(as_client.streams[0].role, Role::Send);
-        let err = remote_report(&theirs, Direction::Forward, 1, true).unwrap_err();
+        let err = remote_report(&theirs, Direction::Forward, 1, true, false).unwrap_err();
         assert!(err.contains("stream id 3"), "{err}");
     }
 }

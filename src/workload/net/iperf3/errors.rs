@@ -23,6 +23,8 @@ pub mod code {
     pub const BURST: i32 = 15;
     /// IENOSCTP: no SCTP here.
     pub const NO_SCTP: i32 = 18;
+    /// IEUDPBLOCKSIZE: a datagram size out of range.
+    pub const UDP_BLOCK: i32 = 20;
     /// IEBADTOS: a TOS outside 0 to 255.
     pub const BAD_TOS: i32 = 21;
     /// IETOTALRATE: more than the server allows (bandwidth; here also bytes).

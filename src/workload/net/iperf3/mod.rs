@@ -93,12 +93,11 @@ pub fn run(control: &Iperf3Control, plan: &NetPlan, ctx: &Context) -> Result<Out
     }
     let remote = ended.and_then(|()| {
         let theirs = control.exchange(&client::our_results(&local, clock.user_share()))?;
-        let report = client::remote_report(&theirs, plan.direction, plan.streams, true).map_err(
-            |reason| Error::Peer {
+        let report = client::remote_report(&theirs, plan.direction, plan.streams, true, false)
+            .map_err(|reason| Error::Peer {
                 peer: plan.host_port(),
                 reason,
-            },
-        )?;
+            })?;
         Ok((report, theirs))
     });
     Ok(Outcome { local, remote })

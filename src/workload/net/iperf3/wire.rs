@@ -297,7 +297,45 @@ pub struct Params {
         deserialize_with = "lenient_some"
     )]
     pub get_server_output: Option<i64>,
-    /// UDP's 64-bit counters, refused with UDP.
+    /// UDP segmentation offload the client offers (3.21 and later): a sender may hand
+    /// the kernel several datagrams at once. The datagrams on the wire are the same;
+    /// this end sends each alone, as a server without GSO does.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_some"
+    )]
+    pub gso: Option<i64>,
+    /// Bytes of each datagram GSO would cut (3.21 and later).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_some"
+    )]
+    pub gso_dg_size: Option<i64>,
+    /// Bytes GSO would hand the kernel at once (3.21 and later).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_some"
+    )]
+    pub gso_bf_size: Option<i64>,
+    /// UDP receive offload the client offers (3.21 and later): a receiver may take
+    /// several datagrams in one read. This end reads each alone.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_some"
+    )]
+    pub gro: Option<i64>,
+    /// Bytes a GRO read would take at once (3.21 and later).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_some"
+    )]
+    pub gro_bf_size: Option<i64>,
+    /// UDP's 64-bit counts (--udp-counters-64bit); meaningless for TCP, as in iperf3.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -418,9 +456,23 @@ pub struct StreamResult {
     /// UDP's lost datagrams, 0 for TCP.
     #[serde(deserialize_with = "lenient")]
     pub errors: i64,
-    /// UDP's datagrams, 0 for TCP.
+    /// UDP's datagrams, 0 for TCP: a sender's sent, a receiver's highest count.
     #[serde(deserialize_with = "lenient")]
     pub packets: i64,
+    /// UDP's lost datagrams in the omitted seconds (iperf 3.14 and later).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_some"
+    )]
+    pub omitted_errors: Option<i64>,
+    /// UDP's datagrams in the omitted seconds (iperf 3.14 and later).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_some"
+    )]
+    pub omitted_packets: Option<i64>,
     /// Seconds from the test's start to the stream's start (always 0).
     #[serde(default)]
     pub start_time: f64,

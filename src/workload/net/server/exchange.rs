@@ -238,6 +238,11 @@ fn handshake(
         Err(e) => return Err(e.into()),
     };
     check(&request, &state.config.limits).map_err(Closed::OutOfBounds)?;
+    if request.udp.is_some() {
+        return Err(Closed::OutOfBounds(
+            "a UDP test in ratelab's own protocol is not served by this version".into(),
+        ));
+    }
     ticket.proven();
     Ok(request)
 }

@@ -380,6 +380,7 @@ mod tests {
             block_bytes: 128 << 10,
             window_bytes: None,
             interval_ms: 1000,
+            udp: None,
         }
     }
 

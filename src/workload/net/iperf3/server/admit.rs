@@ -4,10 +4,11 @@
 //! the test with iperf3's own error code, so the client prints its own words. Nothing a
 //! client asks for is accepted and then ignored. Pure: the sockets come later.
 
+use crate::workload::net::datagram::{MAX_DATAGRAM_BYTES, MIN_DATAGRAM_BYTES};
 use crate::workload::net::iperf3::errors::code;
 use crate::workload::net::iperf3::wire::Params;
 use crate::workload::net::options::StreamOptions;
-use crate::workload::net::protocol::{Direction, Limits, TestRequest};
+use crate::workload::net::protocol::{Direction, Limits, TestRequest, Udp};
 use crate::workload::net::server::{MAX_BLOCK_BYTES, check, memory};
 
 /// Largest MSS iperf3 3.21 and later take (MAX_MSS).
@@ -63,18 +64,13 @@ pub fn admit(params: &Params, limits: &Limits, ipv6: bool) -> Result<Admitted, R
             );
         }
     };
-    let block_bytes = match u64::try_from(params.len) {
-        Ok(n) if (1..=MAX_BLOCK_BYTES).contains(&n) => n,
-        _ => {
-            return refuse(
-                code::BLOCK,
-                format!(
-                    "a block of {} bytes asked for; this server allows 1 to {MAX_BLOCK_BYTES}",
-                    params.len
-                ),
-            );
-        }
-    };
+    let udp = params.udp.is_some().then(|| Udp {
+        wide_counts: params.udp_counters_64bit.is_some_and(|on| on != 0),
+    });
+    if udp.is_some() {
+        refuse_tcp_only(params)?;
+    }
+    let block_bytes = block_bytes(params.len, udp.is_some())?;
     let window_bytes = match params.window {
         None | Some(0) => None,
         Some(w) if (1..=MAX_WINDOW_BYTES).contains(&w) => Some(w as u64),
@@ -105,6 +101,7 @@ pub fn admit(params: &Params, limits: &Limits, ipv6: bool) -> Result<Admitted, R
         block_bytes,
         window_bytes,
         interval_ms: 1000,
+        udp,
     };
     // iperf3's nearest words for a test whose blocks take too much: "block size too large".
     memory(&request, limits).map_err(|reason| Refused {
@@ -123,14 +120,30 @@ pub fn admit(params: &Params, limits: &Limits, ipv6: bool) -> Result<Admitted, R
     })
 }
 
-/// What this server does not serve: UDP, SCTP, MPTCP, -O, -A, and keys it does not know
+/// Bytes per write and read, or per datagram in a UDP test, within iperf3's bounds
+/// and this server's.
+fn block_bytes(len: i64, udp: bool) -> Result<u64, Refused> {
+    match u64::try_from(len) {
+        Ok(n) if udp && !(MIN_DATAGRAM_BYTES..=MAX_DATAGRAM_BYTES).contains(&n) => refuse(
+            code::UDP_BLOCK,
+            format!(
+                "a datagram of {n} bytes asked for; iperf3 allows {MIN_DATAGRAM_BYTES} to \
+                 {MAX_DATAGRAM_BYTES}"
+            ),
+        ),
+        Ok(n) if (1..=MAX_BLOCK_BYTES).contains(&n) => Ok(n),
+        _ => refuse(
+            code::BLOCK,
+            format!("a block of {len} bytes asked for; this server allows 1 to {MAX_BLOCK_BYTES}"),
+        ),
+    }
+}
+
+/// What this server does not serve: SCTP, MPTCP, -O, -A, and keys it does not know
 /// that ask for something.
 fn refuse_unserved(params: &Params) -> Result<(), Refused> {
     let unimplemented =
         |what: &str| refuse(code::UNIMPLEMENTED, format!("{what} is not served here"));
-    if params.udp.is_some() || params.tcp == Some(false) {
-        return unimplemented("a UDP test (iperf3 -u)");
-    }
     if params.sctp.is_some() {
         return refuse(
             code::NO_SCTP,
@@ -158,6 +171,33 @@ fn refuse_unserved(params: &Params) -> Result<(), Refused> {
         ));
     }
     Ok(())
+}
+
+/// Refuses, in a UDP test, what only TCP has: an MSS, a congestion control, Nagle's
+/// algorithm off, and sendfile (iperf3's UDP sender writes each datagram).
+fn refuse_tcp_only(params: &Params) -> Result<(), Refused> {
+    let asked = [
+        (params.mss.is_some_and(|m| m != 0), "an MSS (iperf3 -M)"),
+        (
+            params.congestion.as_deref().is_some_and(|c| !c.is_empty()),
+            "a congestion control (iperf3 -C)",
+        ),
+        (
+            params.nodelay.is_some_and(|on| on),
+            "TCP_NODELAY (iperf3 -N)",
+        ),
+        (
+            params.zerocopy.is_some_and(|on| on != 0),
+            "sendfile (iperf3 -Z)",
+        ),
+    ];
+    match asked.iter().find(|(on, _)| *on) {
+        Some((_, what)) => refuse(
+            code::UNIMPLEMENTED,
+            format!("{what} in a UDP test is not served here"),
+        ),
+        None => Ok(()),
+    }
 }
 
 /// Whether a value of an unknown key asks for anything: off, zero and empty do not.
@@ -368,8 +408,58 @@ mod tests {
     }
 
     #[test]
+    fn a_udp_test_is_admitted_with_its_datagrams_and_tcps_options_refused() {
+        // As iperf 3.22 sends it, offloads offered and all.
+        let taken = admit(
+            &params(
+                r#"{"udp":true,"omit":0,"time":3,"num":0,"blockcount":0,"parallel":2,"len":1460,"bandwidth":100000000,"pacing_timer":1000,"gso":0,"gso_dg_size":0,"gso_bf_size":65507,"gro":0,"gro_bf_size":65507,"udp_counters_64bit":1,"client_version":"3.22"}"#,
+            ),
+            &LIMITS,
+            false,
+        )
+        .unwrap();
+        assert_eq!(taken.request.udp, Some(Udp { wide_counts: true }));
+        assert_eq!(taken.request.block_bytes, 1460);
+        assert_eq!(taken.options.bitrate_bits_per_sec, Some(100_000_000));
+        // -b 0 sends no bandwidth: as fast as the socket takes.
+        let unpaced = admit(
+            &params(r#"{"udp":true,"time":1,"len":1460}"#),
+            &LIMITS,
+            false,
+        )
+        .unwrap();
+        assert_eq!(unpaced.request.udp, Some(Udp { wide_counts: false }));
+        assert_eq!(unpaced.options.bitrate_bits_per_sec, None);
+        for (too, bytes) in [
+            (r#"{"udp":true,"len":65508}"#, 65508),
+            (r#"{"udp":true,"len":15}"#, 15),
+        ] {
+            let refusal = refused(too);
+            assert_eq!(refusal.code, code::UDP_BLOCK, "{bytes}");
+            assert!(refusal.reason.contains("16 to 65507"), "{}", refusal.reason);
+        }
+        for tcp_only in [
+            r#"{"udp":true,"MSS":1200}"#,
+            r#"{"udp":true,"congestion":"reno"}"#,
+            r#"{"udp":true,"nodelay":true}"#,
+            r#"{"udp":true,"zerocopy":1}"#,
+        ] {
+            let refusal = refused(tcp_only);
+            assert_eq!(refusal.code, code::UNIMPLEMENTED, "{tcp_only}");
+            assert!(
+                refusal.reason.contains("in a UDP test"),
+                "{}",
+                refusal.reason
+            );
+        }
+        assert_eq!(
+            refused(r#"{"udp":true,"len":1460,"bandwidth":-1}"#).code,
+            code::RECEIVE_PARAMS
+        );
+    }
+
+    #[test]
     fn what_cannot_be_done_is_refused_with_iperf3s_code() {
-        assert_eq!(refused(r#"{"udp":true}"#).code, code::UNIMPLEMENTED);
         assert_eq!(refused(r#"{"sctp":true}"#).code, code::NO_SCTP);
         assert_eq!(
             refused(r#"{"tcp":true,"omit":2}"#).code,

@@ -12,6 +12,7 @@
 mod admit;
 mod record;
 mod streams;
+mod udp;
 
 use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpStream};
@@ -251,12 +252,18 @@ fn test(
 ) -> Result<Served, Refusal> {
     let timeout = state.config.idle_timeout;
     let Heard { params, admitted } = heard;
-    let connections = streams::gather(state, connection, peer, cookie, &admitted)?;
-    let (local, clock) = streams::run_streams(state, connection, &admitted, connections)?;
+    let (local, clock) = if admitted.request.udp.is_some() {
+        let streams = udp::gather(state, connection, peer, &admitted)?;
+        udp::run(state, connection, &admitted, streams)?
+    } else {
+        let connections = streams::gather(state, connection, peer, cookie, &admitted)?;
+        streams::run_streams(state, connection, &admitted, connections)?
+    };
     write(connection, &[Wire::ExchangeResults.byte()], timeout)?;
     let theirs: Results = receive(connection, MAX_RESULTS_BYTES, timeout)?;
     let request = admitted.request;
-    let remote = remote_report(&theirs, request.direction, request.streams, false)
+    let udp = request.udp.is_some();
+    let remote = remote_report(&theirs, request.direction, request.streams, false, udp)
         .map_err(|reason| Refusal::from(Closed::OutOfBounds(reason)))?;
     let mut ours = our_results(&local, clock.user_share());
     if params.get_server_output.is_some_and(|on| on != 0) {
@@ -313,7 +320,7 @@ fn short_of_plan(request: &TestRequest, local: &SideReport) -> Option<String> {
         (None, Some(per_stream)) => [Role::Send, Role::Receive].into_iter().find_map(|role| {
             let streams = local.streams.iter().filter(|s| s.role == role).count() as u64;
             let asked = per_stream.saturating_mul(streams);
-            let moved = local.moved(role);
+            let moved = how_far(local, role, request.block_bytes);
             if (moved as f64) < 0.9 * asked as f64 {
                 short(
                     crate::vocab::units::format_bytes(moved),
@@ -325,6 +332,22 @@ fn short_of_plan(request: &TestRequest, local: &SideReport) -> Option<String> {
         }),
         _ => None,
     }
+}
+
+/// How far the test got in `role`'s streams, in bytes: what they moved, or, for UDP
+/// receivers, what their senders had sent up to the last datagram that came (the
+/// highest count, in datagrams of `block_bytes`), since lost datagrams are a figure of
+/// the test, not a test cut short.
+fn how_far(local: &SideReport, role: Role, block_bytes: u64) -> u64 {
+    local
+        .streams
+        .iter()
+        .filter(|s| s.role == role)
+        .map(|s| match (role, s.datagrams) {
+            (Role::Receive, Some(d)) => d.highest.saturating_mul(block_bytes).max(s.bytes),
+            _ => s.bytes,
+        })
+        .sum()
 }
 
 /// Takes the client's credentials as `iperf3 -s` does when it has a private key and
@@ -427,4 +450,70 @@ fn write(connection: &TcpStream, bytes: &[u8], timeout: Duration) -> Result<(), 
         }
         _ => WireError::Io(e),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::net::protocol::{Direction, Udp};
+    use crate::workload::net::report::{Datagrams, StreamReport};
+
+    fn received(bytes: u64, datagrams: Option<Datagrams>) -> SideReport {
+        SideReport::of(vec![StreamReport {
+            stream: 0,
+            role: Role::Receive,
+            bytes,
+            seconds: 1.0,
+            intervals: Vec::new(),
+            tcp: None,
+            mss_bytes: None,
+            mtu_bytes: None,
+            cpu_seconds: 0.0,
+            error: None,
+            congestion: None,
+            stalled: None,
+            reset: false,
+            datagrams,
+        }])
+    }
+
+    /// A test of 1000 blocks of 1000 bytes from the client.
+    fn of_bytes(udp: Option<Udp>) -> TestRequest {
+        TestRequest {
+            streams: 1,
+            direction: Direction::Forward,
+            duration_ms: None,
+            bytes_per_stream: Some(1_000_000),
+            block_bytes: 1000,
+            window_bytes: None,
+            interval_ms: 1000,
+            udp,
+        }
+    }
+
+    #[test]
+    fn a_udp_test_of_bytes_that_lost_datagrams_ran_whole_and_one_cut_short_did_not() {
+        let udp = Some(Udp { wide_counts: false });
+        // A third lost on the way, the last count seen 1000: the client sent it all.
+        let lossy = Datagrams {
+            count: 667,
+            highest: 1000,
+            lost: 333,
+            ..Datagrams::default()
+        };
+        assert_eq!(
+            short_of_plan(&of_bytes(udp), &received(667_000, Some(lossy))),
+            None
+        );
+        // Ended at count 500: half of what it asked for.
+        let cut = Datagrams {
+            count: 500,
+            highest: 500,
+            ..Datagrams::default()
+        };
+        let why = short_of_plan(&of_bytes(udp), &received(500_000, Some(cut))).unwrap();
+        assert!(why.contains("after 488 KiB"), "{why}");
+        // TCP has no datagrams: what arrived is how far it got.
+        assert!(short_of_plan(&of_bytes(None), &received(667_000, None)).is_some());
+    }
 }

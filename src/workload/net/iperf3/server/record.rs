@@ -36,6 +36,7 @@ pub(super) fn plan_of(
         iperf3: true,
         served: true,
         own_server: false,
+        udp: request.udp,
         ..NetPlan::loopback(Duration::ZERO, 1)
     }
 }

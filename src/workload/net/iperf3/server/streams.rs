@@ -137,17 +137,12 @@ pub(super) fn run_streams(
 ) -> Result<(SideReport, CpuClock), Refusal> {
     let timeout = state.config.idle_timeout;
     let request = &admitted.request;
-    let clock = CpuClock::start();
-    let start = Instant::now();
-    write(
-        connection,
-        &[Wire::TestStart.byte(), Wire::TestRunning.byte()],
-        timeout,
-    )?;
-    let planned = request
-        .duration_ms
-        .unwrap_or(state.config.limits.max_duration_ms);
-    let hard_stop = start + Duration::from_millis(planned) + GRACE;
+    let Begun {
+        start,
+        planned,
+        hard_stop,
+        clock,
+    } = begin(state, connection, request)?;
     let session_request = TestRequest {
         // A test of time: the senders stop at its end by this clock, which started
         // before the client's (at TEST_RUNNING's arrival), so what they sent is on its
@@ -173,7 +168,7 @@ pub(super) fn run_streams(
         options: &admitted.options,
     };
     let wire = Crossed::watch(&connections, 0, COOKIE_BYTES as u64);
-    let (mut local, ended) = std::thread::scope(|scope| {
+    let (local, ended) = std::thread::scope(|scope| {
         let streams = scope
             .spawn(|| session::run(connections, &test, None, &|| stop.load(Ordering::Relaxed)));
         let ended = await_end(connection, hard_stop, &stopping);
@@ -182,18 +177,68 @@ pub(super) fn run_streams(
         // stopped counting then.
         let sent = wire.now();
         if matches!(ended, End::Stopping) {
-            // Told before its streams close, as iperf3's server does on a signal, so
-            // the client reports the stop rather than a broken stream.
-            let _ = write(connection, &[Wire::ServerTerminate.byte()], timeout);
-            // Its streams run on until the client has read that and hung up: closed
-            // at once, they break the client's writes before it reads the news.
-            await_hangup(connection, Instant::now() + TOLD);
+            tell_stopping(connection, timeout);
         }
         stop.store(true, Ordering::Relaxed);
         let mut local = streams.join().expect("the stream threads do not panic");
         Crossed::count(&mut local, &sent, &sent);
         (local, ended)
     });
+    Ok((timed(ended, start, local)?, clock))
+}
+
+/// A served test's start at this end.
+pub(super) struct Begun {
+    /// When TEST_START was said.
+    pub start: Instant,
+    /// The test's planned milliseconds: its duration, or the server's bound.
+    pub planned: u64,
+    /// No stream runs past this, whatever the client does.
+    pub hard_stop: Instant,
+    /// This process's CPU time from the start.
+    pub clock: CpuClock,
+}
+
+/// Says TEST_START and TEST_RUNNING, and when the test must be over.
+pub(super) fn begin(
+    state: &State,
+    connection: &TcpStream,
+    request: &TestRequest,
+) -> Result<Begun, Refusal> {
+    let clock = CpuClock::start();
+    let start = Instant::now();
+    write(
+        connection,
+        &[Wire::TestStart.byte(), Wire::TestRunning.byte()],
+        state.config.idle_timeout,
+    )?;
+    let planned = request
+        .duration_ms
+        .unwrap_or(state.config.limits.max_duration_ms);
+    Ok(Begun {
+        start,
+        planned,
+        hard_stop: start + Duration::from_millis(planned) + GRACE,
+        clock,
+    })
+}
+
+/// Tells the client the server is stopping, before its streams close, as iperf3's
+/// server does on a signal, so the client reports the stop rather than a broken
+/// stream; its streams run on until the client has read that and hung up (closed at
+/// once, they would break the client's writes before it reads the news).
+pub(super) fn tell_stopping(connection: &TcpStream, timeout: Duration) {
+    let _ = write(connection, &[Wire::ServerTerminate.byte()], timeout);
+    await_hangup(connection, Instant::now() + TOLD);
+}
+
+/// This end's streams as iperf3's server times them, each from TEST_START (`start`)
+/// to the client's TEST_END; or why the test did not end so.
+pub(super) fn timed(
+    ended: End,
+    start: Instant,
+    mut local: SideReport,
+) -> Result<SideReport, Refusal> {
     match ended {
         End::Asked(at) => {
             let seconds = at.duration_since(start).as_secs_f64();
@@ -201,7 +246,7 @@ pub(super) fn run_streams(
                 stream.seconds = seconds;
             }
             local.wall_seconds = seconds;
-            Ok((local, clock))
+            Ok(local)
         }
         End::Stopping => Err(Closed::Stopping.into()),
         End::Gone(why) => Err(Closed::OutOfBounds(format!("the iperf3 client {why}")).into()),
@@ -209,7 +254,7 @@ pub(super) fn run_streams(
 }
 
 /// How the test's data phase ended.
-enum End {
+pub(super) enum End {
     /// The client sent TEST_END, read at this instant.
     Asked(Instant),
     /// The server is stopping.
@@ -219,7 +264,11 @@ enum End {
 }
 
 /// Watches the control connection for the client's TEST_END, until the hard stop.
-fn await_end(connection: &TcpStream, hard_stop: Instant, stopping: &dyn Fn() -> bool) -> End {
+pub(super) fn await_end(
+    connection: &TcpStream,
+    hard_stop: Instant,
+    stopping: &dyn Fn() -> bool,
+) -> End {
     let _ = connection.set_read_timeout(Some(Duration::from_millis(50)));
     let mut byte = [0u8; 1];
     let mut reader = connection;
@@ -278,7 +327,7 @@ fn waiting(e: &std::io::Error) -> bool {
 /// Whether the client closed `connection` or said anything on it while its streams
 /// gather: it says nothing then unless it failed on its side (iperf3 does when it
 /// cannot set its own socket options).
-fn gave_up(connection: &TcpStream) -> bool {
+pub(super) fn gave_up(connection: &TcpStream) -> bool {
     let _ = connection.set_nonblocking(true);
     let mut byte = [0u8; 1];
     let said = !matches!(
