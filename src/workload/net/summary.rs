@@ -12,7 +12,7 @@ use super::context::NetContext;
 use super::item::{NetItem, Scope, Side};
 use super::limit::{self, Limit};
 use super::protocol::Direction;
-use super::report::Role;
+use super::report::{Datagrams, Role};
 use crate::analysis::stats::Stats;
 use crate::catch::{Family, skew};
 
@@ -236,18 +236,27 @@ fn datagram_totals(streams: &[&NetItem]) -> Option<DatagramTotals> {
     if each.is_empty() {
         return None;
     }
-    let highest: u64 = each.iter().map(|d| d.highest).sum();
-    let lost = each.iter().map(|d| d.lost).sum();
-    let out_of_order = each.iter().map(|d| d.out_of_order).sum();
+    // A peer's counts: summed without overflow, whatever it claims.
+    let total = |of: fn(&Datagrams) -> u64| {
+        each.iter()
+            .map(of)
+            .fold(0u64, |sum, n| sum.saturating_add(n))
+    };
+    let highest = total(|d| d.highest);
+    let lost = total(|d| d.lost);
+    let out_of_order = each
+        .iter()
+        .map(|d| d.out_of_order)
+        .try_fold(0u64, |sum, n| Some(sum.saturating_add(n?)));
     let receivers = highest > 0;
     Some(DatagramTotals {
-        count: each.iter().map(|d| d.count).sum(),
+        count: total(|d| d.count),
         lost,
         lost_share: receivers.then(|| lost as f64 / highest as f64),
         out_of_order,
         jitter_s: receivers
             .then(|| each.iter().map(|d| d.jitter_s).sum::<f64>() / each.len() as f64),
-        send_errors: each.iter().map(|d| d.send_errors).sum(),
+        send_errors: total(|d| d.send_errors),
     })
 }
 
@@ -355,6 +364,68 @@ mod tests {
             stream: Some(0),
             ..NetItem::moved(op, scope, Side::Local, start_s, end_s, bytes)
         }
+    }
+
+    #[test]
+    fn datagrams_sum_over_streams_and_lose_a_share_of_what_was_sent() {
+        let with = |op: NetOp, datagrams: Datagrams| NetItem {
+            datagrams: Some(datagrams),
+            ..item(op, Scope::Stream, 0.0, 1.0, 1000)
+        };
+        let came = Datagrams {
+            count: 60,
+            highest: 90,
+            lost: 30,
+            out_of_order: Some(1),
+            jitter_s: 0.002,
+            send_errors: 0,
+        };
+        let sent = Datagrams {
+            count: 100,
+            ..Datagrams::default()
+        };
+        let items = [
+            with(NetOp::Receive, came),
+            with(
+                NetOp::Receive,
+                Datagrams {
+                    jitter_s: 0.004,
+                    out_of_order: None,
+                    ..came
+                },
+            ),
+            with(NetOp::Send, sent),
+            with(NetOp::Send, sent),
+        ];
+        let mut receive = totals(&items, Role::Receive, None, 1.0);
+        let got = receive.as_ref().unwrap().datagrams.clone().unwrap();
+        assert_eq!((got.count, got.lost, got.out_of_order), (120, 60, None));
+        assert!(
+            (got.jitter_s.unwrap() - 0.003).abs() < 1e-12,
+            "averaged as iperf3 does"
+        );
+        assert!(
+            (got.lost_share.unwrap() - 60.0 / 180.0).abs() < 1e-12,
+            "over the highest"
+        );
+        lost_over_sent(&mut receive, totals(&items, Role::Send, None, 1.0).as_ref());
+        let share = receive.unwrap().datagrams.unwrap().lost_share.unwrap();
+        assert!(
+            (share - 60.0 / 200.0).abs() < 1e-12,
+            "over what was sent: {share}"
+        );
+        // A peer's counts past any sum saturate.
+        let huge = Datagrams {
+            highest: u64::MAX,
+            count: u64::MAX,
+            ..came
+        };
+        let items = [with(NetOp::Receive, huge), with(NetOp::Receive, huge)];
+        let got = totals(&items, Role::Receive, None, 1.0)
+            .unwrap()
+            .datagrams
+            .unwrap();
+        assert_eq!(got.count, u64::MAX);
     }
 
     #[test]

@@ -392,8 +392,12 @@ fn interval_rows(w: &Stored<NetKind>, direction: Option<Heading>) -> Vec<Vec<Str
                 .collect();
             let jitter = each.iter().map(|d| d.jitter_s).sum::<f64>() / each.len().max(1) as f64;
             row.extend([
-                each.iter().map(|d| d.count).sum::<u64>().to_string(),
-                each.iter().map(|d| d.lost).sum::<u64>().to_string(),
+                each.iter()
+                    .fold(0u64, |sum, d| sum.saturating_add(d.count))
+                    .to_string(),
+                each.iter()
+                    .fold(0u64, |sum, d| sum.saturating_add(d.lost))
+                    .to_string(),
                 format!("{:.3}", jitter * 1e3),
             ]);
         } else {

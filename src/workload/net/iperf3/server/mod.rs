@@ -344,10 +344,11 @@ fn how_far(local: &SideReport, role: Role, block_bytes: u64) -> u64 {
         .iter()
         .filter(|s| s.role == role)
         .map(|s| match (role, s.datagrams) {
+            // The highest count is the peer's number, whatever it sent.
             (Role::Receive, Some(d)) => d.highest.saturating_mul(block_bytes).max(s.bytes),
             _ => s.bytes,
         })
-        .sum()
+        .fold(0u64, u64::saturating_add)
 }
 
 /// Takes the client's credentials as `iperf3 -s` does when it has a private key and
