@@ -152,6 +152,29 @@ pub struct StreamReport {
     pub datagrams: Option<Datagrams>,
 }
 
+impl StreamReport {
+    /// Stream `stream`'s end in `role` that moved `bytes` in `seconds`, with nothing else
+    /// measured: no intervals, TCP state, CPU or datagrams.
+    pub fn moved(stream: u32, role: Role, bytes: u64, seconds: f64) -> StreamReport {
+        StreamReport {
+            stream,
+            role,
+            bytes,
+            seconds,
+            intervals: Vec::new(),
+            tcp: None,
+            mss_bytes: None,
+            mtu_bytes: None,
+            cpu_seconds: 0.0,
+            error: None,
+            congestion: None,
+            stalled: None,
+            reset: false,
+            datagrams: None,
+        }
+    }
+}
+
 /// A sender whose bytes stopped arriving: nothing acknowledged while its retransmission
 /// timer fired again and again.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -400,22 +423,7 @@ mod tests {
         SideReport::of(
             streams
                 .iter()
-                .map(|&(stream, role, bytes)| StreamReport {
-                    stream,
-                    role,
-                    bytes,
-                    seconds: 1.0,
-                    intervals: Vec::new(),
-                    tcp: None,
-                    mss_bytes: None,
-                    mtu_bytes: None,
-                    cpu_seconds: 0.0,
-                    error: None,
-                    congestion: None,
-                    stalled: None,
-                    reset: false,
-                    datagrams: None,
-                })
+                .map(|&(stream, role, bytes)| StreamReport::moved(stream, role, bytes, 1.0))
                 .collect(),
         )
     }

@@ -56,21 +56,13 @@ pub fn run(job: UdpJob<'_>) -> StreamReport {
         Role::Send => send(&job),
         Role::Receive => receive(&job),
     };
+    let seconds = end.duration_since(job.start).as_secs_f64();
     StreamReport {
-        stream: job.stream,
-        role: job.role,
-        bytes,
-        seconds: end.duration_since(job.start).as_secs_f64(),
         intervals,
-        tcp: None,
-        mss_bytes: None,
-        mtu_bytes: None,
         cpu_seconds: crate::platform::cores::calling_thread_cpu_seconds() - cpu_before,
         error,
-        congestion: None,
-        stalled: None,
-        reset: false,
         datagrams: Some(datagrams),
+        ..StreamReport::moved(job.stream, job.role, bytes, seconds)
     }
 }
 

@@ -364,20 +364,14 @@ pub fn remote_report(
             direction.client_role(stream, streams)
         };
         reports.push(StreamReport {
-            stream,
-            role,
-            bytes: u64::try_from(result.bytes).unwrap_or(0),
-            seconds: (result.end_time - result.start_time).max(0.0),
-            intervals: Vec::new(),
-            tcp: None,
-            mss_bytes: None,
-            mtu_bytes: None,
-            cpu_seconds: 0.0,
-            error: None,
             congestion: theirs.congestion_used.clone(),
-            stalled: None,
-            reset: false,
             datagrams: udp.then(|| datagrams_of(result, role)),
+            ..StreamReport::moved(
+                stream,
+                role,
+                u64::try_from(result.bytes).unwrap_or(0),
+                (result.end_time - result.start_time).max(0.0),
+            )
         });
     }
     reports.sort_by_key(|r| r.stream);

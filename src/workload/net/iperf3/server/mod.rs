@@ -461,20 +461,8 @@ mod tests {
 
     fn received(bytes: u64, datagrams: Option<Datagrams>) -> SideReport {
         SideReport::of(vec![StreamReport {
-            stream: 0,
-            role: Role::Receive,
-            bytes,
-            seconds: 1.0,
-            intervals: Vec::new(),
-            tcp: None,
-            mss_bytes: None,
-            mtu_bytes: None,
-            cpu_seconds: 0.0,
-            error: None,
-            congestion: None,
-            stalled: None,
-            reset: false,
             datagrams,
+            ..StreamReport::moved(0, Role::Receive, bytes, 1.0)
         }])
     }
 
